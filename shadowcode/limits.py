@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "DOCTOR_LARGE_FILE_BYTES",
     "GOAL_TEXT_MAX_BYTES",
     "GOALS_LIST_MAX",
     "MEMORY_NOTE_MAX_BYTES",
@@ -18,19 +19,25 @@ __all__ = [
     "OPERATION_DEADLINE_SECONDS",
     "PROFILE_NAME_MAX_CHARS",
     "RESULT_MAX_BYTES",
+    "REVIEW_CHANGES_MAX",
+    "REVIEW_GIT_OUTPUT_MAX_BYTES",
+    "REVIEW_GIT_TIMEOUT_SECONDS",
     "SESSIONS_LIST_MAX",
     "SQLITE_CELL_MAX_BYTES",
     "SQLITE_QUERY_MAX_BYTES",
     "SQLITE_QUERY_TIMEOUT_SECONDS",
     "SQLITE_RESULT_MAX_BYTES",
     "SQLITE_ROWS_MAX",
+    "SQLITE_VALUE_MAX_BYTES",
     "STDIO_CONNECTION_MAX_BYTES",
     "STDIO_FRAME_MAX_BYTES",
     "STDIO_FRAMES_PER_SECOND_MAX",
     "STDIO_INIT_DEADLINE_SECONDS",
     "STDIO_WRITE_DEADLINE_SECONDS",
+    "UNDERSTAND_ENTRIES_MAX",
     "UNDERSTAND_FILES_MAX",
     "UNDERSTAND_MAP_MAX_BYTES",
+    "UNDERSTAND_README_LINES_MAX",
     "UNDERSTAND_READ_MAX_BYTES",
     "WHY_ENTRIES_MAX",
 ]
@@ -107,3 +114,29 @@ UNDERSTAND_MAP_MAX_BYTES: Final = 64 * 1024
 
 WHY_ENTRIES_MAX: Final = 200
 """Change-history entries returned by one shadow_why call (SRV-19)."""
+
+# --- project inspection: sqlite, map, doctor, review (SRV-13, SRV-19, SRV-20) ---------
+
+SQLITE_VALUE_MAX_BYTES: Final = 16 * 1024 * 1024
+"""Bytes of any single string or blob SQLite may build or read during one shadow_sqlite query;
+larger values fail the query instead of filling memory (SRV-13)."""
+
+UNDERSTAND_ENTRIES_MAX: Final = 20_000
+"""Directory entries (files, folders and links, skipped ones included) one project walk may
+examine, so a huge tree cannot stall shadow_understand or shadow_doctor (SRV-19)."""
+
+UNDERSTAND_README_LINES_MAX: Final = 40
+"""Lines of the README quoted at the top of a project map (SRV-19)."""
+
+DOCTOR_LARGE_FILE_BYTES: Final = 10 * 1024 * 1024
+"""Bytes above which shadow_doctor reports a project file as large (SRV-19)."""
+
+REVIEW_GIT_TIMEOUT_SECONDS: Final = 10.0
+"""Seconds one git command run by shadow_review may take before it is killed (SRV-20)."""
+
+REVIEW_GIT_OUTPUT_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of output read from one git command run by shadow_review; the rest is dropped and
+the result is marked truncated (SRV-20)."""
+
+REVIEW_CHANGES_MAX: Final = 500
+"""Changed paths listed by one shadow_review call; more set ``truncated`` (SRV-20)."""
