@@ -15,6 +15,8 @@ __all__ = ["run"]
 
 def run(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, and exit with its status."""
+    import typer
+
     from shadowcode.cli.app import app
     from shadowcode.errors import ShadowcodeError
 
@@ -23,27 +25,18 @@ def run(argv: list[str] | None = None) -> None:
     except ShadowcodeError as exc:
         sys.stderr.write(f"shadowcode: {exc.message}\n")
         sys.exit(exc.exit_code)
-    except _click_exceptions() as exc:  # usage errors, aborts
-        _report_click(exc)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.stderr.write("Aborted.\n")
+        sys.exit(1)
+    except typer.TyperException as exc:  # usage errors: message on stderr, exit 2
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show(file=sys.stderr)
+        else:
+            sys.stderr.write(f"shadowcode: {exc}\n")
+        sys.exit(int(getattr(exc, "exit_code", 2)))
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(0)
-
-
-def _click_exceptions() -> tuple[type[BaseException], ...]:
-    import click
-
-    return (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
-
-
-def _report_click(exc: BaseException) -> None:
-    import click
-
-    if isinstance(exc, click.exceptions.Exit):
-        sys.exit(exc.exit_code)
-    if isinstance(exc, click.exceptions.Abort):
-        sys.stderr.write("Aborted.\n")
-        sys.exit(1)
-    assert isinstance(exc, click.ClickException)
-    exc.show(file=sys.stderr)
-    sys.exit(exc.exit_code)

@@ -1,0 +1,86 @@
+"""``shadowcode mcp ...``: serve the native MCP server, and print registrations."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from shadowcode.cli.context import globals_of
+
+__all__ = ["app"]
+
+app = typer.Typer(help="The native MCP server and its registration.", no_args_is_help=True)
+
+
+@app.command("serve")
+def serve(
+    ctx: typer.Context,
+    allow_write: Annotated[bool, typer.Option("--allow-write", help="Permit changes in a trusted project.")] = False,
+    allow_approvals: Annotated[
+        bool, typer.Option("--allow-approvals", help="Let the client resolve its own approvals (with --allow-write).")
+    ] = False,
+) -> None:
+    """Serve one MCP client over stdio for the fixed --workspace project (SRV-01).
+
+    Stdout carries only newline-delimited JSON-RPC; logs go to stderr. ``--json`` is refused
+    (SRV-02).
+    """
+    from shadowcode.errors import UsageError
+
+    g = globals_of(ctx)
+    if g.json:
+        raise UsageError("--json cannot be combined with `mcp serve`: stdout carries JSON-RPC only")
+    from shadowcode.mcp.server.launch import serve_stdio
+
+    serve_stdio(workspace=g.workspace_path(), profile=g.profile, allow_write=allow_write,
+                allow_approvals=allow_approvals)
+
+
+@app.command("register")
+def register(
+    ctx: typer.Context,
+    client: Annotated[
+        str, typer.Option("--client", help="Host format: generic (default), codex, claude or cursor.")
+    ] = "generic",
+    allow_write: Annotated[
+        bool, typer.Option("--allow-write", help="Add --allow-write to the stdio launch command.")
+    ] = False,
+    allow_approvals: Annotated[
+        bool, typer.Option("--allow-approvals", help="Add --allow-approvals to the stdio launch command.")
+    ] = False,
+    url: Annotated[
+        str | None, typer.Option("--url", help="A running loopback gateway, http://127.0.0.1:PORT/mcp.")
+    ] = None,
+    token_env: Annotated[
+        str | None, typer.Option("--token-env", help="Name of the variable holding the gateway's token.")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the server entry.")] = "shadowcode",
+) -> None:
+    """Print a host configuration snippet to review; edits, starts and contacts nothing (REG-01..REG-07).
+
+    The stdio form launches this executable with the canonical --workspace project (and
+    --profile when given); the HTTP form (--url with --token-env) names the token variable only.
+    """
+    import sys
+
+    from shadowcode.errors import UsageError
+    from shadowcode.mcp.register import Client, build_snippet
+
+    g = globals_of(ctx)
+    try:
+        chosen = Client(client)
+    except ValueError:
+        raise UsageError(f"--client {client!r}: choose generic, codex, claude or cursor") from None
+    snippet = build_snippet(
+        chosen,
+        workspace=g.workspace_path(),
+        profile=g.profile,
+        allow_write=allow_write,
+        allow_approvals=allow_approvals,
+        url=url,
+        token_env=token_env,
+        name=name,
+        json_output=g.json,
+    )
+    sys.stdout.write(snippet.text)

@@ -1,0 +1,113 @@
+"""Project and task notes (SRV-12).
+
+A note is UTF-8 text; its ``hash`` is the SHA-256 hex of that text (the empty note has
+the hash of ``""``). Replace takes the hash the caller last read, so two writers cannot
+silently overwrite each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Literal
+
+from shadowcode.errors import ConflictError, NotFound, ToolError
+from shadowcode.limits import MEMORY_NOTE_MAX_BYTES
+from shadowcode.store import Store
+
+__all__ = ["MemoryNotes", "Scope", "content_hash"]
+
+Scope = Literal["project", "task"]
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex digest of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class MemoryNotes:
+    """Reads and writes notes; callers check write policy first."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def _key(self, project: Path, scope: Scope, task_id: str | None) -> str:
+        if scope == "project":
+            if task_id:
+                raise ToolError("task_id is only valid with scope 'task'")
+            return ""
+        if scope != "task":
+            raise ToolError(f"unknown scope {scope!r}; use 'project' or 'task'")
+        if not task_id:
+            raise ToolError("scope 'task' needs an exact task_id")
+        row = self._store.row("SELECT project FROM tasks WHERE id = ?", (task_id,))
+        if row is None or row["project"] != str(project):
+            raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
+        return task_id
+
+    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> dict[str, object]:
+        """The note: ``{"scope", "task_id", "content", "hash", "updated_at"}`` (empty when none).
+
+        Raises:
+            ToolError: bad scope or task_id combination.
+            NotFound: the task id is not a task of this project.
+        """
+        key = self._key(project, scope, task_id)
+        row = self._store.row("SELECT content, hash, updated_at FROM memory WHERE project = ? AND task_id = ?",
+                              (str(project), key))
+        content = row["content"] if row else ""
+        return {
+            "scope": scope,
+            "task_id": key or None,
+            "content": content,
+            "hash": row["hash"] if row else content_hash(""),
+            "updated_at": row["updated_at"] if row else None,
+        }
+
+    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> dict[str, object]:
+        """Append ``text`` as a new paragraph and return the note as :meth:`read` does.
+
+        Raises:
+            ToolError: empty text, or the note would exceed MEMORY_NOTE_MAX_BYTES.
+            NotFound: the task id is not a task of this project.
+        """
+        if not text.strip():
+            raise ToolError("append needs non-empty text")
+        with self._store.atomic():
+            current = self.read(project, scope, task_id)
+            old = str(current["content"])
+            new = f"{old.rstrip(chr(10))}\n\n{text}" if old.strip() else text
+            self._write(project, self._key(project, scope, task_id), new)
+        return self.read(project, scope, task_id)
+
+    def replace(
+        self, project: Path, text: str, expected_hash: str, scope: Scope = "project", task_id: str | None = None
+    ) -> dict[str, object]:
+        """Replace the note when ``expected_hash`` is its current hash; returns the new note.
+
+        Raises:
+            ConflictError: the hash is stale (someone changed the note since it was read).
+            ToolError: the note would exceed MEMORY_NOTE_MAX_BYTES.
+            NotFound: the task id is not a task of this project.
+        """
+        with self._store.atomic():
+            current = self.read(project, scope, task_id)
+            if expected_hash != current["hash"]:
+                raise ConflictError(
+                    "the note changed since it was read (stale expected_hash); read it again and retry",
+                    current_hash=current["hash"],
+                )
+            self._write(project, self._key(project, scope, task_id), text)
+        return self.read(project, scope, task_id)
+
+    def _write(self, project: Path, key: str, text: str) -> None:
+        size = len(text.encode("utf-8"))
+        if size > MEMORY_NOTE_MAX_BYTES:
+            raise ToolError(f"the note would be {size} bytes; the limit is {MEMORY_NOTE_MAX_BYTES} bytes")
+        self._store.execute(
+            "INSERT INTO memory (project, task_id, content, hash, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (project, task_id) DO UPDATE SET content = excluded.content, hash = excluded.hash, "
+            "updated_at = excluded.updated_at",
+            (str(project), key, text, content_hash(text), int(time.time())),
+        )

@@ -1,0 +1,180 @@
+"""Builds the SDK ``Server`` for one connection: discovery, tools, resources, prompts.
+
+The SDK supplies negotiation (2026-07-28 per-request metadata and ``server/discover``, and
+the legacy ``initialize`` revisions, SRV-03) and JSON-RPC correlation. This module adds the
+operation limits of SRV-25 that are not the transport's: at most OPERATIONS_IN_FLIGHT_MAX tool
+and resource operations at once, OPERATION_DEADLINE_SECONDS each, results of at most
+RESULT_MAX_BYTES.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from shadowcode import __version__
+from shadowcode.errors import NotFound, ShadowcodeError
+from shadowcode.limits import OPERATION_DEADLINE_SECONDS, OPERATIONS_IN_FLIGHT_MAX, RESULT_MAX_BYTES
+from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.resources import PROMPTS, RESOURCES, read_resource, render_prompt
+from shadowcode.mcp.server.tools import TOOLS, tool_named
+
+__all__ = ["build_server"]
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "ShadowCode serves one fixed project. Inspect it with shadow_status, shadow_understand, shadow_review and "
+    "shadow_doctor; keep notes with shadow_memory and goals with shadow_goal; query project databases read-only "
+    "with shadow_sqlite. The server is read-only unless started with --allow-write."
+)
+
+
+class _Operations:
+    """Counts tool/resource operations in flight on one connection (SRV-25)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.running = 0
+
+    def enter(self) -> None:
+        if self.running >= self.limit:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"too many operations in flight: at most {self.limit} tool or resource operations run at once",
+            )
+        self.running += 1
+
+    def leave(self) -> None:
+        self.running -= 1
+
+
+def _tool_list() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=t.name,
+            description=t.description,
+            input_schema=t.input.model_json_schema(),
+            annotations=types.ToolAnnotations(
+                title=t.name.removeprefix("shadow_").replace("_", " ").capitalize(),
+                read_only_hint=t.read_only,
+                destructive_hint=t.destructive,
+                idempotent_hint=t.idempotent,
+                open_world_hint=t.open_world,
+            ),
+        )
+        for t in TOOLS
+    ]
+
+
+def _error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def build_server(ctx: ServerContext) -> Server[Any]:
+    """A ``Server`` serving the seventeen tools, four resources and two prompts for ``ctx``.
+
+    Tool failures (a :class:`ShadowcodeError`, invalid arguments, an oversized result, the
+    deadline) become ``isError`` results; unknown tools and resources, and a request past the
+    in-flight limit, become JSON-RPC errors.
+    """
+    ops = _Operations(OPERATIONS_IN_FLIGHT_MAX)
+    tools = _tool_list()
+
+    async def list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(_rctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = tool_named(params.name)
+        if spec is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}")
+        try:
+            args = spec.input.model_validate(params.arguments or {})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            return _error_result(f"invalid arguments for {spec.name}: {problems}")
+        ops.enter()
+        try:
+            with anyio.fail_after(OPERATION_DEADLINE_SECONDS):
+                doc = await spec.handler(ctx, args)
+        except ShadowcodeError as exc:
+            return _error_result(exc.message)
+        except TimeoutError:
+            return _error_result(f"{spec.name} did not finish within {OPERATION_DEADLINE_SECONDS:g} seconds")
+        except Exception:
+            logger.exception("tool handler failed")
+            return _error_result(f"{spec.name} failed unexpectedly; details are in the server's stderr")
+        finally:
+            ops.leave()
+        text = json.dumps(doc, ensure_ascii=False)
+        if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
+            return _error_result(f"the result of {spec.name} is larger than {RESULT_MAX_BYTES} bytes; narrow the request")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=doc)
+
+    async def list_resources(_rctx: Any, _params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=uri, name=name, description=desc, mime_type="application/json")
+                for uri, name, desc in RESOURCES
+            ]
+        )
+
+    async def read(_rctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        ops.enter()
+        try:
+            with anyio.fail_after(OPERATION_DEADLINE_SECONDS):
+                text = read_resource(ctx, uri)
+        except NotFound as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from exc
+        except ShadowcodeError as exc:
+            raise MCPError(types.INTERNAL_ERROR, exc.message) from exc
+        finally:
+            ops.leave()
+        if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
+            raise MCPError(types.INTERNAL_ERROR, f"resource {uri} is larger than {RESULT_MAX_BYTES} bytes")
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        )
+
+    async def list_prompts(_rctx: Any, _params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=name,
+                    description=desc,
+                    arguments=[types.PromptArgument(name=a, description=d, required=r) for a, d, r in args],
+                )
+                for name, desc, args in PROMPTS
+            ]
+        )
+
+    async def get_prompt(_rctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        try:
+            description, text = render_prompt(ctx, params.name, params.arguments)
+        except ShadowcodeError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from exc
+        return types.GetPromptResult(
+            description=description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    return Server(
+        "shadowcode",
+        version=__version__,
+        title="ShadowCode",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )

@@ -1,0 +1,61 @@
+"""``mcp serve`` over stdio: open the engine, fix the project, serve one client (SRV-01, SRV-07).
+
+Errors before serving (bad workspace, bad profile) are raised as ShadowcodeError so the CLI
+prints them on stderr with exit 2; nothing is ever written to stdout but JSON-RPC frames.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+__all__ = ["serve_stdio"]
+
+
+def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allow_approvals: bool) -> None:
+    """Serve MCP on stdin/stdout until EOF, a transport limit, or SIGTERM/SIGINT.
+
+    Args:
+        workspace: the project as given; canonicalized here (ENG-02).
+        profile: ``--profile`` name or None.
+        allow_write: ``--allow-write`` (SRV-09).
+        allow_approvals: ``--allow-approvals`` (SRV-11).
+
+    Raises:
+        ConfigError: bad workspace or profile (before anything is served).
+        StoreError: the profile's store cannot be opened.
+    """
+    from shadowcode.engine import Access, Engine
+    from shadowcode.mcp.server.context import ServerContext
+    from shadowcode.profile import Profile
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode: %(levelname)s %(message)s")
+    selected = Profile.select(profile)
+    with Engine.open(selected) as engine:
+        root = engine.project(workspace).path
+        ctx = ServerContext(engine=engine, root=root, access=Access(allow_write, allow_approvals))
+        anyio.run(_serve, ctx)
+
+
+async def _serve(ctx: object) -> None:
+    from shadowcode.mcp.server.app import build_server
+    from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
+
+    server = build_server(ctx)  # type: ignore[arg-type]
+    read_fd, write_fd = claim_stdio()
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop_on_signal)
+        async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()

@@ -1,0 +1,242 @@
+"""A bounded newline-delimited JSON-RPC transport over the process's stdin and stdout (SRV-01, SRV-25).
+
+Contract:
+- fd 0 and fd 1 are claimed at start: the wire moves to private descriptors, fd 0 then reads
+  ``/dev/null`` and fd 1 points at stderr, so stray output of handlers or children never
+  reaches the wire. Both pipes are read and written on the event loop (no worker threads).
+- Incoming frames: at most ``frame_max_bytes`` per line (a longer line is refused as soon as
+  it is seen, without buffering it whole), ``lifetime_max_bytes`` per connection,
+  ``frames_per_second_max`` lines per one-second window (blank lines count), and a first
+  frame within ``init_deadline_seconds``. Crossing any of these closes the connection: the
+  stream can no longer be trusted. A frame that is not valid JSON-RPC is handed to the SDK,
+  which answers it with a JSON-RPC error. Each limit crossed is named in one stderr line.
+- Outgoing: one JSON object per line; a write that cannot complete within
+  ``write_deadline_seconds`` drops the client (connection closed).
+- EOF on stdin, mid-frame included, ends the read side; the SDK then finishes and the
+  transport returns.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from shadowcode import limits
+
+__all__ = ["StdioLimits", "claim_stdio", "stdio_transport"]
+
+logger = logging.getLogger(__name__)
+
+_READ_CHUNK_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class StdioLimits:
+    """The SRV-25 transport limits; defaults come from ``shadowcode.limits``."""
+
+    frame_max_bytes: int = limits.STDIO_FRAME_MAX_BYTES
+    lifetime_max_bytes: int = limits.STDIO_CONNECTION_MAX_BYTES
+    frames_per_second_max: int = limits.STDIO_FRAMES_PER_SECOND_MAX
+    init_deadline_seconds: float = limits.STDIO_INIT_DEADLINE_SECONDS
+    write_deadline_seconds: float = limits.STDIO_WRITE_DEADLINE_SECONDS
+
+
+class _LimitCrossed(Exception):
+    """The peer crossed a transport limit; the message names it."""
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Move the wire off fd 0/1 onto private descriptors; returns ``(read_fd, write_fd)``.
+
+    Afterwards fd 0 reads ``/dev/null`` and fd 1 writes to stderr. Both returned descriptors
+    are non-blocking and close-on-exec.
+    """
+    sys.stdout.flush()
+    read_fd = os.dup(0)
+    write_fd = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    for fd in (read_fd, write_fd):
+        os.set_inheritable(fd, False)
+        os.set_blocking(fd, False)
+    return read_fd, write_fd
+
+
+class _Reader:
+    def __init__(self, fd: int, lim: StdioLimits) -> None:
+        self.fd = fd
+        self.lim = lim
+        self.buffer = bytearray()
+        self.total = 0
+        self.window_start = time.monotonic()
+        self.window_frames = 0
+        self.discarding = False
+
+    async def chunk(self) -> bytes:
+        while True:
+            try:
+                data = os.read(self.fd, _READ_CHUNK_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                return b""
+            self.total += len(data)
+            if self.total > self.lim.lifetime_max_bytes:
+                raise _LimitCrossed(f"the connection sent more than {self.lim.lifetime_max_bytes} bytes in its lifetime")
+            return data
+
+    def count_frame(self) -> None:
+        now = time.monotonic()
+        if now - self.window_start >= 1.0:
+            self.window_start = now
+            self.window_frames = 0
+        self.window_frames += 1
+        if self.window_frames > self.lim.frames_per_second_max:
+            raise _LimitCrossed(f"more than {self.lim.frames_per_second_max} frames in one second")
+
+    async def frames(self) -> AsyncIterator[bytes]:
+        while True:
+            data = await self.chunk()
+            if not data:
+                return  # EOF; a partial frame is dropped
+            self.buffer += data
+            while True:
+                newline = self.buffer.find(b"\n")
+                if newline < 0:
+                    if len(self.buffer) > self.lim.frame_max_bytes:
+                        raise _LimitCrossed(f"a frame is longer than {self.lim.frame_max_bytes} bytes")
+                    break
+                line = bytes(self.buffer[:newline])
+                del self.buffer[: newline + 1]
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                if len(line) > self.lim.frame_max_bytes:
+                    raise _LimitCrossed(f"a frame is longer than {self.lim.frame_max_bytes} bytes")
+                self.count_frame()
+                if line.strip():
+                    yield line
+
+
+def _error_for(line: bytes) -> types.JSONRPCError:
+    """The JSON-RPC error answering a frame that is not a valid JSON-RPC message."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error: not JSON")
+        )
+    raw_id = doc.get("id") if isinstance(doc, dict) else None
+    usable = raw_id if isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)) else None
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=usable,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
+    )
+
+
+async def _write_all(fd: int, data: bytes, deadline_seconds: float) -> None:
+    view = memoryview(data)
+    with anyio.fail_after(deadline_seconds):
+        while view:
+            try:
+                n = os.write(fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+                continue
+            view = view[n:]
+
+
+@asynccontextmanager
+async def stdio_transport(
+    read_fd: int, write_fd: int, lim: StdioLimits | None = None
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+    """Serve JSON-RPC frames between two non-blocking descriptors and the SDK's streams.
+
+    Args:
+        read_fd: descriptor to read frames from (non-blocking).
+        write_fd: descriptor to write frames to (non-blocking).
+        lim: transport limits (default: SRV-25's).
+
+    Yields:
+        ``(read_stream, write_stream)`` for ``Server.run``. The read stream ends at EOF or when a
+        limit closes the connection.
+    """
+    lim = lim or StdioLimits()
+    in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    reader = _Reader(read_fd, lim)
+    first_frame = anyio.Event()
+
+    async def read_loop(tg: anyio.abc.TaskGroup) -> None:
+        try:
+            async with in_send:
+                async for line in reader.frames():
+                    first_frame.set()
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except ValueError:
+                        await out_send.send(SessionMessage(_error_for(line)))
+                        continue
+                    await in_send.send(SessionMessage(message))
+        except _LimitCrossed as exc:
+            sys.stderr.write(f"shadowcode: closing the connection: {exc}\n")
+            tg.cancel_scope.cancel()
+        except anyio.ClosedResourceError:
+            pass
+
+    async def init_watchdog(tg: anyio.abc.TaskGroup) -> None:
+        with anyio.move_on_after(lim.init_deadline_seconds) as scope:
+            await first_frame.wait()
+        if scope.cancelled_caught:
+            sys.stderr.write(
+                f"shadowcode: closing the connection: no request within {lim.init_deadline_seconds:g} seconds\n"
+            )
+            tg.cancel_scope.cancel()
+
+    async def write_loop(tg: anyio.abc.TaskGroup) -> None:
+        try:
+            async with out_recv:
+                async for item in out_recv:
+                    payload = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+                    try:
+                        await _write_all(write_fd, payload, lim.write_deadline_seconds)
+                    except TimeoutError:
+                        sys.stderr.write(
+                            "shadowcode: closing the connection: a response write took longer than "
+                            f"{lim.write_deadline_seconds:g} seconds\n"
+                        )
+                        tg.cancel_scope.cancel()
+                        return
+                    except OSError as exc:  # EPIPE: the client went away
+                        sys.stderr.write(f"shadowcode: closing the connection: stdout failed ({exc.strerror})\n")
+                        tg.cancel_scope.cancel()
+                        return
+        except anyio.ClosedResourceError:
+            pass
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_loop, tg)
+        tg.start_soon(write_loop, tg)
+        tg.start_soon(init_watchdog, tg)
+        try:
+            yield in_recv, out_send
+        finally:
+            tg.cancel_scope.cancel()

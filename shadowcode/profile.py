@@ -1,0 +1,132 @@
+"""Profiles: where one isolated set of settings, secrets, database and sockets lives (ENG-01).
+
+Layout under the root (``$SHADOWCODE_HOME``, else ``~/.shadowcode``)::
+
+    profiles/<name>/
+        settings.json     models and options (pydantic-validated)
+        secrets.json      protected secret store, mode 0600
+        shadowcode.db     the SQLite store (WAL)
+        run/              engine lock and unix sockets (mode 0700)
+
+A profile name is 1..PROFILE_NAME_MAX_CHARS characters of ``[A-Za-z0-9._-]``, starting with a
+letter or digit; anything else (a path separator above all) is a :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shadowcode.errors import ConfigError
+from shadowcode.limits import PROFILE_NAME_MAX_CHARS
+
+__all__ = ["DEFAULT_PROFILE", "ModelSettings", "Profile", "Settings", "home_root"]
+
+DEFAULT_PROFILE = "default"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+class ModelSettings(BaseModel):
+    """One configured model provider entry (ENG-05).
+
+    Attributes:
+        name: the name tasks select it by.
+        provider: ``scripted`` or ``openai``.
+        model: the provider's model id (``openai``), or None.
+        base_url: OpenAI-compatible endpoint (``openai``), or None.
+        script: path of a model script (``scripted``), or None.
+        api_key_env: name of the variable or stored secret holding the key; never the key.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    provider: str = Field(pattern="^(scripted|openai)$")
+    model: str | None = None
+    base_url: str | None = None
+    script: str | None = None
+    api_key_env: str | None = None
+
+
+class Settings(BaseModel):
+    """A profile's settings file (``settings.json``); unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: tuple[ModelSettings, ...] = ()
+    default_model: str | None = None
+
+
+def home_root() -> Path:
+    """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
+    env = os.environ.get("SHADOWCODE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".shadowcode"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A resolved profile: its name and directory. Create with :meth:`select`."""
+
+    name: str
+    root: Path
+
+    @classmethod
+    def select(cls, name: str | None = None) -> Profile:
+        """Resolve ``--profile NAME`` (None: the default profile) under :func:`home_root`.
+
+        Raises:
+            ConfigError: the name is empty, too long, or holds a character outside
+                ``[A-Za-z0-9._-]`` (a path separator, for one) (ENG-01).
+        """
+        chosen = DEFAULT_PROFILE if name is None else name
+        if len(chosen) > PROFILE_NAME_MAX_CHARS or not _NAME.fullmatch(chosen):
+            raise ConfigError(
+                f"invalid profile name {chosen!r}: use 1-{PROFILE_NAME_MAX_CHARS} letters, digits, '.', '_' or '-'"
+                ", starting with a letter or digit"
+            )
+        return cls(name=chosen, root=home_root() / "profiles" / chosen)
+
+    @property
+    def db_path(self) -> Path:
+        """The SQLite store file."""
+        return self.root / "shadowcode.db"
+
+    @property
+    def settings_path(self) -> Path:
+        """The settings file (JSON)."""
+        return self.root / "settings.json"
+
+    @property
+    def secrets_path(self) -> Path:
+        """The protected secret store (JSON object of name to value, mode 0600)."""
+        return self.root / "secrets.json"
+
+    @property
+    def run_dir(self) -> Path:
+        """Engine lock and unix sockets."""
+        return self.root / "run"
+
+    def ensure(self) -> None:
+        """Create the profile directories (mode 0700) if missing."""
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.run_dir.mkdir(mode=0o700, exist_ok=True)
+
+    def settings(self) -> Settings:
+        """Load ``settings.json``; a missing file is the empty settings.
+
+        Raises:
+            ConfigError: the file is not valid JSON or does not match :class:`Settings`.
+        """
+        try:
+            raw = self.settings_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Settings()
+        try:
+            return Settings.model_validate(json.loads(raw))
+        except (ValueError, ValidationError) as exc:
+            raise ConfigError(f"{self.settings_path.name} of profile {self.name!r} is invalid: {exc}") from exc
