@@ -1,0 +1,105 @@
+"""What a check receives: the target command, private directories, and process helpers.
+
+Each check gets a fresh :class:`Context`: a temporary ``SHADOWCODE_HOME``, a fresh copy
+of the sample project, a scratch directory and a deadline. Every process it starts sees
+the private ``SHADOWCODE_HOME``, which is also how stragglers are found and killed when
+the check ends (CONF-01).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from anyio.abc import Process
+
+from conformance.processes import Completed, run_command, spawn
+
+__all__ = ["LEGACY_REVISIONS", "MODERN_REVISION", "Context"]
+
+MODERN_REVISION = "2026-07-28"
+"""The protocol revision negotiated without a handshake (SRV-03)."""
+
+LEGACY_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""Revisions reached through ``initialize`` (SRV-03)."""
+
+
+@dataclass
+class Context:
+    """Everything one check may use; owned by that check alone.
+
+    Attributes:
+        target: the target command as an argv list (e.g. ``["python3", "dist/shadowcode.pyz"]``).
+        home: a fresh empty directory set as ``SHADOWCODE_HOME`` for every process.
+        project: a fresh copy of the sample project (canonical path).
+        scratch: a private directory for anything else; removed after the check.
+        env: the complete environment for started processes.
+        cwd: working directory for started processes (where relative target paths resolve).
+        repo_root: the folder holding ``conformance/``, ``node_probes/`` and ``fixtures/``.
+        deadline: ``time.monotonic()`` value at which the check is cut off.
+        revisions: protocol revisions recorded by the check, label to revision.
+    """
+
+    target: list[str]
+    home: Path
+    project: Path
+    scratch: Path
+    env: dict[str, str]
+    cwd: Path
+    repo_root: Path
+    deadline: float
+    revisions: dict[str, str] = field(default_factory=dict)
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (never negative)."""
+        return max(0.0, self.deadline - time.monotonic())
+
+    def record_revision(self, label: str, revision: str) -> None:
+        """Note that ``label`` (a check or probe name) negotiated ``revision`` (SRV-03)."""
+        self.revisions[label] = revision
+
+    def target_argv(self, *args: str, workspace: Path | str | None = None) -> list[str]:
+        """The target followed by ``--workspace W`` (default: the project) and ``args``."""
+        where = self.project if workspace is None else workspace
+        return [*self.target, "--workspace", str(where), *args]
+
+    def serve_argv(self, *flags: str) -> list[str]:
+        """``<target> --workspace P mcp serve FLAGS...`` for the sample project."""
+        return self.target_argv("mcp", "serve", *flags)
+
+    async def run(self, argv: Sequence[str], *, stdin: bytes = b"", timeout_seconds: float | None = None) -> Completed:
+        """Run a command to completion, bounded by ``timeout_seconds`` and the deadline.
+
+        Args:
+            argv: program and arguments (no shell).
+            stdin: bytes fed before stdin is closed.
+            timeout_seconds: bound for this command; the remaining check time when None.
+
+        Returns:
+            A :class:`~conformance.processes.Completed`.
+
+        Raises:
+            OSError: the program could not be started.
+        """
+        bound = self.remaining() if timeout_seconds is None else min(timeout_seconds, self.remaining())
+        return await run_command(argv, env=self.env, cwd=self.cwd, timeout_seconds=bound, stdin=stdin)
+
+    @asynccontextmanager
+    async def spawn(self, argv: Sequence[str]) -> AsyncIterator[Process]:
+        """Start a command for an interactive exchange; it is stopped when the block ends.
+
+        Yields:
+            The anyio ``Process`` with piped stdin, stdout and stderr.
+
+        Raises:
+            OSError: the program could not be started.
+        """
+        async with spawn(argv, env=self.env, cwd=self.cwd) as proc:
+            yield proc
+
+    async def trust(self, level: str = "workspace") -> Completed:
+        """Trust the sample project: ``<target> --workspace P trust --level LEVEL P`` (ENG-02)."""
+        return await self.run(self.target_argv("trust", "--level", level, str(self.project)), timeout_seconds=30)

@@ -1,0 +1,48 @@
+"""Limits of the conformance runner itself, and the contract numbers its checks pace by.
+
+The runner imports nothing from the implementation under test, so the few contract numbers
+a check must respect (frame rate, operations in flight) are restated here with their ids.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CHECK_TIMEOUT_SECONDS",
+    "CLEANUP_WAIT_SECONDS",
+    "COMMAND_OUTPUT_MAX_BYTES",
+    "DETAIL_MAX_CHARS",
+    "JOBS_DEFAULT",
+    "PURITY_FRAMES",
+    "PURITY_FRAMES_PER_SECOND",
+    "PURITY_IN_FLIGHT_MAX",
+    "STDERR_TAIL_CHARS",
+]
+
+CHECK_TIMEOUT_SECONDS: Final = 90.0
+"""Seconds a check may run when its decorator names no bound (CONF-01)."""
+
+CLEANUP_WAIT_SECONDS: Final = 5.0
+"""Seconds a started process gets to exit after its stdin closes before it is killed (CONF-01)."""
+
+COMMAND_OUTPUT_MAX_BYTES: Final = 16 * 1024 * 1024
+"""Bytes of stdout or stderr kept from one command; the rest is drained and dropped (CONF-01)."""
+
+DETAIL_MAX_CHARS: Final = 2000
+"""Characters of a check's detail kept in the report (CONF-01)."""
+
+JOBS_DEFAULT: Final = 4
+"""Checks run at the same time when ``--jobs`` is not given (CONF-01)."""
+
+PURITY_FRAMES: Final = 500
+"""Frames the stdout purity check sends in one session, handshake included (SRV-01)."""
+
+PURITY_FRAMES_PER_SECOND: Final = 100
+"""Frames per second the purity check sends: below the 128 frames/s stdio bound (SRV-25)."""
+
+PURITY_IN_FLIGHT_MAX: Final = 8
+"""Requests the purity check leaves unanswered at once: the 8 operations bound (SRV-25)."""
+
+STDERR_TAIL_CHARS: Final = 600
+"""Characters of a target's stderr quoted in a failing check's detail (CONF-01)."""

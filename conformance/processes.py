@@ -1,0 +1,192 @@
+"""Starting target processes with bounded waits, and making sure none outlive a check.
+
+Every process runs in a new session (its own process group), so a whole tree can be
+signalled at once. As a last resort, :func:`kill_marked` finds processes by a marker
+value in their environment (the check's private ``SHADOWCODE_HOME``), which catches
+helpers that left the group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES, STDERR_TAIL_CHARS
+
+__all__ = ["Completed", "drain", "kill_group", "kill_marked", "run_command", "spawn", "tail"]
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A finished command.
+
+    Attributes:
+        argv: the command as run.
+        returncode: exit status; negative for a signal; None if it could not be reaped.
+        stdout: captured bytes (at most ``COMMAND_OUTPUT_MAX_BYTES``).
+        stderr: captured bytes (same bound).
+        timed_out: True when the time bound ran out and the group was killed.
+    """
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+
+def tail(data: bytes | str, chars: int = STDERR_TAIL_CHARS) -> str:
+    """The last ``chars`` characters of ``data`` on one line, for a check's detail."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = " | ".join(line for line in text.strip().splitlines() if line.strip())
+    return text if len(text) <= chars else "..." + text[-chars:]
+
+
+def kill_group(pid: int) -> None:
+    """Send SIGKILL to the process group led by ``pid``; a vanished group is ignored."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def kill_marked(marker: str) -> list[int]:
+    """Kill every process of this user whose environment holds ``marker`` (Linux ``/proc``).
+
+    Args:
+        marker: an ``NAME=value`` string unique to one check, e.g. its ``SHADOWCODE_HOME``.
+
+    Returns:
+        The pids that were signalled (empty where ``/proc`` is unavailable).
+    """
+    needle = marker.encode("utf-8")
+    killed: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return killed
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
+
+
+async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = COMMAND_OUTPUT_MAX_BYTES) -> None:
+    """Read ``stream`` to its end, keeping at most ``limit`` bytes in ``sink``."""
+    if stream is None:
+        return
+    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        while True:
+            chunk = await stream.receive()
+            room = limit - len(sink)
+            if room > 0:
+                sink.extend(chunk[:room])
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout_seconds: float,
+    stdin: bytes = b"",
+) -> Completed:
+    """Run ``argv`` to completion within ``timeout_seconds``, stdin fed then closed.
+
+    When the command exits, what is left of its process group is killed so pipes close;
+    on timeout the whole group is killed and ``timed_out`` is set.
+
+    Args:
+        argv: program and arguments (no shell).
+        env: the complete environment.
+        cwd: working directory.
+        timeout_seconds: wall-clock bound for the whole command.
+        stdin: bytes written before stdin is closed.
+
+    Returns:
+        A :class:`Completed`.
+
+    Raises:
+        OSError: the program could not be started.
+    """
+    out, err = bytearray(), bytearray()
+    proc = await anyio.open_process(
+        list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd, start_new_session=True
+    )
+    timed_out = False
+    try:
+        with anyio.move_on_after(timeout_seconds) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, proc.stdout, out)
+                tg.start_soon(drain, proc.stderr, err)
+                if proc.stdin is not None:
+                    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        if stdin:
+                            await proc.stdin.send(stdin)
+                    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        await proc.stdin.aclose()
+                await proc.wait()
+                kill_group(proc.pid)
+        timed_out = scope.cancelled_caught
+    finally:
+        await _reap(proc)
+    return Completed(tuple(argv), proc.returncode, bytes(out), bytes(err), timed_out)
+
+
+@asynccontextmanager
+async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> AsyncIterator[Process]:
+    """Start ``argv`` with piped stdio for an interactive exchange; clean up on exit.
+
+    On leaving the block stdin is closed, the process gets ``CLEANUP_WAIT_SECONDS`` to exit,
+    then its group is killed and it is reaped. The caller drains stdout and stderr.
+
+    Args:
+        argv: program and arguments (no shell).
+        env: the complete environment.
+        cwd: working directory.
+
+    Yields:
+        The running anyio ``Process``.
+
+    Raises:
+        OSError: the program could not be started.
+    """
+    proc = await anyio.open_process(
+        list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd, start_new_session=True
+    )
+    try:
+        yield proc
+    finally:
+        with anyio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    await proc.stdin.aclose()
+            with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
+                await proc.wait()
+            await _reap(proc)
+
+
+async def _reap(proc: Process) -> None:
+    """Kill ``proc``'s group and wait (bounded) for the leader; shielded from cancellation."""
+    with anyio.CancelScope(shield=True):
+        kill_group(proc.pid)
+        with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
+            await proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stream.aclose()

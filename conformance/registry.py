@@ -1,0 +1,158 @@
+"""The check registry: ``@check`` functions, their results, and how they are found.
+
+A check is an ``async`` function taking a :class:`~conformance.context.Context` and
+returning a :class:`CheckResult`. It names the requirement ids it proves; every id must be
+in :mod:`conformance.requirements`. A check may also return sub-results (for example the
+inner checks of an external probe); the runner reports each of them as a check of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+from conformance.limits import CHECK_TIMEOUT_SECONDS
+from conformance.requirements import requirement_ids
+
+if TYPE_CHECKING:
+    from conformance.context import Context
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "CheckFn",
+    "CheckResult",
+    "SubResult",
+    "check",
+    "load_checks",
+    "select",
+]
+
+
+@dataclass(frozen=True)
+class SubResult:
+    """One inner check reported by a check, e.g. one line of a probe's output.
+
+    Attributes:
+        name: full report name, ``"<probe>:<name>"``.
+        covers: requirement ids it proves.
+        ok: whether it passed.
+        detail: one line for a person.
+    """
+
+    name: str
+    covers: tuple[str, ...]
+    ok: bool
+    detail: str
+
+
+@dataclass
+class CheckResult:
+    """What a check found.
+
+    Attributes:
+        ok: True when every expectation held.
+        detail: a short explanation; on failure, what differed.
+        data: free JSON-able facts for debugging (not copied into the report).
+        subresults: inner checks to report as checks of their own.
+    """
+
+    ok: bool
+    detail: str
+    data: dict[str, Any] = field(default_factory=dict)
+    subresults: list[SubResult] = field(default_factory=list)
+
+
+CheckFn = Callable[["Context"], Awaitable[CheckResult]]
+"""The signature of a check function."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check.
+
+    Attributes:
+        name: unique name, ``"<group>:<what>"``.
+        group: the module it lives in (``"cli_usage"``), matched by ``--only``.
+        covers: requirement ids it proves.
+        fn: the check function.
+        timeout_seconds: its time bound.
+    """
+
+    name: str
+    group: str
+    covers: tuple[str, ...]
+    fn: CheckFn
+    timeout_seconds: float
+
+
+CHECKS: dict[str, Check] = {}
+"""Every registered check by name, in registration order."""
+
+
+def check(
+    name: str, *, covers: Sequence[str], timeout_seconds: float = CHECK_TIMEOUT_SECONDS
+) -> Callable[[CheckFn], CheckFn]:
+    """Register an async check function under ``name`` (CONF-01).
+
+    Args:
+        name: unique report name, conventionally ``"<module>:<what>"``.
+        covers: requirement ids the check proves; each must be in the manifest.
+        timeout_seconds: wall-clock bound; the check fails when it runs out.
+
+    Returns:
+        A decorator that registers the function and returns it unchanged.
+
+    Raises:
+        ValueError: an unknown requirement id, or a name registered twice.
+    """
+    known = set(requirement_ids())
+    unknown = [c for c in covers if c not in known]
+    if unknown:
+        raise ValueError(f"check {name!r} covers unknown requirement ids: {', '.join(unknown)}")
+
+    def register(fn: CheckFn) -> CheckFn:
+        if name in CHECKS:
+            raise ValueError(f"check {name!r} is registered twice")
+        group = fn.__module__.rsplit(".", 1)[-1]
+        CHECKS[name] = Check(name, group, tuple(covers), fn, float(timeout_seconds))
+        return fn
+
+    return register
+
+
+def load_checks() -> dict[str, Check]:
+    """Import every module of :mod:`conformance.checks` so their checks register.
+
+    Returns:
+        :data:`CHECKS`, name to :class:`Check`, in module then definition order.
+    """
+    import conformance.checks as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+    return CHECKS
+
+
+def select(checks: Iterable[Check], patterns: Sequence[str]) -> list[Check]:
+    """The checks whose name or group matches any pattern (``--only``).
+
+    A pattern matches a check when it equals its group, is a shell-style wildcard matching
+    its name or group, or is a substring of its name. No patterns selects everything.
+
+    Args:
+        checks: candidates, in order.
+        patterns: patterns as typed; empty strings are ignored.
+
+    Returns:
+        The matching checks, order preserved.
+    """
+    wanted = [p for p in patterns if p]
+    if not wanted:
+        return list(checks)
+    return [c for c in checks if any(fnmatchcase(c.name, p) or fnmatchcase(c.group, p) or p in c.name for p in wanted)]

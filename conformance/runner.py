@@ -1,0 +1,169 @@
+"""Running selected checks concurrently, each bounded in time and isolated on disk.
+
+Each check gets fresh temporary directories and a deadline; a failure, an exception or a
+timeout becomes a failed record and never stops the run. When a check ends, every process
+that still carries its private ``SHADOWCODE_HOME`` is killed and its directories are
+removed (CONF-01).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from conformance.context import Context
+from conformance.fixture import ProjectFactory
+from conformance.processes import kill_marked
+from conformance.registry import Check, CheckResult
+from conformance.report import CheckRecord
+from conformance.requirements import requirement_ids
+
+__all__ = ["RunOutcome", "run_checks", "run_one"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunOutcome:
+    """Everything a run produced.
+
+    Attributes:
+        records: check records in selection order, each followed by its sub-results.
+        revisions: label to negotiated protocol revision, from every check.
+    """
+
+    records: list[CheckRecord] = field(default_factory=list)
+    revisions: dict[str, str] = field(default_factory=dict)
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` for an exception; groups are flattened to their leaves."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def run_one(
+    chk: Check, *, target: Sequence[str], cwd: Path, repo_root: Path, project_factory: ProjectFactory
+) -> tuple[list[CheckRecord], dict[str, str]]:
+    """Run one check in private directories within its time bound (CONF-01).
+
+    Args:
+        chk: the check.
+        target: target argv.
+        cwd: working directory for started processes.
+        repo_root: folder holding ``node_probes/`` and ``fixtures/``.
+        project_factory: ``make_sample_project``.
+
+    Returns:
+        The check's record followed by one record per sub-result, and the revisions it
+        recorded. Never raises for a failing, crashing or slow check.
+    """
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="conformance-" + re.sub(r"[^A-Za-z0-9_.-]", "_", chk.name) + "-"))
+    home = scratch / "home"
+    home.mkdir()
+    work = scratch / "scratch"
+    work.mkdir()
+    env = dict(os.environ)
+    env["SHADOWCODE_HOME"] = str(home)
+    revisions: dict[str, str] = {}
+    try:
+        try:
+            project = await anyio.to_thread.run_sync(project_factory, scratch / "project")
+            project = Path(project).resolve()
+        except Exception as exc:  # the factory is foreign code: any failure is a failed check
+            result = CheckResult(False, f"could not create the sample project: {_describe(exc)}")
+        else:
+            ctx = Context(
+                target=list(target),
+                home=home,
+                project=project,
+                scratch=work,
+                env=env,
+                cwd=cwd,
+                repo_root=repo_root,
+                deadline=started + chk.timeout_seconds,
+            )
+            result = CheckResult(False, f"timed out after {chk.timeout_seconds:g} s")
+            with anyio.move_on_after(chk.timeout_seconds):
+                try:
+                    result = await chk.fn(ctx)
+                except Exception as exc:  # top-level handler: a crashing check is a failed check
+                    logger.debug("check %s raised", chk.name, exc_info=True)
+                    result = CheckResult(False, f"the check raised {_describe(exc)}")
+            revisions = dict(ctx.revisions)
+    finally:
+        leftovers = await anyio.to_thread.run_sync(kill_marked, f"SHADOWCODE_HOME={home}")
+        shutil.rmtree(scratch, ignore_errors=True)
+    seconds = time.monotonic() - started
+    detail = result.detail
+    if leftovers:
+        detail += f" (killed {len(leftovers)} process(es) still running after the check)"
+    records = [CheckRecord(chk.name, chk.covers, result.ok, detail, seconds)]
+    known = set(requirement_ids())
+    for sub in result.subresults:
+        unknown = [c for c in sub.covers if c not in known]
+        covers = tuple(c for c in sub.covers if c in known)
+        if unknown:
+            records.append(
+                CheckRecord(
+                    sub.name, covers, False, f"{sub.detail} (unknown requirement ids: {', '.join(unknown)})", seconds
+                )
+            )
+        else:
+            records.append(CheckRecord(sub.name, covers, sub.ok, sub.detail, seconds))
+    return records, revisions
+
+
+async def run_checks(
+    checks: Sequence[Check],
+    *,
+    target: Sequence[str],
+    cwd: Path,
+    repo_root: Path,
+    project_factory: ProjectFactory,
+    jobs: int,
+) -> RunOutcome:
+    """Run ``checks`` with at most ``jobs`` at a time (CONF-01).
+
+    Args:
+        checks: the selection, in report order.
+        target: target argv.
+        cwd: working directory for started processes.
+        repo_root: folder holding ``node_probes/`` and ``fixtures/``.
+        project_factory: ``make_sample_project``.
+        jobs: concurrency, at least 1.
+
+    Returns:
+        A :class:`RunOutcome` whose records keep the order of ``checks``.
+    """
+    limiter = anyio.CapacityLimiter(max(1, jobs))
+    slots: list[tuple[list[CheckRecord], dict[str, str]] | None] = [None] * len(checks)
+
+    async def one(index: int, chk: Check) -> None:
+        async with limiter:
+            slots[index] = await run_one(
+                chk, target=target, cwd=cwd, repo_root=repo_root, project_factory=project_factory
+            )
+
+    async with anyio.create_task_group() as tg:
+        for index, chk in enumerate(checks):
+            tg.start_soon(one, index, chk)
+    outcome = RunOutcome()
+    for slot in slots:
+        assert slot is not None
+        records, revisions = slot
+        outcome.records.extend(records)
+        outcome.revisions.update(revisions)
+    return outcome
