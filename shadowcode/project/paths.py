@@ -30,11 +30,9 @@ __all__ = [
     "walk_files",
 ]
 
-SKIPPED_DIR_NAMES: frozenset[str] = frozenset(
-    {".git", "node_modules", ".venv", "venv", "__pycache__", "dist", "build"}
-)
-"""Folder names a project walk never enters; hidden folders are skipped as well, except
-``.shadowcode``."""
+SKIPPED_DIR_NAMES: frozenset[str] = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "dist", "build"})
+"""Folder names a project walk never enters; ``*.egg-info`` folders and hidden folders are
+skipped as well, except ``.shadowcode``."""
 
 _KEPT_HIDDEN_DIRS: frozenset[str] = frozenset({".shadowcode"})
 
@@ -120,9 +118,7 @@ def relative_posix(root: Path, path: Path) -> str:
     return PurePosixPath(*rel.parts).as_posix() if rel.parts else "."
 
 
-def read_text_inside(
-    root: Path, rel: str, *, max_bytes: int = UNDERSTAND_READ_MAX_BYTES
-) -> tuple[str, bool] | None:
+def read_text_inside(root: Path, rel: str, *, max_bytes: int = UNDERSTAND_READ_MAX_BYTES) -> tuple[str, bool] | None:
     """Read at most ``max_bytes`` of a regular file inside the project, as UTF-8 text.
 
     Undecodable bytes are replaced. A missing file, a folder, or a path (link) that
@@ -182,7 +178,7 @@ class ProjectWalk:
 
 
 def _skip_dir(name: str) -> bool:
-    if name in SKIPPED_DIR_NAMES:
+    if name in SKIPPED_DIR_NAMES or name.endswith(".egg-info"):
         return True
     return name.startswith(".") and name not in _KEPT_HIDDEN_DIRS
 

@@ -28,7 +28,7 @@ import sqlite3
 import stat
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -410,7 +410,7 @@ def list_tables(
     try:
         try:
             found = conn.execute(
-                "SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') "
+                "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
                 "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT ?",
                 (tables_max + 1,),
             ).fetchall()
@@ -420,8 +420,9 @@ def list_tables(
         for name, kind in found[:tables_max]:
             entry: dict[str, Any] = {"name": name, "type": kind, "columns": []}
             try:
-                columns = conn.execute("SELECT name, type FROM pragma_table_info(?)", (name,)).fetchall()
-                entry["columns"] = [{"name": col, "type": col_type or ""} for col, col_type in columns]
+                quoted = '"' + str(name).replace('"', '""') + '"'
+                columns = conn.execute(f"PRAGMA main.table_info({quoted})").fetchall()
+                entry["columns"] = [{"name": col[1], "type": col[2] or ""} for col in columns]
             except sqlite3.Error as exc:
                 if guard.timed_out:
                     raise guard.translate(exc, shown) from exc
@@ -494,10 +495,9 @@ def run_query(
             rows: list[list[object]] = []
             total = 0
             truncated = False
-            fetch: Callable[[], Any] = cursor.fetchone
             while True:
                 guard.check_clock()
-                raw = fetch()
+                raw = cursor.fetchone()
                 if raw is None:
                     break
                 if len(rows) >= rows_max:
