@@ -543,8 +543,15 @@ export async function runServerChecks(run, api, ctx) {
     const listed = (await callOk(api, "shadow_goal", { action: "list" })).goals ?? [];
     const mine = listed.find((g) => g?.id === created.id);
     expect(mine, `goal ${created.id} not in list`);
-    expect(mine.status === "done" && mine.progress?.length === 2, `listed goal: ${short(mine)}`);
-    return `goal ${created.id} done with 2 progress notes`;
+    expect(mine.status === "done", `listed goal status: ${short(mine)}`);
+    // A listing may leave progress notes out; when it carries them they must be current.
+    expect(mine.progress === undefined || mine.progress.length === 2, `listed goal progress: ${short(mine.progress)}`);
+    const got = (await callOk(api, "shadow_goal", { action: "get", goal_id: created.id })).goal;
+    const notes = (got?.progress ?? []).map((p) => p?.note);
+    expect(got?.status === "done" && jsonEqual(notes, ["outlined sections", "written"]), `get: ${short(got)}`);
+    expect(got.progress.every((p) => isInt(p?.at)), `progress times: ${short(got.progress)}`);
+    const withNotes = mine.progress === undefined ? "list omits progress" : "list carries progress";
+    return `goal ${created.id} done with 2 progress notes (${withNotes})`;
   });
 
   await run.check("tool_sqlite_tables", ["SRV-13"], async () => {
@@ -657,6 +664,7 @@ export async function runStdioProbe(meta, options, open, afterConnect) {
   }
   try {
     if (session) {
+      const child = session.child?.();
       let timer;
       await Promise.race([
         session.close(),
@@ -665,6 +673,14 @@ export async function runStdioProbe(meta, options, open, afterConnect) {
         }),
       ]);
       clearTimeout(timer);
+      if (child && run.checks.every((c) => c.name !== "crash")) {
+        run.record(
+          "server_exits_on_stdin_eof",
+          ["SRV-01", "SRV-07"],
+          child.exitCode === 0 && child.signalCode === null,
+          `exit code ${child.exitCode}, signal ${child.signalCode} after the client closed stdin`,
+        );
+      }
     }
   } catch {
     // the child is killed below either way

@@ -47,6 +47,8 @@ async function open(run, hooks) {
     },
     close: () => client.close(),
     pid: () => transport.pid,
+    // The SDK keeps the ChildProcess private; read it to see how the server ended.
+    child: () => transport._process,
     transportErrors: () => tap.transportErrors,
   };
 }
