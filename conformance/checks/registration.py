@@ -1,0 +1,435 @@
+"""Registration snippets tried in the real hosts (REG-08), plus their launch command (REG-01, REG-02).
+
+Every snippet comes from the target's own ``mcp register``; nothing here writes one by hand.
+
+* Claude Code: the stdio entry printed for ``--client claude`` (for a project whose path
+  holds a space) is added with ``claude mcp add-json --scope user`` under a private HOME,
+  then ``claude mcp list`` must report it connected. Claude spawns the registered command,
+  so this proves the launch command really starts the target's server. The HTTP entry is
+  tried the same way against a gateway the check starts with ``mcp serve --http``.
+* Codex: the TOML printed for ``--client codex`` (project path with a space and a quote) is
+  written to ``$CODEX_HOME/config.toml`` and read back with ``codex mcp get NAME --json``;
+  command and arguments must come back unchanged. The HTTP section is read back the same way.
+
+The hosts come from ``node_probes/node_modules`` (``npm ci`` in ``node_probes``). Both run
+offline: the list and get commands need no account.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from conformance.context import Context
+from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
+from conformance.processes import Completed, kill_group, run_command, tail
+from conformance.registry import CheckResult, SubResult, check
+
+__all__ = [
+    "claude_http_connected",
+    "claude_stdio_connected",
+    "codex_http_round_trip",
+    "codex_stdio_round_trip",
+    "launch_command_is_absolute",
+    "refusals",
+]
+
+_NAME = "shadowcode"
+_TOKEN_ENV = "SHADOW_MCP_HTTP_TOKEN"
+_COMMAND_TIMEOUT_SECONDS = 30.0
+_HEALTH_TIMEOUT_SECONDS = 90.0
+_GATEWAY_READY_SECONDS = 30.0
+_ADDRESS = re.compile(r"(127\.0\.0\.1|\[::1\]|localhost):([1-9]\d{0,4})\b")
+_SPACE_PROJECT = "sample project"
+_QUOTE_PROJECT = 'sample "quoted" project\'s copy'
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _host_bin(ctx: Context, name: str) -> Path | None:
+    """The pinned host executable in ``node_probes``, or None when it is not installed."""
+    path = ctx.repo_root / "node_probes" / "node_modules" / ".bin" / name
+    return path if path.exists() else None
+
+
+def _missing_host(name: str) -> CheckResult:
+    return CheckResult(False, f"node_probes/node_modules/.bin/{name} is missing; run `npm ci` in node_probes")
+
+
+def _project_copy(ctx: Context, name: str) -> Path:
+    """A copy of the sample project under a directory name that needs literal encoding."""
+    dest = ctx.scratch / name
+    shutil.copytree(ctx.project, dest, symlinks=True)
+    return dest.resolve()
+
+
+def _host_env(ctx: Context, **extra: str) -> dict[str, str]:
+    """The check's environment with a private HOME and no host configuration leaking in."""
+    env = {k: v for k, v in ctx.env.items() if not k.startswith(("CLAUDE_", "CODEX_", "ANTHROPIC_", "OPENAI_"))}
+    home = ctx.scratch / "host home"
+    home.mkdir(exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        DISABLE_AUTOUPDATER="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_TELEMETRY="1",
+        NO_COLOR="1",
+    )
+    env.update(extra)
+    return env
+
+
+async def _run(
+    ctx: Context,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = _COMMAND_TIMEOUT_SECONDS,
+) -> Completed:
+    """Run a command from the scratch folder, bounded by ``timeout`` and the check's deadline."""
+    return await run_command(
+        argv,
+        env=dict(ctx.env if env is None else env),
+        cwd=ctx.scratch,
+        timeout_seconds=min(timeout, ctx.remaining()),
+    )
+
+
+def _failed(what: str, done: Completed) -> str | None:
+    """A problem sentence when ``done`` did not exit 0, else None."""
+    if done.timed_out:
+        return f"{what} did not finish in time (stderr: {tail(done.stderr)})"
+    if done.returncode != 0:
+        return f"{what} exited {done.returncode} (stderr: {tail(done.stderr)})"
+    return None
+
+
+async def _register(ctx: Context, *args: str, workspace: Path | None = None) -> tuple[Completed, str | None]:
+    """``<target> --workspace W mcp register ARGS``; returns the run and a problem, if any."""
+    argv = ctx.target_argv("mcp", "register", *args, workspace=workspace)
+    done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    return done, _failed("mcp register", done)
+
+
+def _json_entry(done: Completed) -> dict[str, Any]:
+    """The server entry of a JSON snippet; raises ValueError/KeyError on another shape."""
+    document = json.loads(done.stdout.decode("utf-8"))
+    entry = document["mcpServers"][_NAME]
+    if not isinstance(entry, dict):
+        raise ValueError("the server entry is not a JSON object")
+    return entry
+
+
+def _list_line(output: bytes) -> str | None:
+    """The ``claude mcp list`` line of our server, or None."""
+    for line in output.decode("utf-8", "replace").splitlines():
+        if line.startswith(f"{_NAME}:"):
+            return line.strip()
+    return None
+
+
+async def _claude_connects(ctx: Context, claude: Path, entry: dict[str, Any], env: Mapping[str, str]) -> CheckResult:
+    """Add ``entry`` to Claude Code's user config, then require ``claude mcp list`` to say connected."""
+    data: dict[str, Any] = {"entry": entry}
+    add = await _run(ctx, [str(claude), "mcp", "add-json", "--scope", "user", _NAME, json.dumps(entry)], env=env)
+    problem = _failed("claude mcp add-json", add)
+    if problem:
+        return CheckResult(False, problem, data)
+    stored = json.loads((Path(env["HOME"]) / ".claude.json").read_text(encoding="utf-8")).get("mcpServers", {})
+    data["stored"] = stored.get(_NAME)
+    if stored.get(_NAME) != entry:
+        return CheckResult(False, f"Claude Code stored {stored.get(_NAME)!r}, not the printed entry", data)
+    listed = await _run(ctx, [str(claude), "mcp", "list"], env=env, timeout=_HEALTH_TIMEOUT_SECONDS)
+    problem = _failed("claude mcp list", listed)
+    if problem:
+        return CheckResult(False, problem, data)
+    line = _list_line(listed.stdout)
+    data["line"] = line
+    if line is None:
+        return CheckResult(False, f"claude mcp list did not list {_NAME}: {tail(listed.stdout)}", data)
+    if "Connected" not in line or "Failed" in line:
+        return CheckResult(False, f"Claude Code could not connect: {line}", data)
+    return CheckResult(True, f"Claude Code reports: {line}", data)
+
+
+# --- checks -----------------------------------------------------------------------------
+
+
+@check("registration:launch_command_is_absolute", covers=["REG-01", "REG-02"], timeout_seconds=60)
+async def launch_command_is_absolute(ctx: Context) -> CheckResult:
+    """The generic snippet names an existing absolute executable and the canonical project.
+
+    When the target runs an archive (an argument ending in ``.pyz``), that archive's absolute
+    path must be the first argument, never an extraction folder (REG-02).
+    """
+    link = ctx.scratch / "project link"
+    link.symlink_to(ctx.project)
+    done, problem = await _register(ctx, workspace=link)
+    if problem:
+        return CheckResult(False, problem)
+    try:
+        entry = _json_entry(done)
+    except (ValueError, KeyError) as exc:
+        return CheckResult(False, f"not a generic mcpServers snippet: {exc!r}: {tail(done.stdout)}")
+    command, args = entry.get("command"), entry.get("args")
+    data = {"entry": entry}
+    if not isinstance(command, str) or not isinstance(args, list):
+        return CheckResult(False, "command or args missing", data)
+    problems: list[str] = []
+    if not os.path.isabs(command) or not os.access(command, os.X_OK):
+        problems.append(f"command {command!r} is not an absolute executable")
+    if args[-2:] != ["mcp", "serve"] or "--workspace" not in args:
+        problems.append(f"args {args!r} do not end in --workspace P mcp serve")
+    elif args[args.index("--workspace") + 1] != str(ctx.project):
+        problems.append(f"workspace {args[args.index('--workspace') + 1]!r} is not the canonical {str(ctx.project)!r}")
+    archives = [a for a in ctx.target if a.endswith(".pyz")]
+    if archives:
+        expected = os.path.abspath(os.path.join(ctx.cwd, archives[0]))
+        if not args or args[0] != expected:
+            problems.append(f"first argument {args[:1]!r} is not the archive {expected!r}")
+    if problems:
+        return CheckResult(False, "; ".join(problems), data)
+    return CheckResult(True, f"{command} {' '.join(args)}", data)
+
+
+@check("registration:claude_stdio_connected", covers=["REG-08", "REG-04", "REG-05"], timeout_seconds=150)
+async def claude_stdio_connected(ctx: Context) -> CheckResult:
+    """Claude Code accepts the ``--client claude`` entry and connects to the server it launches."""
+    claude = _host_bin(ctx, "claude")
+    if claude is None:
+        return _missing_host("claude")
+    project = _project_copy(ctx, _SPACE_PROJECT)
+    done, problem = await _register(ctx, "--client", "claude", workspace=project)
+    if problem:
+        return CheckResult(False, problem)
+    try:
+        entry = _json_entry(done)
+    except (ValueError, KeyError) as exc:
+        return CheckResult(False, f"not a Claude Code .mcp.json snippet: {exc!r}: {tail(done.stdout)}")
+    args = entry.get("args")
+    if not isinstance(args, list) or str(project) not in args:
+        return CheckResult(False, f"the project path {str(project)!r} is not a literal argument: {args!r}")
+    return await _claude_connects(ctx, claude, entry, _host_env(ctx))
+
+
+@check("registration:codex_stdio_round_trip", covers=["REG-08", "REG-03", "REG-05"], timeout_seconds=90)
+async def codex_stdio_round_trip(ctx: Context) -> CheckResult:
+    """Codex reads the ``--client codex`` section back with the same command and arguments."""
+    codex = _host_bin(ctx, "codex")
+    if codex is None:
+        return _missing_host("codex")
+    project = ctx.scratch / _QUOTE_PROJECT
+    project.mkdir()
+    project = project.resolve()
+    done, problem = await _register(ctx, "--client", "codex", workspace=project)
+    if problem:
+        return CheckResult(False, problem)
+    text = done.stdout.decode("utf-8")
+    try:
+        printed = tomllib.loads(text)["mcp_servers"][_NAME]
+    except (tomllib.TOMLDecodeError, KeyError) as exc:
+        return CheckResult(False, f"not a [mcp_servers.{_NAME}] TOML section: {exc!r}: {tail(text)}")
+    if str(project) not in printed.get("args", []):
+        return CheckResult(False, f"the project path {str(project)!r} is not a literal argument: {printed!r}")
+    return await _codex_reads_back(ctx, codex, text, {"command": printed.get("command"), "args": printed.get("args")})
+
+
+@check("registration:codex_http_round_trip", covers=["REG-08", "REG-06"], timeout_seconds=90)
+async def codex_http_round_trip(ctx: Context) -> CheckResult:
+    """Codex reads back the HTTP section: the loopback URL and the token variable's name only."""
+    codex = _host_bin(ctx, "codex")
+    if codex is None:
+        return _missing_host("codex")
+    url = "http://127.0.0.1:8765/mcp"
+    done, problem = await _register(ctx, "--client", "codex", "--url", url, "--token-env", _TOKEN_ENV)
+    if problem:
+        return CheckResult(False, problem)
+    text = done.stdout.decode("utf-8")
+    return await _codex_reads_back(ctx, codex, text, {"url": url, "bearer_token_env_var": _TOKEN_ENV})
+
+
+async def _codex_reads_back(ctx: Context, codex: Path, text: str, expected: dict[str, Any]) -> CheckResult:
+    """Write ``text`` as Codex's config.toml, read it with ``codex mcp get --json``, compare fields."""
+    codex_home = ctx.scratch / "codex home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(text, encoding="utf-8")
+    env = _host_env(ctx, CODEX_HOME=str(codex_home))
+    got = await _run(ctx, [str(codex), "mcp", "get", _NAME, "--json"], env=env)
+    problem = _failed("codex mcp get", got)
+    data: dict[str, Any] = {"snippet": text, "expected": expected}
+    if problem:
+        return CheckResult(False, problem, data)
+    try:
+        transport = json.loads(got.stdout.decode("utf-8"))["transport"]
+    except (ValueError, KeyError) as exc:
+        return CheckResult(False, f"codex mcp get --json printed no transport: {exc!r}: {tail(got.stdout)}", data)
+    data["transport"] = transport
+    differ = {k: (v, transport.get(k)) for k, v in expected.items() if transport.get(k) != v}
+    if differ:
+        return CheckResult(False, f"Codex read back different values (printed, read): {differ!r}", data)
+    return CheckResult(True, f"Codex read back {transport.get('type')} unchanged: {expected!r}", data)
+
+
+_LOOPBACK_URL = "http://127.0.0.1:8765/mcp"
+_REFUSALS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("codex_json", ("REG-03",), ("--json", "{ws}", "--client", "codex")),
+    ("claude_dollar_brace", ("REG-05",), ("{dollar}", "--client", "claude")),
+    ("cursor_dollar_brace", ("REG-05",), ("{dollar}", "--client", "cursor")),
+    ("generic_http", ("REG-07",), ("{ws}", "--url", _LOOPBACK_URL, "--token-env", _TOKEN_ENV)),
+    ("query", ("REG-07",), ("{ws}", "--client", "claude", "--url", _LOOPBACK_URL + "?a=b", "--token-env", "T")),
+    ("fragment", ("REG-07",), ("{ws}", "--client", "cursor", "--url", _LOOPBACK_URL + "#x", "--token-env", "T")),
+    (
+        "credentials",
+        ("REG-07",),
+        ("{ws}", "--client", "codex", "--url", "http://u:p@127.0.0.1:8765/mcp", "--token-env", "T"),
+    ),
+    (
+        "remote_host",
+        ("REG-07",),
+        ("{ws}", "--client", "codex", "--url", "http://192.0.2.1:8765/mcp", "--token-env", "T"),
+    ),
+    (
+        "other_path",
+        ("REG-07",),
+        ("{ws}", "--client", "codex", "--url", "http://127.0.0.1:8765/sse", "--token-env", "T"),
+    ),
+    (
+        "write_flag_http",
+        ("REG-07",),
+        ("{ws}", "--client", "codex", "--url", _LOOPBACK_URL, "--token-env", "T", "--allow-write"),
+    ),
+    (
+        "approvals_flag_http",
+        ("REG-07",),
+        ("{ws}", "--client", "claude", "--url", _LOOPBACK_URL, "--token-env", "T", "--allow-approvals"),
+    ),
+)
+"""Refused invocations: sub-check name, ids, arguments (``{ws}``/``{dollar}`` pick the workspace)."""
+
+
+@check("registration:refusals", covers=["REG-03", "REG-05", "REG-07"], timeout_seconds=120)
+async def refusals(ctx: Context) -> CheckResult:
+    """Each refused ``mcp register`` exits 2 with a message on stderr and prints nothing on stdout."""
+    dollar = ctx.scratch / "proj ${HOME}"
+    dollar.mkdir()
+    subs: list[SubResult] = []
+    for name, covers, spec in _REFUSALS:
+        args = list(spec)
+        json_flag = args[0] == "--json"
+        if json_flag:
+            args.pop(0)
+        workspace = dollar if args.pop(0) == "{dollar}" else ctx.project
+        argv = [
+            *ctx.target,
+            *(["--json"] if json_flag else []),
+            "--workspace",
+            str(workspace),
+            "mcp",
+            "register",
+            *args,
+        ]
+        done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+        problems: list[str] = []
+        if done.timed_out or done.returncode != 2:
+            problems.append(f"exit {done.returncode}, expected 2")
+        if done.stdout:
+            problems.append(f"stdout not empty: {tail(done.stdout, 200)!r}")
+        if not done.stderr.strip():
+            problems.append("no message on stderr")
+        detail = "; ".join(problems) if problems else f"exit 2: {tail(done.stderr, 160)}"
+        subs.append(SubResult(f"registration:refusals:{name}", covers, not problems, detail))
+    failed = [s.name for s in subs if not s.ok]
+    summary = f"{len(subs) - len(failed)}/{len(subs)} refusals held" + (
+        f"; failed: {', '.join(failed)}" if failed else ""
+    )
+    return CheckResult(not failed, summary, subresults=subs)
+
+
+@check("registration:claude_http_connected", covers=["REG-08", "REG-06"], timeout_seconds=150)
+async def claude_http_connected(ctx: Context) -> CheckResult:
+    """Claude Code connects to a running gateway through the ``--client claude --url`` entry.
+
+    The check starts ``mcp serve --http 127.0.0.1:0`` with a fresh token in its environment,
+    takes the loopback address the gateway reports on stderr, registers it, and gives Claude
+    Code the same variable.
+    """
+    claude = _host_bin(ctx, "claude")
+    if claude is None:
+        return _missing_host("claude")
+    token = os.urandom(32).hex()
+    argv = ctx.serve_argv("--http", "127.0.0.1:0", "--token-env", _TOKEN_ENV)
+    proc = await anyio.open_process(
+        argv,
+        env={**ctx.env, _TOKEN_ENV: token},
+        cwd=ctx.cwd,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    stderr = bytearray()
+    announced = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_stderr, proc.stderr, stderr, announced)
+            try:
+                result = await _claude_over_http(ctx, claude, token, stderr, announced)
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            kill_group(proc.pid)
+            with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
+                await proc.wait()
+    return result
+
+
+async def _claude_over_http(
+    ctx: Context, claude: Path, token: str, stderr: bytearray, announced: anyio.Event
+) -> CheckResult:
+    """Wait for the gateway's address, register it for Claude Code, and let Claude connect."""
+    with anyio.move_on_after(min(_GATEWAY_READY_SECONDS, ctx.remaining())):
+        await announced.wait()
+    found = _ADDRESS.search(stderr.decode("utf-8", "replace"))
+    if found is None:
+        return CheckResult(False, f"the gateway reported no loopback address (stderr: {tail(bytes(stderr))})")
+    url = f"http://{found.group(1)}:{int(found.group(2))}/mcp"
+    done, problem = await _register(ctx, "--client", "claude", "--url", url, "--token-env", _TOKEN_ENV)
+    if problem:
+        return CheckResult(False, problem)
+    if token in done.stdout.decode("utf-8", "replace"):
+        return CheckResult(False, "the printed snippet contains the token value")
+    try:
+        entry = _json_entry(done)
+    except (ValueError, KeyError) as exc:
+        return CheckResult(False, f"not a Claude Code HTTP snippet: {exc!r}: {tail(done.stdout)}")
+    return await _claude_connects(ctx, claude, entry, _host_env(ctx, **{_TOKEN_ENV: token}))
+
+
+async def _watch_stderr(stream: ByteReceiveStream | None, sink: bytearray, announced: anyio.Event) -> None:
+    """Keep the gateway's stderr (bounded); set ``announced`` once it names a port, or at its end."""
+    if stream is None:
+        announced.set()
+        return
+    try:
+        while True:
+            chunk = await stream.receive()
+            room = COMMAND_OUTPUT_MAX_BYTES - len(sink)
+            if room > 0:
+                sink.extend(chunk[:room])
+            if not announced.is_set() and _ADDRESS.search(sink.decode("utf-8", "replace")):
+                announced.set()
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        announced.set()
