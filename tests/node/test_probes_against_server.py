@@ -51,7 +51,9 @@ def _load_sample_module() -> Any:
     return module
 
 
-def _run(cmd: list[str], env: dict[str, str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    cmd: list[str], env: dict[str, str], timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in its own session; on timeout kill the whole group (the server included)."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, encoding="utf-8", start_new_session=True)
