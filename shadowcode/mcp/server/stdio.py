@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -83,8 +84,7 @@ class _Reader:
         self.lim = lim
         self.buffer = bytearray()
         self.total = 0
-        self.window_start = time.monotonic()
-        self.window_frames = 0
+        self.recent: deque[float] = deque()
         self.discarding = False
 
     async def chunk(self) -> bytes:
@@ -104,13 +104,13 @@ class _Reader:
             return data
 
     def count_frame(self) -> None:
+        """Sliding one-second window: the (max+1)th frame within any second crosses the limit."""
         now = time.monotonic()
-        if now - self.window_start >= 1.0:
-            self.window_start = now
-            self.window_frames = 0
-        self.window_frames += 1
-        if self.window_frames > self.lim.frames_per_second_max:
+        while self.recent and now - self.recent[0] >= 1.0:
+            self.recent.popleft()
+        if len(self.recent) >= self.lim.frames_per_second_max:
             raise _LimitCrossed(f"more than {self.lim.frames_per_second_max} frames in one second")
+        self.recent.append(now)
 
     async def frames(self) -> AsyncIterator[bytes]:
         while True:

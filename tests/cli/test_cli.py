@@ -1,0 +1,76 @@
+"""The command line: global options, --json documents, and bad input (ENG-01, ENG-02, SRV-02)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SHADOWCODE_HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "shadowcode", *args], capture_output=True, text=True,
+                          env=env, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_mcp_serve_with_json_is_refused_srv02(tmp_path: Path) -> None:
+    done = run(tmp_path / "h", "--json", "--workspace", str(tmp_path), "mcp", "serve")
+    assert done.returncode == 2 and done.stdout == "" and "--json" in done.stderr
+
+
+@pytest.mark.parametrize("verb", [["mcp", "serve"], ["status"]])
+def test_missing_workspace_exits_2_with_a_message_eng02(tmp_path: Path, verb: list[str]) -> None:
+    done = run(tmp_path / "h", "--workspace", str(tmp_path / "missing"), *verb)
+    assert done.returncode == 2 and done.stdout == "" and "does not exist" in done.stderr
+
+
+def test_workspace_that_is_a_file_exits_2_eng02(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x", encoding="utf-8")
+    done = run(tmp_path / "h", "--workspace", str(f), "mcp", "serve")
+    assert done.returncode == 2 and done.stdout == "" and "not a directory" in done.stderr
+
+
+def test_profile_with_a_path_separator_exits_2_eng01(tmp_path: Path) -> None:
+    done = run(tmp_path / "h", "--profile", "a/b", "--workspace", str(tmp_path), "mcp", "serve")
+    assert done.returncode == 2 and done.stdout == "" and "profile" in done.stderr
+    assert not (tmp_path / "h").exists()
+
+
+def test_unknown_flag_exits_2_on_stderr(tmp_path: Path) -> None:
+    done = run(tmp_path / "h", "--bogus")
+    assert done.returncode == 2 and done.stdout == "" and "--bogus" in done.stderr
+
+
+def test_trust_status_untrust_print_one_json_document_each_eng02(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    home = tmp_path / "h"
+    trusted = run(home, "--json", "trust", "--level", "elevated", str(project))
+    assert trusted.returncode == 0 and json.loads(trusted.stdout) == {
+        "path": str(project.resolve()), "trusted": True, "level": "elevated"}
+    status = json.loads(run(home, "--json", "--workspace", str(project), "status").stdout)
+    assert status["project"]["trusted"] is True and status["engine"]["mode"] == "temporary"
+    untrusted = json.loads(run(home, "--json", "untrust", str(project)).stdout)
+    assert untrusted["trusted"] is False
+
+
+def test_trust_with_an_unknown_level_exits_2_and_changes_nothing_eng02(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    done = run(tmp_path / "h", "trust", "--level", "root", str(project))
+    assert done.returncode == 2 and "level" in done.stderr
+    status = json.loads(run(tmp_path / "h", "--json", "--workspace", str(project), "status").stdout)
+    assert status["project"]["trusted"] is False
+
+
+def test_profiles_keep_separate_trust_eng01(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    run(tmp_path / "h", "--profile", "work", "trust", str(project))
+    other = json.loads(run(tmp_path / "h", "--json", "--profile", "play", "--workspace", str(project), "status").stdout)
+    assert other["project"]["trusted"] is False and other["profile"]["name"] == "play"

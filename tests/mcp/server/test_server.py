@@ -1,0 +1,177 @@
+"""The native server's discovery, tools, resources and prompts, in process through the SDK client.
+
+Covers SRV-03 (both eras), SRV-04, SRV-05, SRV-06, SRV-08, SRV-09, SRV-12, SRV-14, SRV-19, SRV-20.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from shadowcode.engine import Access, Engine
+from shadowcode.mcp.server.app import build_server
+from shadowcode.mcp.server.context import ServerContext
+
+pytestmark = pytest.mark.anyio
+
+SEVENTEEN = {
+    "shadow_status", "shadow_models", "shadow_sessions", "shadow_review", "shadow_tools", "shadow_understand",
+    "shadow_doctor", "shadow_why", "shadow_memory", "shadow_sqlite", "shadow_goal", "shadow_run", "shadow_jobs",
+    "shadow_approve", "shadow_test", "shadow_checkpoint", "shadow_rollback",
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+Connect = Callable[..., Any]
+
+
+@pytest.fixture
+def connect(engine: Engine, project_dir: Path) -> Connect:
+    @asynccontextmanager
+    async def _connect(*, allow_write: bool = False, mode: str = "auto", trust: str | None = None) -> AsyncIterator[Client]:
+        root = engine.project(project_dir).path
+        if trust:
+            engine.projects.trust(root, trust)  # type: ignore[arg-type]
+        server = build_server(ServerContext(engine=engine, root=root, access=Access(allow_write=allow_write)))
+        with anyio.fail_after(10):
+            async with Client(server, mode=mode) as client:
+                yield client
+
+    return _connect
+
+
+async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, Any]:
+    result = await client.call_tool(name, arguments)
+    if result.is_error:
+        return False, result.content[0].text  # type: ignore[union-attr]
+    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    return True, result.structured_content
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_exactly_seventeen_tools_with_schemas_and_annotations_srv04_srv03(connect: Connect, mode: str) -> None:
+    async with connect(mode=mode) as client:
+        tools = (await client.list_tools()).tools
+    assert {t.name for t in tools} == SEVENTEEN and len(tools) == 17
+    for tool in tools:
+        assert tool.description and tool.input_schema["type"] == "object"
+        assert tool.annotations is not None and tool.annotations.read_only_hint is not None
+    by_name = {t.name: t for t in tools}
+    assert by_name["shadow_sqlite"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert by_name["shadow_rollback"].annotations.destructive_hint is True  # type: ignore[union-attr]
+
+
+async def test_resources_are_the_four_and_plan_is_null_without_a_plan_srv05(connect: Connect) -> None:
+    async with connect() as client:
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert uris == {"shadow://project", "shadow://sessions", "shadow://memory", "shadow://plan"}
+        plan = await client.read_resource("shadow://plan")
+        project = await client.read_resource("shadow://project")
+    assert plan.contents[0].text == "null"  # type: ignore[union-attr]
+    assert json.loads(project.contents[0].text)["trusted"] is False  # type: ignore[union-attr]
+
+
+async def test_prompts_delegate_and_understand_srv06(connect: Connect, project_dir: Path) -> None:
+    async with connect() as client:
+        names = {p.name for p in (await client.list_prompts()).prompts}
+        delegate = await client.get_prompt("delegate", {"task": "add a README"})
+        understand = await client.get_prompt("understand", {})
+    assert names == {"delegate", "understand"}
+    assert "add a README" in delegate.messages[0].content.text  # type: ignore[union-attr]
+    assert str(project_dir.resolve()) in understand.messages[0].content.text  # type: ignore[union-attr]
+
+
+async def test_server_is_read_only_by_default_srv09(connect: Connect) -> None:
+    async with connect(trust="workspace") as client:
+        ok, message = await call(client, "shadow_memory", action="append", text="note")
+        assert not ok and "--allow-write" in message
+        ok, _ = await call(client, "shadow_memory", action="read")
+        assert ok
+
+
+async def test_allow_write_still_needs_a_trusted_project_srv09(connect: Connect) -> None:
+    async with connect(allow_write=True) as client:
+        ok, message = await call(client, "shadow_goal", action="create", title="x")
+    assert not ok and "trusted project" in message
+
+
+async def test_allow_write_within_a_read_only_level_is_refused_srv09(connect: Connect) -> None:
+    async with connect(allow_write=True, trust="read_only") as client:
+        ok, message = await call(client, "shadow_memory", action="append", text="x")
+    assert not ok and "read_only" in message
+
+
+async def test_memory_append_read_and_stale_replace_srv12(connect: Connect) -> None:
+    async with connect(allow_write=True, trust="workspace") as client:
+        ok, first = await call(client, "shadow_memory", action="append", text="remember this")
+        assert ok and first["content"] == "remember this"
+        await call(client, "shadow_memory", action="append", text="and this")
+        ok, message = await call(client, "shadow_memory", action="replace", text="x", expected_hash=first["hash"])
+        assert not ok and "stale" in message
+        ok, note = await call(client, "shadow_memory", action="read")
+    assert note["content"] == "remember this\n\nand this"
+
+
+async def test_task_note_for_another_projects_task_is_refused_srv12(
+    connect: Connect, engine: Engine, tmp_path: Path
+) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    root = engine.project(other).path
+    engine.store.execute(
+        "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) VALUES "
+        "('task_x', ?, 'build', 'done', 'p', 1, 1)", (str(root),))
+    async with connect(allow_write=True, trust="workspace") as client:
+        ok, message = await call(client, "shadow_memory", action="append", scope="task", task_id="task_x", text="x")
+    assert not ok and "no task" in message
+
+
+async def test_goal_create_advance_list_srv14(connect: Connect) -> None:
+    async with connect(allow_write=True, trust="workspace") as client:
+        ok, created = await call(client, "shadow_goal", action="create", title="ship")
+        goal_id = created["goal"]["id"]
+        ok, advanced = await call(client, "shadow_goal", action="advance", goal_id=goal_id, note="step", done=True)
+        ok, listed = await call(client, "shadow_goal", action="list")
+    assert advanced["goal"]["status"] == "done"
+    assert [g["id"] for g in listed["goals"]] == [goal_id]
+
+
+async def test_inspection_tools_answer_on_an_empty_history_srv19_srv20(connect: Connect) -> None:
+    async with connect() as client:
+        for name in ("shadow_status", "shadow_models", "shadow_sessions", "shadow_tools", "shadow_why",
+                     "shadow_checkpoint"):
+            ok, doc = await call(client, name)
+            assert ok, (name, doc)
+        ok, status = await call(client, "shadow_status")
+        ok_models, models = await call(client, "shadow_models")
+        ok_why, why = await call(client, "shadow_why", path="a.py")
+    assert status["server"] == {"allow_write": False, "allow_approvals": False}
+    assert models == {"models": [], "default": None}
+    assert why == {"entries": []}
+
+
+@pytest.mark.parametrize("name,arguments", [
+    ("shadow_run", {"prompt": "x"}), ("shadow_jobs", {}), ("shadow_approve", {"approval_id": "a", "decision": "deny"}),
+    ("shadow_test", {}), ("shadow_rollback", {"task_id": "t", "confirm": True}),
+])
+async def test_job_tools_say_honestly_they_are_not_available(connect: Connect, name: str, arguments: dict[str, Any]) -> None:
+    async with connect(allow_write=True, trust="workspace") as client:
+        ok, message = await call(client, name, **arguments)
+    assert not ok and "not available in this build" in message
+
+
+async def test_unknown_arguments_are_refused_with_a_clear_error_srv04(connect: Connect) -> None:
+    async with connect() as client:
+        ok, message = await call(client, "shadow_status", surprise=1)
+    assert not ok and "surprise" in message

@@ -1,0 +1,110 @@
+"""A harness that spawns ``mcp serve`` and speaks newline-delimited JSON-RPC to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
+}
+
+
+class ServerProcess:
+    """``python -m shadowcode --workspace P mcp serve`` with pipes; always :meth:`close` it."""
+
+    def __init__(self, workspace: Path, home: Path, *extra: str) -> None:
+        env = dict(os.environ, SHADOWCODE_HOME=str(home))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "shadowcode", "--workspace", str(workspace), "mcp", "serve", *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self._buffer = b""
+        os.set_blocking(self.proc.stdout.fileno(), False)  # type: ignore[union-attr]
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes to the server's stdin; a broken pipe is ignored (the server may have closed)."""
+        try:
+            self.proc.stdin.write(data)  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            pass
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one JSON-RPC frame."""
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def read_line(self, timeout: float = 10.0) -> bytes | None:
+        """The next stdout line, or None at EOF. Raises TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        out = self.proc.stdout
+        assert out is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(out, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no line from the server in time")
+                if not sel.select(left):
+                    continue
+                chunk = os.read(out.fileno(), 65536)
+                if not chunk:
+                    return None
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def read_until_response(self, request_id: int | str, timeout: float = 10.0) -> dict[str, Any]:
+        """Read frames until the response to ``request_id``; every line must be JSON-RPC."""
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.read_line(max(0.01, deadline - time.monotonic()))
+            if line is None:
+                raise EOFError("the server closed stdout before answering")
+            doc = json.loads(line)
+            assert doc.get("jsonrpc") == "2.0", line
+            if doc.get("id") == request_id:
+                return doc
+
+    def initialize(self) -> dict[str, Any]:
+        """Run the legacy handshake; returns the initialize result."""
+        self.send(INIT)
+        result = self.read_until_response(0)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+    def wait_exit(self, timeout: float = 10.0) -> int:
+        """Wait for the process to exit; returns its status."""
+        return self.proc.wait(timeout=timeout)
+
+    def stderr_text(self) -> str:
+        """All of stderr (only after the process exited)."""
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Close stdin, then terminate and reap the process if it is still running."""
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
