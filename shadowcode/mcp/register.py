@@ -456,8 +456,8 @@ def build_snippet(
         UsageError: ``--json`` with codex; ``--url`` without ``--token-env`` or the reverse;
             ``--allow-write``/``--allow-approvals`` with ``--url``; generic with ``--url``;
             a bad URL, variable name, entry name, or ``${`` for claude/cursor (exit 2).
-        ConfigError: the workspace is missing or not a directory (exit 2).
-        Implements REG-01 .. REG-07.
+        ConfigError: the workspace is missing or not a directory, or the profile name is
+            invalid (exit 2). Implements REG-01 .. REG-07.
     """
     if json_output and client is Client.CODEX:
         raise UsageError("--json cannot be used with --client codex, whose configuration is TOML")
@@ -470,6 +470,10 @@ def build_snippet(
                 "start the HTTP gateway with them instead"
             )
         return http_snippet(client, HttpTarget(url=url, token_env=token_env), name=name)
+    if profile is not None:
+        from shadowcode.profile import Profile
+
+        Profile.select(profile)
     launch = launch_command(
         canonical_workspace(workspace),
         profile=profile,

@@ -218,6 +218,7 @@ URL = "http://127.0.0.1:8765/mcp"
         (["mcp", "register", "--client", "codex", "--url", URL, "--token-env", "T", "--allow-write"], "--allow-write"),
         (["mcp", "register", "--client", "claude", "--url", URL, "--token-env", "T", "--allow-approvals"], "stdio"),
         (["mcp", "register", "--name", "bad name"], "--name"),
+        (["--profile", "a/b", "mcp", "register", "--client", "claude"], "profile"),
     ],
 )
 def test_bad_register_options_exit_2_with_a_message_and_no_output_reg03_reg06_reg07(

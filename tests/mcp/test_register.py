@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shadowcode.errors import ConfigError, UsageError
+from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 from shadowcode.mcp.register import (
     Client,
     HttpTarget,
@@ -92,6 +93,16 @@ def test_snippet_without_profile_has_no_profile_flag_reg01(tmp_path: Path) -> No
     assert isinstance(args, list)
     assert "--profile" not in args
     assert "--allow-write" not in args and "--allow-approvals" not in args
+
+
+def test_profile_name_is_checked_at_its_length_limit_reg01_eng01(tmp_path: Path) -> None:
+    longest = "p" * PROFILE_NAME_MAX_CHARS
+    args = _entry(build_snippet(Client.GENERIC, workspace=tmp_path, profile=longest).document)["args"]
+    assert isinstance(args, list) and args[args.index("--profile") + 1] == longest
+    for bad in ("p" * (PROFILE_NAME_MAX_CHARS + 1), "a/b", "x${y}", ""):
+        with pytest.raises(ConfigError) as info:
+            build_snippet(Client.CLAUDE, workspace=tmp_path, profile=bad)
+        assert info.value.exit_code == 2
 
 
 def test_missing_workspace_is_refused_reg01(tmp_path: Path) -> None:
@@ -246,9 +257,7 @@ def test_dollar_brace_in_project_path_is_refused_for_expanding_hosts_reg05(tmp_p
 
 
 @pytest.mark.parametrize("client", [Client.CLAUDE, Client.CURSOR])
-def test_dollar_brace_in_profile_or_archive_is_refused_reg05(tmp_path: Path, client: Client) -> None:
-    with pytest.raises(UsageError):
-        build_snippet(client, workspace=tmp_path, profile="x${y}")
+def test_dollar_brace_in_archive_path_is_refused_reg05(tmp_path: Path, client: Client) -> None:
     launch = launch_command(tmp_path, executable="/usr/bin/python3", archive=Path("/opt/${X}/shadowcode.pyz"))
     with pytest.raises(UsageError):
         stdio_snippet(client, launch)
