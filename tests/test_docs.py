@@ -1,0 +1,49 @@
+"""Docs and set-up stay true: generated limits table, README commands, .ci/run, public names."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import shadowcode
+import shadowcode.limits as limits
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_limits_doc_is_generated_from_limits_py() -> None:
+    done = subprocess.run([sys.executable, "ci/limits_doc.py", "--check"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_limit_is_exported_named_with_a_unit_and_documented() -> None:
+    names = [n for n in vars(limits) if n.isupper()]
+    assert sorted(limits.__all__) == sorted(names)
+    assert limits.__all__ == sorted(limits.__all__)
+    units = ("_BYTES", "_SECONDS", "_MAX", "_CHARS")
+    assert [n for n in names if not any(u in n for u in units)] == []
+    source = (REPO / "shadowcode" / "limits.py").read_text(encoding="utf-8")
+    for name in names:
+        assert re.search(rf"^{name}: Final = .+\n\"\"\"", source, re.M), f"{name} needs a docstring"
+
+
+def test_public_names_are_sorted() -> None:
+    assert shadowcode.__all__ == sorted(shadowcode.__all__)
+
+
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one_pkg02() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in block.strip().splitlines()]
+    assert commands == ["bash ci/demo", "bash ci/test"]
+    ci_run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "bash ci/test" in ci_run
+
+
+def test_readme_links_point_at_files_that_exist() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        assert (REPO / target).exists(), target
