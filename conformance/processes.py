@@ -43,9 +43,9 @@ class Completed:
     timed_out: bool
 
 
-def tail(data: bytes | str, chars: int = STDERR_TAIL_CHARS) -> str:
+def tail(data: bytes | bytearray | str, chars: int = STDERR_TAIL_CHARS) -> str:
     """The last ``chars`` characters of ``data`` on one line, for a check's detail."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = bytes(data).decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
     text = " | ".join(line for line in text.strip().splitlines() if line.strip())
     return text if len(text) <= chars else "..." + text[-chars:]
 

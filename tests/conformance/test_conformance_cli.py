@@ -1,0 +1,103 @@
+"""Command-line behaviour of ``python -m conformance``: usage errors exit 2, reports and exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main, parse_target
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_target_is_split_like_a_shell_conf01() -> None:
+    assert parse_target('python3 "dist/my app.pyz"') == ["python3", "dist/my app.pyz"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--target", ""],
+        ["--target", "python3 'unbalanced"],
+        ["--target", "x", "--jobs", "0"],
+        ["--target", "x", "--only", "no_such_check_anywhere"],
+        ["--target", "x", "--fixture", "does/not/exist.py"],
+        ["--bogus"],
+    ],
+)
+def test_bad_usage_exits_2_with_a_message_conf01(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("conformance: ") and captured.out == ""
+
+
+def test_list_shows_checks_with_their_ids_conf01(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--list", "--only", "cli_usage"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(line.startswith("cli_usage:") for line in lines)
+    assert any("SRV-02" in line for line in lines)
+
+
+def _stand_in_fixture(folder: Path) -> Path:
+    fixture = folder / "stand_in_fixture.py"
+    fixture.write_text(
+        "from pathlib import Path\n"
+        "def make_sample_project(dest):\n"
+        "    dest = Path(dest); dest.mkdir(parents=True); (dest / 'README.md').write_text('x\\n')\n"
+        "    return dest\n",
+        encoding="utf-8",
+    )
+    return fixture
+
+
+@pytest.mark.slow
+def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports_conf01(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = [
+        sys.executable,
+        "-m",
+        "conformance",
+        "--target",
+        f"{sys.executable} -m shadowcode",
+        "--only",
+        "cli_usage",
+        "--out",
+        str(out),
+    ]
+    if not (REPO_ROOT / "fixtures" / "sample_project.py").is_file():
+        argv += ["--fixture", str(_stand_in_fixture(tmp_path))]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    statuses = {r["id"]: r["status"] for r in report["results"]}
+    assert len(statuses) == 82
+    assert statuses["SRV-02"] == "pass" and statuses["ENG-02"] == "pass"
+    assert statuses["SRV-03"] == "not_covered" and statuses["GW-01"] == "not_covered"
+    assert {c["name"] for c in report["checks"]} == {
+        "cli_usage:json_serve_refused",
+        "cli_usage:missing_workspace_refused",
+        "cli_usage:file_workspace_refused",
+        "cli_usage:bad_profile_refused",
+    }
+    assert report["summary"]["fail"] == 0 and report["target"] == [sys.executable, "-m", "shadowcode"]
+    assert "# Conformance report" in (out / "report.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_failing_check_makes_the_exit_status_1_conf01(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "conformance", "--target", "true", "--only", "cli_usage:json_serve_refused"]
+    argv += ["--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert {r["id"]: r["status"] for r in report["results"]}["SRV-02"] == "fail"

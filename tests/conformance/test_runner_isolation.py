@@ -1,0 +1,143 @@
+"""The runner isolates each check, bounds it in time, and never lets one failure stop the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conformance.context import Context
+from conformance.registry import Check, CheckResult, SubResult
+from conformance.runner import run_checks, run_one
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def stand_in_project(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    (dest / "README.md").write_text("# stand-in\n", encoding="utf-8")
+    return dest.resolve()
+
+
+def _check(name: str, fn, timeout: float = 10.0, covers: tuple[str, ...] = ("SRV-01",)) -> Check:
+    return Check(name=name, group="unit", covers=covers, fn=fn, timeout_seconds=timeout)
+
+
+def _run(checks: list[Check], jobs: int = 2):
+    async def go():
+        with anyio.fail_after(30):
+            return await run_checks(
+                checks,
+                target=["true"],
+                cwd=Path.cwd(),
+                repo_root=REPO_ROOT,
+                project_factory=stand_in_project,
+                jobs=jobs,
+            )
+
+    return anyio.run(go)
+
+
+def test_failing_raising_and_slow_checks_are_recorded_and_the_run_continues_conf01() -> None:
+    async def fails(ctx: Context) -> CheckResult:
+        return CheckResult(False, "expected failure")
+
+    async def raises(ctx: Context) -> CheckResult:
+        raise RuntimeError("boom")
+
+    async def hangs(ctx: Context) -> CheckResult:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def passes(ctx: Context) -> CheckResult:
+        return CheckResult(True, "fine")
+
+    outcome = _run([_check("a", fails), _check("b", raises), _check("c", hangs, timeout=0.3), _check("d", passes)])
+    by_name = {r.name: r for r in outcome.records}
+    assert [r.name for r in outcome.records] == ["a", "b", "c", "d"]
+    assert not by_name["a"].ok and by_name["a"].detail == "expected failure"
+    assert not by_name["b"].ok and "RuntimeError: boom" in by_name["b"].detail
+    assert not by_name["c"].ok and "timed out after 0.3 s" in by_name["c"].detail
+    assert by_name["d"].ok
+
+
+def test_each_check_gets_private_home_project_and_scratch_that_are_removed_conf01() -> None:
+    seen: list[Context] = []
+
+    async def look(ctx: Context) -> CheckResult:
+        seen.append(ctx)
+        assert ctx.env["SHADOWCODE_HOME"] == str(ctx.home)
+        assert ctx.home.is_dir() and not any(ctx.home.iterdir())
+        assert (ctx.project / "README.md").is_file() and ctx.scratch.is_dir()
+        assert 0 < ctx.remaining() <= 10
+        return CheckResult(True, "ok")
+
+    outcome = _run([_check("one", look), _check("two", look)])
+    assert all(r.ok for r in outcome.records)
+    homes = {c.home for c in seen}
+    assert len(homes) == 2
+    for c in seen:
+        assert not c.home.exists() and not c.project.exists() and not c.scratch.exists()
+
+
+def test_processes_left_running_by_a_check_are_killed_at_its_end_conf01() -> None:
+    started: list[subprocess.Popen[bytes]] = []
+
+    async def leaks(ctx: Context) -> CheckResult:
+        started.append(
+            subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(120)"], env=ctx.env, start_new_session=True
+            )
+        )
+        return CheckResult(True, "left a process behind")
+
+    outcome = _run([_check("leaky", leaks)])
+    assert outcome.records[0].ok and "killed 1 process" in outcome.records[0].detail, outcome.records[0].detail
+    assert started and started[0].wait(timeout=10) == -9
+
+
+def test_sub_results_become_checks_and_unknown_ids_fail_them_conf01() -> None:
+    async def with_subs(ctx: Context) -> CheckResult:
+        ctx.record_revision("probe", "2026-07-28")
+        return CheckResult(
+            True,
+            "parent",
+            subresults=[SubResult("probe:a", ("SRV-04",), True, "fine"), SubResult("probe:b", ("NOPE-1",), True, "x")],
+        )
+
+    outcome = _run([_check("parent", with_subs, covers=("CONF-02",))])
+    names = [(r.name, r.ok, r.covers) for r in outcome.records]
+    assert names == [("parent", True, ("CONF-02",)), ("probe:a", True, ("SRV-04",)), ("probe:b", False, ())]
+    assert "NOPE-1" in outcome.records[2].detail
+    assert outcome.revisions == {"probe": "2026-07-28"}
+
+
+def test_a_broken_project_factory_fails_the_check_with_its_reason_conf01() -> None:
+    def broken(dest: Path) -> Path:
+        raise OSError("disk full")
+
+    async def never(ctx: Context) -> CheckResult:
+        raise AssertionError("must not run")
+
+    async def go():
+        with anyio.fail_after(30):
+            return await run_one(
+                _check("x", never), target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=broken
+            )
+
+    records, _ = anyio.run(go)
+    assert not records[0].ok and "disk full" in records[0].detail
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="process discovery uses /proc")
+def test_commands_that_outlive_their_time_bound_are_killed_conf01() -> None:
+    async def slow(ctx: Context) -> CheckResult:
+        done = await ctx.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout_seconds=0.5)
+        return CheckResult(done.timed_out and done.returncode == -9, f"rc={done.returncode}")
+
+    outcome = _run([_check("slow", slow)])
+    assert outcome.records[0].ok, outcome.records[0].detail
