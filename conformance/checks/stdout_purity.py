@@ -3,8 +3,9 @@
 One legacy session of ``PURITY_FRAMES`` frames: the ``initialize`` handshake, then a mix of
 ``tools/list``, ``resources/read``, ``tools/call shadow_status``, pings and a few invalid
 requests (unknown method, missing tool name, unknown resource), and finally one line that
-is not JSON at all. Frames are paced under the stdio frame-rate bound with at most eight
-requests unanswered. Every byte the target writes to stdout must belong to a newline-ended
+is not JSON at all. Frames are evenly spaced below the stdio frame-rate bound, so no
+one-second interval holds more than ``PURITY_FRAMES_PER_SECOND + 1`` of them, and at most
+eight requests are unanswered at once. Every byte the target writes to stdout must belong to a newline-ended
 JSON-RPC message; stderr may carry anything.
 """
 
@@ -167,13 +168,14 @@ async def stdout_is_protocol_only(ctx: Context) -> CheckResult:
                     revision = watcher.handshake["result"].get("protocolVersion")
                     if isinstance(revision, str):
                         ctx.record_revision("stdout_purity:500_frames", revision)
-                    window_start, in_window = time.monotonic(), 1
+                    # Evenly spaced sends keep every one-second interval (sliding or fixed) under the bound.
+                    spacing = 1.0 / PURITY_FRAMES_PER_SECOND
+                    next_at = time.monotonic() + spacing
                     for ident, line in plan:
                         if watcher.eof:
                             break
-                        if in_window >= PURITY_FRAMES_PER_SECOND:
-                            await anyio.sleep(max(0.0, window_start + 1.0 - time.monotonic()))
-                            window_start, in_window = time.monotonic(), 0
+                        await anyio.sleep(max(0.0, next_at - time.monotonic()))
+                        next_at = max(next_at, time.monotonic()) + spacing
                         if ident is not None:
                             await watcher.slots.acquire()
                             if watcher.eof:
@@ -181,7 +183,6 @@ async def stdout_is_protocol_only(ctx: Context) -> CheckResult:
                             watcher.pending.add(ident)
                         await proc.stdin.send(line)
                         sent += 1
-                        in_window += 1
                     while watcher.pending and not watcher.eof:
                         await watcher.changed.wait()
         except TimeoutError:
