@@ -237,6 +237,8 @@ def walk_files(
                     if not _skip_dir(entry.name):
                         queue.append(Path(entry.path))
                     continue
+                if is_link and entry.is_dir():
+                    continue
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue

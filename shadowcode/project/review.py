@@ -1,7 +1,8 @@
 """The working-tree review behind shadow_review (SRV-20).
 
 Runs ``git`` read-only: no shell, ``--no-optional-locks`` and ``GIT_OPTIONAL_LOCKS=0`` so
-the index is never refreshed on disk, the file-system monitor and external diff/textconv
+``status`` never refreshes the index on disk, the plumbing ``diff-index`` (which never
+writes) for the line counts, the file-system monitor and external diff/textconv
 programs switched off, inherited variables that would point git at another repository
 removed, each command killed (with its process group) after
 ``REVIEW_GIT_TIMEOUT_SECONDS`` and its output read up to ``REVIEW_GIT_OUTPUT_MAX_BYTES``.
@@ -268,9 +269,14 @@ def review(
         raise ToolError(f"git status failed: {status.stderr or status.returncode}")
     header, changes = _parse_status(_records(status.stdout, status.truncated), prefix)
 
-    diff_args = ["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"]
-    against = "HEAD" if header["head"] is not None else "empty tree"
-    diff_args += ["HEAD"] if header["head"] is not None else ["--cached"]
+    # Plumbing on purpose: porcelain ``git diff`` refreshes the index file even with optional
+    # locks off, and a review must not write.
+    if header["head"] is not None:
+        against, base = "HEAD", ["HEAD"]
+    else:
+        empty = _run_git(git, root, ["hash-object", "-t", "tree", "--stdin"], timeout_seconds, 4096)
+        against, base = "empty tree", ["--cached", empty.stdout.decode("ascii", errors="replace").strip()]
+    diff_args = ["diff-index", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", *base]
     diff = _run_git(git, root, [*diff_args, "--", "."], timeout_seconds, output_max_bytes)
     diffstat: dict[str, Any] = _parse_numstat(_records(diff.stdout, diff.truncated)) if diff.returncode == 0 else {}
     diffstat["untracked"] = sum(1 for change in changes if change["status"] == "untracked")

@@ -1,0 +1,115 @@
+"""Containment of user-given paths inside the project, and the bounded walk (SRV-08, SRV-13, SRV-19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shadowcode.errors import ToolError
+from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_FILES_MAX
+from shadowcode.project.paths import read_text_inside, resolve_inside, walk_files
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / "src").mkdir(parents=True)
+    (path / "src" / "app.py").write_text("print('hi')\n", encoding="utf-8")
+    return path.resolve()
+
+
+def test_relative_and_absolute_paths_inside_resolve_srv08(root: Path) -> None:
+    assert resolve_inside(root, "src/app.py") == root / "src" / "app.py"
+    assert resolve_inside(root, "./src/../src/app.py") == root / "src" / "app.py"
+    assert resolve_inside(root, str(root / "src" / "app.py")) == root / "src" / "app.py"
+    assert resolve_inside(root, ".") == root
+
+
+def test_dotdot_out_of_the_project_is_refused_srv08(root: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("s", encoding="utf-8")
+    for rel in ("../secret.txt", "src/../../secret.txt", str(tmp_path / "secret.txt"), "/etc/passwd"):
+        with pytest.raises(ToolError, match="outside the project"):
+            resolve_inside(root, rel)
+
+
+def test_symlink_leading_out_of_the_project_is_refused_srv08(root: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("s", encoding="utf-8")
+    (root / "inner.txt").symlink_to(tmp_path / "secret.txt")
+    (root / "outdir").symlink_to(tmp_path)
+    with pytest.raises(ToolError, match="outside the project"):
+        resolve_inside(root, "inner.txt")
+    with pytest.raises(ToolError, match="outside the project"):
+        resolve_inside(root, "outdir/secret.txt")
+    assert read_text_inside(root, "inner.txt") is None
+
+
+def test_symlink_staying_inside_the_project_is_followed_srv08(root: Path) -> None:
+    (root / "alias.py").symlink_to(root / "src" / "app.py")
+    assert resolve_inside(root, "alias.py") == root / "src" / "app.py"
+
+
+@pytest.mark.parametrize("rel", ["", "src/\x00app.py"])
+def test_empty_and_nul_paths_are_refused_srv08(root: Path, rel: str) -> None:
+    with pytest.raises(ToolError):
+        resolve_inside(root, rel)
+
+
+def test_missing_file_is_refused_only_when_existence_is_required_srv08(root: Path) -> None:
+    with pytest.raises(ToolError, match="no such file"):
+        resolve_inside(root, "src/missing.py")
+    assert resolve_inside(root, "src/missing.py", must_exist=False) == root / "src" / "missing.py"
+
+
+def test_symlink_loop_is_refused_srv08(root: Path) -> None:
+    (root / "a").symlink_to(root / "b")
+    (root / "b").symlink_to(root / "a")
+    with pytest.raises(ToolError):
+        resolve_inside(root, "a")
+
+
+def test_bounded_read_reports_whether_the_file_was_complete_srv19(root: Path) -> None:
+    (root / "f.txt").write_bytes(b"abcd")
+    assert read_text_inside(root, "f.txt", max_bytes=4) == ("abcd", True)
+    assert read_text_inside(root, "f.txt", max_bytes=3) == ("abc", False)
+    assert read_text_inside(root, "src") is None
+
+
+def test_walk_at_the_file_limit_is_complete_and_one_more_file_truncates_srv19(tmp_path: Path) -> None:
+    root = (tmp_path / "p").resolve()
+    root.mkdir()
+    for index in range(UNDERSTAND_FILES_MAX):
+        (root / f"f{index:05d}.txt").touch()
+    walk = walk_files(root)
+    assert (len(walk.files), walk.truncated) == (UNDERSTAND_FILES_MAX, False)
+    (root / "one-more.txt").touch()
+    walk = walk_files(root)
+    assert (len(walk.files), walk.truncated) == (UNDERSTAND_FILES_MAX, True)
+
+
+def test_walk_at_the_entry_limit_is_complete_and_one_more_entry_truncates_srv19(tmp_path: Path) -> None:
+    root = (tmp_path / "p").resolve()
+    root.mkdir()
+    for index in range(UNDERSTAND_ENTRIES_MAX - 1):
+        (root / f"d{index:05d}").mkdir()
+    (root / "last.txt").touch()
+    walk = walk_files(root)
+    assert walk.truncated is False
+    assert [f.path for f in walk.files] == ["last.txt"]
+    (root / "zzz").mkdir()
+    assert walk_files(root).truncated is True
+
+
+def test_walk_skips_tool_folders_and_never_enters_linked_folders_srv19(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.py").touch()
+    (root / "linked").symlink_to(outside)
+    for skipped in (".git", "node_modules", ".venv", "__pycache__", "dist", "build", ".hidden", "pkg.egg-info"):
+        (root / skipped).mkdir()
+        (root / skipped / "x.py").touch()
+    (root / ".shadowcode" / "mcp").mkdir(parents=True)
+    (root / ".shadowcode" / "mcp" / "tools.yaml").touch()
+    (root / ".gitignore").touch()
+    paths = [f.path for f in walk_files(root).files]
+    assert paths == [".gitignore", "src/app.py", ".shadowcode/mcp/tools.yaml"]
