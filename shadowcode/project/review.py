@@ -112,8 +112,38 @@ def _read_bounded(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int
             return b"".join(chunks)[:max_bytes], True, False
 
 
-def _run_git(git: str, root: Path, args: list[str], timeout_seconds: float, output_max_bytes: int) -> _GitOutput:
-    argv = [git, "--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", *args]
+def _filter_overrides(git: str, root: Path, timeout_seconds: float) -> list[str]:
+    """``-c`` arguments that switch off every content filter the repository's config defines.
+
+    A repository's own config may name clean/smudge/process filters; ``git status`` runs them
+    on changed files, which would let an inspected project run commands. Reading the config
+    runs nothing; the overrides empty each filter so git compares raw bytes instead.
+    """
+    found = _run_git(git, root, ["config", "-z", "--get-regexp", r"^filter\."], timeout_seconds, 64 * 1024, [])
+    names = set()
+    for record in _records(found.stdout, found.truncated):
+        key = record.split("\n", 1)[0]
+        name, _, _var = key.removeprefix("filter.").rpartition(".")
+        if name:
+            names.add(name)
+    overrides: list[str] = []
+    for name in sorted(names):
+        for var, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            overrides += ["-c", f"filter.{name}.{var}={value}"]
+    return overrides
+
+
+def _run_git(
+    git: str,
+    root: Path,
+    args: list[str],
+    timeout_seconds: float,
+    output_max_bytes: int,
+    overrides: list[str] | None = None,
+) -> _GitOutput:
+    if overrides is None:
+        overrides = _filter_overrides(git, root, timeout_seconds)
+    argv = [git, "--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", *overrides, *args]
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(

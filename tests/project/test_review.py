@@ -213,3 +213,20 @@ def test_git_that_never_answers_is_killed_at_the_deadline_srv20(
     pid = int(pid_file.read_text(encoding="utf-8"))
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_review_never_runs_a_content_filter_from_the_repository_config_srv20(tmp_path: Path) -> None:
+    marker = tmp_path / "filter-ran"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=30)
+    subprocess.run(
+        ["git", "config", "filter.evil.clean", f"sh -c 'touch {marker}; cat'"], cwd=repo, check=True, timeout=30
+    )
+    (repo / ".gitattributes").write_text("* filter=evil\n", encoding="utf-8")
+    (repo / "f.txt").write_text("a\n", encoding="utf-8")
+    subprocess.run(["git", "-c", "filter.evil.clean=", "add", "-A"], cwd=repo, check=True, timeout=30)
+    (repo / "f.txt").write_text("b\n", encoding="utf-8")
+    result = review(repo.resolve())
+    assert any(c["path"] == "f.txt" for c in result["changes"])
+    assert not marker.exists()
