@@ -20,15 +20,21 @@ def _imports(folder: Path) -> list[tuple[Path, str]]:
 
 
 def test_engine_never_imports_the_server_or_the_cli() -> None:
-    bad = [(p.name, m) for p, m in _imports(PACKAGE / "engine")
-           if m.startswith(("shadowcode.mcp.server", "shadowcode.cli"))]
+    bad = [
+        (p.name, m)
+        for p, m in _imports(PACKAGE / "engine")
+        if m.startswith(("shadowcode.mcp.server", "shadowcode.cli"))
+    ]
     assert bad == []
 
 
 def test_only_store_and_the_inspection_edge_import_sqlite3() -> None:
     allowed = {PACKAGE / "store", PACKAGE / "project"}
-    bad = [str(p.relative_to(PACKAGE)) for p, m in _imports(PACKAGE) if m == "sqlite3"
-           and not any(a in p.parents for a in allowed)]
+    bad = [
+        str(p.relative_to(PACKAGE))
+        for p, m in _imports(PACKAGE)
+        if m == "sqlite3" and not any(a in p.parents for a in allowed)
+    ]
     assert bad == []
 
 

@@ -70,8 +70,13 @@ async def session(target: list[str], project: Path, env: dict[str, str]) -> None
         say(f"\n== memory note (hash {str(note['hash'])[:12]}...)\n  {read['content']}")
         tables = await call("shadow_sqlite", action="tables", path="data/app.db")
         say("\n== SQL: tables in data/app.db: " + ", ".join(t["name"] for t in tables["tables"]))
-        answer = await call("shadow_sqlite", action="query", path="data/app.db",
-                            sql="SELECT id, title FROM notes WHERE title = ?", params=["from-wal"])
+        answer = await call(
+            "shadow_sqlite",
+            action="query",
+            path="data/app.db",
+            sql="SELECT id, title FROM notes WHERE title = ?",
+            params=["from-wal"],
+        )
         say(f"  SELECT id, title FROM notes WHERE title = 'from-wal' -> {json.dumps(answer['rows'])}")
         say("  (that row exists only in the WAL file: the query sees live data)")
 
@@ -90,9 +95,15 @@ def main() -> int:
         project = _load_fixture().make_sample_project(Path(tmp) / "sample project")
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
         env["SHADOWCODE_HOME"] = str(Path(tmp) / "home")
-        subprocess.run([*target, "--workspace", str(project), "trust", "--level", "workspace"],
-                       check=True, env=env, stdout=subprocess.DEVNULL, timeout=60)
-        say(f"$ {' '.join(shlex.quote(t) for t in target)} --workspace {shlex.quote(str(project))} mcp serve --allow-write")
+        subprocess.run(
+            [*target, "--workspace", str(project), "trust", "--level", "workspace"],
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            timeout=60,
+        )
+        command = shlex.join([*target, "--workspace", str(project), "mcp", "serve", "--allow-write"])
+        say(f"$ {command}")
         try:
             anyio.run(_bounded, target, project, env)
         except Exception as exc:  # noqa: BLE001 - a demo reports and exits 1

@@ -33,8 +33,9 @@ def serve(
         raise UsageError("--json cannot be combined with `mcp serve`: stdout carries JSON-RPC only")
     from shadowcode.mcp.server.launch import serve_stdio
 
-    serve_stdio(workspace=g.workspace_path(), profile=g.profile, allow_write=allow_write,
-                allow_approvals=allow_approvals)
+    serve_stdio(
+        workspace=g.workspace_path(), profile=g.profile, allow_write=allow_write, allow_approvals=allow_approvals
+    )
 
 
 @app.command("register")

@@ -28,7 +28,9 @@ def _engine(ctx: typer.Context):  # noqa: ANN202 - returns Engine, imported lazi
 
 def trust(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="Project to trust (default: --workspace or the cwd).")] = None,
+    directory: Annotated[
+        Path | None, typer.Argument(help="Project to trust (default: --workspace or the cwd).")
+    ] = None,
     level: Annotated[
         str, typer.Option("--level", help="Permission level: read_only, workspace or elevated.")
     ] = "workspace",
@@ -48,7 +50,9 @@ def trust(
 
 def untrust(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="Project to untrust (default: --workspace or the cwd).")] = None,
+    directory: Annotated[
+        Path | None, typer.Argument(help="Project to untrust (default: --workspace or the cwd).")
+    ] = None,
 ) -> None:
     """Remove trust from a project; its records stay (ENG-02)."""
     from shadowcode.engine import canonical_project

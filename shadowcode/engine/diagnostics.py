@@ -36,26 +36,53 @@ async def diagnose(engine: Engine, root: Path, *, probe_model: bool = False) -> 
     ]
     try:
         todo = pending(engine.store._conn)  # noqa: SLF001 - read-only look at the schema state
-        checks.append({"name": "store", "status": "ok" if not todo else "fail",
-                       "detail": "schema current" if not todo else f"pending migrations: {', '.join(todo)}"})
+        checks.append(
+            {
+                "name": "store",
+                "status": "ok" if not todo else "fail",
+                "detail": "schema current" if not todo else f"pending migrations: {', '.join(todo)}",
+            }
+        )
     except Exception as exc:  # noqa: BLE001 - a diagnostic reports, it does not raise
         checks.append({"name": "store", "status": "fail", "detail": type(exc).__name__})
     project = engine.projects.get(root)
-    checks.append({"name": "trust", "status": "ok" if project.trusted else "warn",
-                   "detail": f"trusted at level {project.level}" if project.trusted
-                   else f"untrusted: run `shadowcode trust --level workspace {root}` to allow changes"})
+    checks.append(
+        {
+            "name": "trust",
+            "status": "ok" if project.trusted else "warn",
+            "detail": f"trusted at level {project.level}"
+            if project.trusted
+            else f"untrusted: run `shadowcode trust --level workspace {root}` to allow changes",
+        }
+    )
     try:
         settings = engine.settings()
         if settings.models:
-            checks.append({"name": "models", "status": "ok", "detail": f"{len(settings.models)} configured, "
-                           f"default {settings.default_model or settings.models[0].name}"})
+            checks.append(
+                {
+                    "name": "models",
+                    "status": "ok",
+                    "detail": f"{len(settings.models)} configured, "
+                    f"default {settings.default_model or settings.models[0].name}",
+                }
+            )
         else:
-            checks.append({"name": "models", "status": "warn",
-                           "detail": "no model configured: delegated tasks need one in the profile settings"})
+            checks.append(
+                {
+                    "name": "models",
+                    "status": "warn",
+                    "detail": "no model configured: delegated tasks need one in the profile settings",
+                }
+            )
     except ShadowcodeError as exc:
         checks.append({"name": "models", "status": "fail", "detail": exc.message})
     if probe_model:
-        checks.append({"name": "model_probe", "status": "warn",
-                       "detail": "not available in this build: model providers arrive with the task runner"})
+        checks.append(
+            {
+                "name": "model_probe",
+                "status": "warn",
+                "detail": "not available in this build: model providers arrive with the task runner",
+            }
+        )
     checks.extend(await anyio.to_thread.run_sync(project_checks, root))
     return {"checks": checks, "ok": all(c["status"] != "fail" for c in checks)}

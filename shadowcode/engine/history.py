@@ -45,8 +45,12 @@ class History:
             params.append(task_id)
         found = self._store.rows(sql + " ORDER BY created_at DESC, rowid DESC LIMIT 100", params)
         for cp in found:
-            cp["paths"] = [r["path"] for r in self._store.rows(
-                "SELECT DISTINCT path FROM changes WHERE checkpoint_id = ? ORDER BY path", (cp["id"],))]
+            cp["paths"] = [
+                r["path"]
+                for r in self._store.rows(
+                    "SELECT DISTINCT path FROM changes WHERE checkpoint_id = ? ORDER BY path", (cp["id"],)
+                )
+            ]
         return found
 
     def checkpoint(self, project: Path, checkpoint_id: str) -> dict[str, Any]:
@@ -55,8 +59,10 @@ class History:
         Raises:
             NotFound: no such checkpoint in this project.
         """
-        row = self._store.row("SELECT id, task_id, created_at FROM checkpoints WHERE id = ? AND project = ?",
-                              (checkpoint_id, str(project)))
+        row = self._store.row(
+            "SELECT id, task_id, created_at FROM checkpoints WHERE id = ? AND project = ?",
+            (checkpoint_id, str(project)),
+        )
         if row is None:
             raise NotFound(f"no checkpoint {checkpoint_id!r} in this project", checkpoint_id=checkpoint_id)
         row["changes"] = self._store.rows(

@@ -54,8 +54,9 @@ class MemoryNotes:
             NotFound: the task id is not a task of this project.
         """
         key = self._key(project, scope, task_id)
-        row = self._store.row("SELECT content, hash, updated_at FROM memory WHERE project = ? AND task_id = ?",
-                              (str(project), key))
+        row = self._store.row(
+            "SELECT content, hash, updated_at FROM memory WHERE project = ? AND task_id = ?", (str(project), key)
+        )
         content = row["content"] if row else ""
         return {
             "scope": scope,
@@ -65,7 +66,9 @@ class MemoryNotes:
             "updated_at": row["updated_at"] if row else None,
         }
 
-    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> dict[str, object]:
+    def append(
+        self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None
+    ) -> dict[str, object]:
         """Append ``text`` as a new paragraph and return the note as :meth:`read` does.
 
         Raises:

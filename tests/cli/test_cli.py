@@ -13,8 +13,14 @@ import pytest
 
 def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, SHADOWCODE_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "shadowcode", *args], capture_output=True, text=True,
-                          env=env, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "shadowcode", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_mcp_serve_with_json_is_refused_srv02(tmp_path: Path) -> None:
@@ -52,7 +58,10 @@ def test_trust_status_untrust_print_one_json_document_each_eng02(tmp_path: Path)
     home = tmp_path / "h"
     trusted = run(home, "--json", "trust", "--level", "elevated", str(project))
     assert trusted.returncode == 0 and json.loads(trusted.stdout) == {
-        "path": str(project.resolve()), "trusted": True, "level": "elevated"}
+        "path": str(project.resolve()),
+        "trusted": True,
+        "level": "elevated",
+    }
     status = json.loads(run(home, "--json", "--workspace", str(project), "status").stdout)
     assert status["project"]["trusted"] is True and status["engine"]["mode"] == "temporary"
     untrusted = json.loads(run(home, "--json", "untrust", str(project)).stdout)

@@ -22,7 +22,8 @@ def _task(engine: Engine, project: Path, task_id: str) -> None:
     engine.projects.ensure(project)
     now = int(time.time())
     engine.store.execute(
-        "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) VALUES (?, ?, 'build', 'done', 'p', ?, ?)",
+        "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) "
+        "VALUES (?, ?, 'build', 'done', 'p', ?, ?)",
         (task_id, str(project), now, now),
     )
 

@@ -115,7 +115,9 @@ def build_server(ctx: ServerContext) -> Server[Any]:
             ops.leave()
         text = json.dumps(doc, ensure_ascii=False)
         if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
-            return _error_result(f"the result of {spec.name} is larger than {RESULT_MAX_BYTES} bytes; narrow the request")
+            return _error_result(
+                f"the result of {spec.name} is larger than {RESULT_MAX_BYTES} bytes; narrow the request"
+            )
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=doc)
 
     async def list_resources(_rctx: Any, _params: Any) -> types.ListResourcesResult:

@@ -18,8 +18,11 @@ RESOURCES: tuple[tuple[str, str, str], ...] = (
 )
 
 PROMPTS: tuple[tuple[str, str, tuple[tuple[str, str, bool], ...]], ...] = (
-    ("delegate", "Delegate a task for the fixed project to ShadowCode.",
-     (("task", "What should be done in this project.", True),)),
+    (
+        "delegate",
+        "Delegate a task for the fixed project to ShadowCode.",
+        (("task", "What should be done in this project.", True),),
+    ),
     ("understand", "Ask for a read-only inspection of the fixed project.", ()),
 )
 

@@ -100,7 +100,9 @@ class _Reader:
                 return b""
             self.total += len(data)
             if self.total > self.lim.lifetime_max_bytes:
-                raise _LimitCrossed(f"the connection sent more than {self.lim.lifetime_max_bytes} bytes in its lifetime")
+                raise _LimitCrossed(
+                    f"the connection sent more than {self.lim.lifetime_max_bytes} bytes in its lifetime"
+                )
             return data
 
     def count_frame(self) -> None:
@@ -167,7 +169,9 @@ async def _write_all(fd: int, data: bytes, deadline_seconds: float) -> None:
 @asynccontextmanager
 async def stdio_transport(
     read_fd: int, write_fd: int, lim: StdioLimits | None = None
-) -> AsyncIterator[tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]]:
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
     """Serve JSON-RPC frames between two non-blocking descriptors and the SDK's streams.
 
     Args:

@@ -22,9 +22,23 @@ from shadowcode.mcp.server.context import ServerContext
 pytestmark = pytest.mark.anyio
 
 SEVENTEEN = {
-    "shadow_status", "shadow_models", "shadow_sessions", "shadow_review", "shadow_tools", "shadow_understand",
-    "shadow_doctor", "shadow_why", "shadow_memory", "shadow_sqlite", "shadow_goal", "shadow_run", "shadow_jobs",
-    "shadow_approve", "shadow_test", "shadow_checkpoint", "shadow_rollback",
+    "shadow_status",
+    "shadow_models",
+    "shadow_sessions",
+    "shadow_review",
+    "shadow_tools",
+    "shadow_understand",
+    "shadow_doctor",
+    "shadow_why",
+    "shadow_memory",
+    "shadow_sqlite",
+    "shadow_goal",
+    "shadow_run",
+    "shadow_jobs",
+    "shadow_approve",
+    "shadow_test",
+    "shadow_checkpoint",
+    "shadow_rollback",
 }
 
 
@@ -39,7 +53,9 @@ Connect = Callable[..., Any]
 @pytest.fixture
 def connect(engine: Engine, project_dir: Path) -> Connect:
     @asynccontextmanager
-    async def _connect(*, allow_write: bool = False, mode: str = "auto", trust: str | None = None) -> AsyncIterator[Client]:
+    async def _connect(
+        *, allow_write: bool = False, mode: str = "auto", trust: str | None = None
+    ) -> AsyncIterator[Client]:
         root = engine.project(project_dir).path
         if trust:
             engine.projects.trust(root, trust)  # type: ignore[arg-type]
@@ -131,7 +147,9 @@ async def test_task_note_for_another_projects_task_is_refused_srv12(
     root = engine.project(other).path
     engine.store.execute(
         "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) VALUES "
-        "('task_x', ?, 'build', 'done', 'p', 1, 1)", (str(root),))
+        "('task_x', ?, 'build', 'done', 'p', 1, 1)",
+        (str(root),),
+    )
     async with connect(allow_write=True, trust="workspace") as client:
         ok, message = await call(client, "shadow_memory", action="append", scope="task", task_id="task_x", text="x")
     assert not ok and "no task" in message
@@ -149,8 +167,14 @@ async def test_goal_create_advance_list_srv14(connect: Connect) -> None:
 
 async def test_inspection_tools_answer_on_an_empty_history_srv19_srv20(connect: Connect) -> None:
     async with connect() as client:
-        for name in ("shadow_status", "shadow_models", "shadow_sessions", "shadow_tools", "shadow_why",
-                     "shadow_checkpoint"):
+        for name in (
+            "shadow_status",
+            "shadow_models",
+            "shadow_sessions",
+            "shadow_tools",
+            "shadow_why",
+            "shadow_checkpoint",
+        ):
             ok, doc = await call(client, name)
             assert ok, (name, doc)
         ok, status = await call(client, "shadow_status")
@@ -161,11 +185,19 @@ async def test_inspection_tools_answer_on_an_empty_history_srv19_srv20(connect: 
     assert why == {"entries": []}
 
 
-@pytest.mark.parametrize("name,arguments", [
-    ("shadow_run", {"prompt": "x"}), ("shadow_jobs", {}), ("shadow_approve", {"approval_id": "a", "decision": "deny"}),
-    ("shadow_test", {}), ("shadow_rollback", {"task_id": "t", "confirm": True}),
-])
-async def test_job_tools_say_honestly_they_are_not_available(connect: Connect, name: str, arguments: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "name,arguments",
+    [
+        ("shadow_run", {"prompt": "x"}),
+        ("shadow_jobs", {}),
+        ("shadow_approve", {"approval_id": "a", "decision": "deny"}),
+        ("shadow_test", {}),
+        ("shadow_rollback", {"task_id": "t", "confirm": True}),
+    ],
+)
+async def test_job_tools_say_honestly_they_are_not_available(
+    connect: Connect, name: str, arguments: dict[str, Any]
+) -> None:
     async with connect(allow_write=True, trust="workspace") as client:
         ok, message = await call(client, name, **arguments)
     assert not ok and "not available in this build" in message

@@ -32,8 +32,9 @@ def _ping_of_size(request_id: int, size: int) -> bytes:
 def test_every_stdout_line_is_json_rpc_srv01(server: ServerProcess) -> None:
     server.initialize()
     for i in range(1, 40):
-        server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                     "params": {"name": "shadow_status", "arguments": {}}})
+        server.send(
+            {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "shadow_status", "arguments": {}}}
+        )
         assert "result" in server.read_until_response(i)
     server.proc.stdin.close()  # type: ignore[union-attr]
     assert server.read_line(timeout=5) is None
@@ -82,7 +83,10 @@ def test_rate_limit_accepts_the_limit_and_closes_one_past_srv25(tmp_path: Path) 
     project.mkdir()
     ok = ServerProcess(project, tmp_path / "home")
     try:
-        frames = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode() for i in range(1, STDIO_FRAMES_PER_SECOND_MAX + 1)]
+        frames = [
+            json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode()
+            for i in range(1, STDIO_FRAMES_PER_SECOND_MAX + 1)
+        ]
         ok.send_raw(b"\n".join(frames) + b"\n")
         assert ok.read_until_response(STDIO_FRAMES_PER_SECOND_MAX, timeout=20)["result"] == {}
     finally:
