@@ -11,13 +11,25 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "AGENT_STEPS_MAX",
+    "APPROVAL_POLL_SECONDS",
+    "CLEANUP_DEADLINE_SECONDS",
+    "COMMAND_OUTPUT_TAIL_BYTES",
+    "COMMAND_TIMEOUT_SECONDS",
+    "CONTROL_FRAME_MAX_BYTES",
     "DOCTOR_LARGE_FILE_BYTES",
     "GOALS_LIST_MAX",
     "GOAL_TEXT_MAX_BYTES",
+    "JOB_EVENTS_PAGE_MAX",
     "MEMORY_NOTE_MAX_BYTES",
+    "MODEL_SLOTS_PER_MODEL_MAX",
     "OPERATIONS_IN_FLIGHT_MAX",
     "OPERATION_DEADLINE_SECONDS",
+    "OWNER_JOBS_MAX",
+    "OWNER_REPLY_DEADLINE_SECONDS",
+    "OWNER_SOCKETS_MAX",
     "PROFILE_NAME_MAX_CHARS",
+    "PROMPT_MAX_BYTES",
     "RESULT_MAX_BYTES",
     "REVIEW_CHANGES_MAX",
     "REVIEW_GIT_OUTPUT_MAX_BYTES",
@@ -34,6 +46,7 @@ __all__ = [
     "STDIO_FRAME_MAX_BYTES",
     "STDIO_INIT_DEADLINE_SECONDS",
     "STDIO_WRITE_DEADLINE_SECONDS",
+    "TASKS_RUNNING_MAX",
     "UNDERSTAND_ENTRIES_MAX",
     "UNDERSTAND_FILES_MAX",
     "UNDERSTAND_MAP_MAX_BYTES",
@@ -68,6 +81,47 @@ OPERATION_DEADLINE_SECONDS: Final = 45.0
 
 RESULT_MAX_BYTES: Final = 2_000_000
 """Bytes of one serialized tool or resource result (SRV-25: 2 MB, decimal)."""
+
+# --- engine: tasks, owners, approvals (ENG-03, ENG-04, SRV-15..SRV-24) -------------------
+
+CONTROL_FRAME_MAX_BYTES: Final = 1024 * 1024
+"""Bytes in one newline-delimited JSON frame on an engine control or ownership socket (ENG-03)."""
+
+OWNER_SOCKETS_MAX: Final = 8
+"""Ownership sockets open at once per profile; control requests keep their own room (SRV-24)."""
+
+OWNER_JOBS_MAX: Final = 64
+"""Jobs one owner may submit over its lifetime (SRV-24, GW-06)."""
+
+OWNER_REPLY_DEADLINE_SECONDS: Final = 30.0
+"""Seconds a submission reply or a cleanup acknowledgement may take on an ownership socket (SRV-24)."""
+
+TASKS_RUNNING_MAX: Final = 4
+"""Tasks one engine runs at once; more wait in its queue (ENG-04)."""
+
+MODEL_SLOTS_PER_MODEL_MAX: Final = 1
+"""Requests one configured model serves at once; other tasks of that model wait (ENG-05)."""
+
+AGENT_STEPS_MAX: Final = 40
+"""Model turns one task may take before it fails with a step-limit error (ENG-04)."""
+
+PROMPT_MAX_BYTES: Final = 64 * 1024
+"""UTF-8 bytes of a delegated task's prompt (SRV-15, ENG-08)."""
+
+JOB_EVENTS_PAGE_MAX: Final = 50
+"""Events returned by one shadow_jobs inspection page (SRV-16)."""
+
+APPROVAL_POLL_SECONDS: Final = 0.2
+"""Seconds between store reads of a pending approval, so another process's decision is seen (ENG-07)."""
+
+COMMAND_TIMEOUT_SECONDS: Final = 600.0
+"""Seconds an approved terminal command or test job may run before it is stopped (ENG-04, SRV-17)."""
+
+COMMAND_OUTPUT_TAIL_BYTES: Final = 64 * 1024
+"""Bytes of a command's combined output kept (the tail) in its result and events (ENG-04, SRV-17)."""
+
+CLEANUP_DEADLINE_SECONDS: Final = 30.0
+"""Seconds a closing owner or engine waits for its cancelled tasks to finish cleanup (SRV-21, SRV-24)."""
 
 # --- profile ---------------------------------------------------------------------------
 
