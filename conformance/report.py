@@ -6,6 +6,12 @@ Rules (CONF-01):
 - it *fails* when any check covering it failed;
 - it is *not covered* when no check that ran covers it.
 
+Expected failures (CONF-01, CONF-04): a baseline file lists checks known to fail, each
+with a reason. A listed check that fails gets status ``expected_fail`` and counts neither
+for nor against the ids it covers, so an id covered only by expected failures is *not
+covered*. A listed check that passes is *stale*, and a listed name that matched no check
+that ran is *unknown*; both make the run fail, so the baseline cannot drift from reality.
+
 SRV-03 needs more than passing checks: the run must show both the 2026-07-28 revision and
 at least one handshake revision. Whenever a check covering SRV-03 ran, a synthesized check
 named :data:`REVISIONS_CHECK` (covering SRV-03) states whether both were seen among the
@@ -16,16 +22,29 @@ exit status says so. A run that touched no SRV-03 check leaves SRV-03 not covere
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION
+from conformance.errors import UsageError
 from conformance.limits import DETAIL_MAX_CHARS
 from conformance.requirements import REQUIREMENTS
 
-__all__ = ["REVISIONS_CHECK", "CheckRecord", "build_report", "render_markdown", "revisions_record", "write_report"]
+__all__ = [
+    "REVISIONS_CHECK",
+    "CheckRecord",
+    "ExpectedFailure",
+    "build_report",
+    "load_expected_failures",
+    "render_markdown",
+    "report_failed",
+    "revisions_record",
+    "write_report",
+]
 
 REVISIONS_CHECK = "report:protocol_revisions"
 """Name of the synthesized check that enforces the SRV-03 revision rule."""
@@ -50,14 +69,84 @@ class CheckRecord:
     seconds: float
 
     def as_json(self) -> dict[str, Any]:
-        """``{"name", "covers", "ok", "detail", "seconds"}`` with seconds rounded to ms."""
+        """``{"name", "covers", "ok", "status", "detail", "seconds"}``, seconds rounded to ms.
+
+        ``status`` is ``"pass"`` or ``"fail"`` from ``ok``; :func:`build_report` turns a
+        baselined failure into ``"expected_fail"``.
+        """
         return {
             "name": self.name,
             "covers": list(self.covers),
             "ok": self.ok,
+            "status": "pass" if self.ok else "fail",
             "detail": self.detail[:DETAIL_MAX_CHARS],
             "seconds": round(self.seconds, 3),
         }
+
+
+@dataclass(frozen=True)
+class ExpectedFailure:
+    """One entry of an expected-failures baseline.
+
+    Attributes:
+        check: the exact report name of a check (``"registration:claude_http_connected"``),
+            sub-checks and ``report:protocol_revisions`` included.
+        reason: why it is known to fail, for a person.
+    """
+
+    check: str
+    reason: str
+
+
+_ENTRY_KEYS = frozenset({"check", "reason"})
+
+
+def load_expected_failures(path: Path) -> list[ExpectedFailure]:
+    """Read a baseline file: a YAML list of ``{check: str, reason: str}`` (CONF-01).
+
+    An empty file (or ``[]``) is an empty baseline. Each entry needs both keys as non-empty
+    strings and nothing else; a check may be listed once.
+
+    Args:
+        path: the YAML file.
+
+    Returns:
+        The entries in file order.
+
+    Raises:
+        UsageError: the file cannot be read, is not YAML, or an entry is malformed (exit 2).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read expected failures {path}: {exc.strerror or exc}") from exc
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"expected failures {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
+    if document is None:
+        return []
+    if not isinstance(document, list):
+        raise UsageError(f"expected failures {path} must be a YAML list of {{check, reason}} entries")
+    entries: list[ExpectedFailure] = []
+    seen: set[str] = set()
+    for index, item in enumerate(document, start=1):
+        where = f"expected failures {path}, entry {index}"
+        if not isinstance(item, dict):
+            raise UsageError(f"{where}: must be a mapping with 'check' and 'reason'")
+        extra = sorted(str(k) for k in item if k not in _ENTRY_KEYS)
+        if extra:
+            raise UsageError(f"{where}: unknown key(s) {', '.join(extra)}; only 'check' and 'reason' are allowed")
+        name, reason = item.get("check"), item.get("reason")
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"{where}: 'check' must be a non-empty string naming a check")
+        if not isinstance(reason, str) or not reason.strip():
+            raise UsageError(f"{where}: 'reason' must be a non-empty string saying why {name!r} fails")
+        if name in seen:
+            raise UsageError(f"{where}: {name!r} is listed twice")
+        seen.add(name)
+        entries.append(ExpectedFailure(name.strip(), " ".join(reason.split())))
+    return entries
 
 
 def revisions_record(records: Sequence[CheckRecord], revisions: Mapping[str, str]) -> CheckRecord | None:
@@ -90,8 +179,17 @@ def revisions_record(records: Sequence[CheckRecord], revisions: Mapping[str, str
     return CheckRecord(REVISIONS_CHECK, ("SRV-03",), not missing, detail, 0.0)
 
 
+def _never_filtered(name: str) -> bool:
+    return False
+
+
 def build_report(
-    target: Sequence[str], records: Sequence[CheckRecord], revisions: Mapping[str, str], generated_at: int
+    target: Sequence[str],
+    records: Sequence[CheckRecord],
+    revisions: Mapping[str, str],
+    generated_at: int,
+    expected_failures: Sequence[ExpectedFailure] = (),
+    filtered_out: Callable[[str], bool] = _never_filtered,
 ) -> dict[str, Any]:
     """Aggregate check records into the report document (CONF-01).
 
@@ -100,37 +198,84 @@ def build_report(
         records: every check that ran, in run order (the SRV-03 record is added here).
         revisions: label to negotiated protocol revision.
         generated_at: Unix seconds.
+        expected_failures: the baseline; empty for none.
+        filtered_out: whether a baseline name was left out of the run on purpose (``--only``);
+            such an entry is neither checked nor reported.
 
     Returns:
         ``{"target": [str], "generated_at": int, "summary": {"pass", "fail", "not_covered"},
-        "protocol_revisions": {label: revision}, "results": [{"id", "status", "checks"}],
-        "checks": [{"name", "covers", "ok", "detail", "seconds"}]}``; ``results`` lists every
-        manifest id in manifest order; ``summary`` counts ids, not checks.
+        "protocol_revisions": {label: revision},
+        "results": [{"id", "status", "checks", "expected_fail"}],
+        "checks": [{"name", "covers", "ok", "status", "detail", "seconds"} (+ "reason")],
+        "expected_failures": [{"check", "reason", "outcome"}]}``. ``results`` lists every
+        manifest id in manifest order; its ``checks`` are the checks that decided the status
+        and ``expected_fail`` the baselined failures left out of it. A check's ``status`` is
+        ``"pass"``, ``"fail"`` or ``"expected_fail"`` (which carries the baseline ``reason``).
+        An ``outcome`` is ``"failed_as_expected"``, ``"stale"`` (the check passed) or
+        ``"unknown"`` (no check of that name ran). ``summary`` counts ids, not checks.
     """
     all_records = list(records)
     synthesized = revisions_record(all_records, revisions)
     if synthesized is not None:
         all_records.append(synthesized)
+    reasons = {e.check: e.reason for e in expected_failures}
+    excused = {r.name for r in all_records if not r.ok and r.name in reasons}
+    checks: list[dict[str, Any]] = []
+    for r in all_records:
+        row = r.as_json()
+        if r.name in excused:
+            row["status"] = "expected_fail"
+            row["reason"] = reasons[r.name]
+        checks.append(row)
     results: list[dict[str, Any]] = []
     summary = {"pass": 0, "fail": 0, "not_covered": 0}
     for requirement in REQUIREMENTS:
         covering = [r for r in all_records if requirement.id in r.covers]
-        if not covering:
+        counted = [r for r in covering if r.name not in excused]
+        if not counted:
             status = "not_covered"
-        elif all(r.ok for r in covering):
+        elif all(r.ok for r in counted):
             status = "pass"
         else:
             status = "fail"
         summary[status] += 1
-        results.append({"id": requirement.id, "status": status, "checks": [r.name for r in covering]})
+        results.append(
+            {
+                "id": requirement.id,
+                "status": status,
+                "checks": [r.name for r in counted],
+                "expected_fail": [r.name for r in covering if r.name in excused],
+            }
+        )
+    outcomes = {r.name: ("failed_as_expected" if r.name in excused else "stale") for r in all_records}
+    baseline = [
+        {"check": e.check, "reason": e.reason, "outcome": outcomes.get(e.check, "unknown")}
+        for e in expected_failures
+        if e.check in outcomes or not filtered_out(e.check)
+    ]
     return {
         "target": list(target),
         "generated_at": int(generated_at),
         "summary": summary,
         "protocol_revisions": dict(sorted(revisions.items())),
         "results": results,
-        "checks": [r.as_json() for r in all_records],
+        "checks": checks,
+        "expected_failures": baseline,
     }
+
+
+def report_failed(report: Mapping[str, Any]) -> bool:
+    """Whether the run fails: a check failed outside the baseline, or a baseline entry is stale or unknown.
+
+    Args:
+        report: a document from :func:`build_report`.
+
+    Returns:
+        True when the exit status must be 1 (CONF-01).
+    """
+    if any(c["status"] == "fail" for c in report["checks"]):
+        return True
+    return any(e["outcome"] != "failed_as_expected" for e in report.get("expected_failures", []))
 
 
 def _cell(text: str) -> str:
@@ -139,20 +284,29 @@ def _cell(text: str) -> str:
 
 
 _MARK = {"pass": "pass", "fail": "**FAIL**", "not_covered": "not covered"}
+_CHECK_MARK = {"pass": "ok", "fail": "**FAIL**", "expected_fail": "expected fail"}
+_OUTCOME = {
+    "failed_as_expected": "failed as expected",
+    "stale": "**STALE**: it passed, remove it from the baseline",
+    "unknown": "**UNKNOWN**: no check of this name ran, fix or remove the entry",
+}
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
-    """The report as a readable Markdown page: summary, revisions, ids, then checks."""
+    """The report as a readable Markdown page: summary, revisions, baseline, ids, then checks."""
     summary = report["summary"]
     summaries = {r.id: r.summary for r in REQUIREMENTS}
+    statuses = [c["status"] for c in report["checks"]]
+    baseline = report.get("expected_failures", [])
     lines = [
         "# Conformance report",
         "",
         f"- Target: `{' '.join(report['target'])}`",
         f"- Generated at: {report['generated_at']} (Unix seconds)",
+        f"- Result: {'**FAIL**' if report_failed(report) else 'pass'}",
         f"- Requirements: {summary['pass']} pass, {summary['fail']} fail, {summary['not_covered']} not covered",
-        f"- Checks: {sum(1 for c in report['checks'] if c['ok'])} passed, "
-        f"{sum(1 for c in report['checks'] if not c['ok'])} failed",
+        f"- Checks: {statuses.count('pass')} passed, {statuses.count('fail')} failed, "
+        f"{statuses.count('expected_fail')} expected failures",
         "",
         "## Protocol revisions negotiated",
         "",
@@ -162,15 +316,23 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in report["protocol_revisions"].items()]
     else:
         lines.append("None recorded.")
+    lines += ["", "## Expected failures", ""]
+    if baseline:
+        lines += ["| Check | Outcome | Reason |", "|---|---|---|"]
+        lines += [f"| `{_cell(e['check'])}` | {_OUTCOME[e['outcome']]} | {_cell(e['reason'])} |" for e in baseline]
+    else:
+        lines.append("None listed.")
     lines += ["", "## Requirements", "", "| Id | Status | Summary | Checks |", "|---|---|---|---|"]
     for row in report["results"]:
-        checks = ", ".join(f"`{n}`" for n in row["checks"]) or "-"
+        names = [f"`{n}`" for n in row["checks"]] + [f"`{n}` (expected fail)" for n in row.get("expected_fail", [])]
+        checks = ", ".join(names) or "-"
         lines.append(f"| {row['id']} | {_MARK[row['status']]} | {_cell(summaries.get(row['id'], ''))} | {checks} |")
     lines += ["", "## Checks", "", "| Check | Result | Seconds | Covers | Detail |", "|---|---|---|---|---|"]
     for c in report["checks"]:
-        result = "ok" if c["ok"] else "**FAIL**"
+        result = _CHECK_MARK[c["status"]]
+        detail = c["detail"] if "reason" not in c else f"{c['detail']} (baseline: {c['reason']})"
         covers = ", ".join(c["covers"]) or "-"
-        lines.append(f"| `{_cell(c['name'])}` | {result} | {c['seconds']:.2f} | {covers} | {_cell(c['detail'])} |")
+        lines.append(f"| `{_cell(c['name'])}` | {result} | {c['seconds']:.2f} | {covers} | {_cell(detail)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -32,7 +32,7 @@ def test_report_lists_every_id_and_counts_ids_in_the_summary_conf01() -> None:
     assert [r["id"] for r in report["results"]] == requirement_ids()
     assert report["summary"] == {"pass": 1, "fail": 1, "not_covered": 80}
     assert report["generated_at"] == 7 and report["target"] == ["t"]
-    assert set(report["checks"][0]) == {"name", "covers", "ok", "detail", "seconds"}
+    assert set(report["checks"][0]) == {"name", "covers", "ok", "status", "detail", "seconds"}
 
 
 def test_srv03_fails_when_only_the_modern_revision_was_exercised_srv03() -> None:
