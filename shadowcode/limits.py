@@ -22,6 +22,13 @@ __all__ = [
     "GOAL_TEXT_MAX_BYTES",
     "JOB_EVENTS_PAGE_MAX",
     "MEMORY_NOTE_MAX_BYTES",
+    "MODEL_CONNECT_TIMEOUT_SECONDS",
+    "MODEL_LOG_TEXT_MAX_CHARS",
+    "MODEL_READ_TIMEOUT_SECONDS",
+    "MODEL_REQUEST_TIMEOUT_SECONDS",
+    "MODEL_RESPONSE_MAX_BYTES",
+    "MODEL_SCRIPT_DELAY_MAX_SECONDS",
+    "MODEL_SCRIPT_MAX_BYTES",
     "MODEL_SLOTS_PER_MODEL_MAX",
     "OPERATIONS_IN_FLIGHT_MAX",
     "OPERATION_DEADLINE_SECONDS",
@@ -194,3 +201,30 @@ the result is marked truncated (SRV-20)."""
 
 REVIEW_CHANGES_MAX: Final = 500
 """Changed paths listed by one shadow_review call; more set ``truncated`` (SRV-20)."""
+
+# --- model providers (ENG-05) ----------------------------------------------------------
+
+MODEL_CONNECT_TIMEOUT_SECONDS: Final = 10.0
+"""Seconds the ``openai`` provider waits to connect to the model server (ENG-05)."""
+
+MODEL_READ_TIMEOUT_SECONDS: Final = 120.0
+"""Seconds the model server may stay silent while a request is sent or its answer read;
+slow local models get time to think, a stalled one still ends (ENG-05)."""
+
+MODEL_REQUEST_TIMEOUT_SECONDS: Final = 300.0
+"""Seconds one whole model request may take, connect to last byte, however the server
+trickles its answer; then the request fails instead of hanging the task (ENG-05)."""
+
+MODEL_RESPONSE_MAX_BYTES: Final = 4 * 1024 * 1024
+"""Bytes of one decoded model answer body; reading stops and the request fails past it (ENG-05)."""
+
+MODEL_SCRIPT_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of a model script file read by the ``scripted`` provider; a larger file is refused (ENG-05)."""
+
+MODEL_SCRIPT_DELAY_MAX_SECONDS: Final = 600.0
+"""Seconds one scripted turn's ``delay_seconds`` may ask for; more is refused when the script
+loads (ENG-05)."""
+
+MODEL_LOG_TEXT_MAX_CHARS: Final = 2000
+"""Characters of any one string kept in a model request log line; longer text is cut and
+marked, so one line stays small (ENG-05)."""
