@@ -41,6 +41,8 @@ class ModelSettings(BaseModel):
         base_url: OpenAI-compatible endpoint (``openai``), or None.
         script: path of a model script (``scripted``), or None.
         api_key_env: name of the variable or stored secret holding the key; never the key.
+        request_log: file that receives one JSON line per model request, or None for
+            ``model-requests.jsonl`` in the profile; a relative path is taken from the profile.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -51,6 +53,7 @@ class ModelSettings(BaseModel):
     base_url: str | None = None
     script: str | None = None
     api_key_env: str | None = None
+    request_log: str | None = None
 
 
 class Settings(BaseModel):
