@@ -13,11 +13,17 @@ from typing import Final
 __all__ = [
     "AGENT_STEPS_MAX",
     "APPROVAL_POLL_SECONDS",
+    "BACKGROUND_OUTPUT_MAX_BYTES",
+    "BACKGROUND_PROCESSES_MAX",
     "CLEANUP_DEADLINE_SECONDS",
     "COMMAND_OUTPUT_TAIL_BYTES",
+    "COMMAND_TIMEOUT_MAX_SECONDS",
     "COMMAND_TIMEOUT_SECONDS",
     "CONTROL_FRAME_MAX_BYTES",
     "DOCTOR_LARGE_FILE_BYTES",
+    "FILE_LIST_ENTRIES_MAX",
+    "FILE_READ_MAX_BYTES",
+    "FILE_WRITE_MAX_BYTES",
     "GOALS_LIST_MAX",
     "GOAL_TEXT_MAX_BYTES",
     "JOB_EVENTS_PAGE_MAX",
@@ -35,12 +41,21 @@ __all__ = [
     "OWNER_JOBS_MAX",
     "OWNER_REPLY_DEADLINE_SECONDS",
     "OWNER_SOCKETS_MAX",
+    "PROCESS_OUTPUT_MAX_BYTES",
+    "PROCESS_PIPE_DRAIN_SECONDS",
+    "PROCESS_REAP_DEADLINE_SECONDS",
+    "PROCESS_TERM_GRACE_SECONDS",
     "PROFILE_NAME_MAX_CHARS",
     "PROMPT_MAX_BYTES",
     "RESULT_MAX_BYTES",
     "REVIEW_CHANGES_MAX",
     "REVIEW_GIT_OUTPUT_MAX_BYTES",
     "REVIEW_GIT_TIMEOUT_SECONDS",
+    "SEARCH_FILES_MAX",
+    "SEARCH_FILE_MAX_BYTES",
+    "SEARCH_LINE_MAX_CHARS",
+    "SEARCH_MATCHES_MAX",
+    "SEARCH_PATTERN_MAX_CHARS",
     "SESSIONS_LIST_MAX",
     "SQLITE_CELL_MAX_BYTES",
     "SQLITE_QUERY_MAX_BYTES",
@@ -228,3 +243,58 @@ loads (ENG-05)."""
 MODEL_LOG_TEXT_MAX_CHARS: Final = 2000
 """Characters of any one string kept in a model request log line; longer text is cut and
 marked, so one line stays small (ENG-05)."""
+
+# --- child processes: commands and background processes (ENG-04, SRV-21, SRV-23) ------
+
+PROCESS_TERM_GRACE_SECONDS: Final = 0.15
+"""Seconds a stopping process group gets between SIGTERM and SIGKILL; the leader is reaped
+only after the SIGKILL went to the whole group (ENG-04, SRV-21, SRV-23)."""
+
+PROCESS_REAP_DEADLINE_SECONDS: Final = 5.0
+"""Seconds to wait for a group leader to exit after SIGKILL before giving up on reaping it;
+only a process stuck in the kernel can take that long (ENG-04, SRV-21)."""
+
+PROCESS_PIPE_DRAIN_SECONDS: Final = 1.0
+"""Seconds the output pipe is still read after the leader was reaped, for output a process
+that left the group may hold open; then reading stops (ENG-04, SRV-23)."""
+
+PROCESS_OUTPUT_MAX_BYTES: Final = 1024 * 1024
+"""Largest output tail, in bytes, a caller may ask a command run to keep; the default is
+``COMMAND_OUTPUT_TAIL_BYTES`` (ENG-04)."""
+
+COMMAND_TIMEOUT_MAX_SECONDS: Final = 3600.0
+"""Longest deadline, in seconds, a caller may give one command run; zero or less is refused
+as well (ENG-04, SRV-17)."""
+
+BACKGROUND_OUTPUT_MAX_BYTES: Final = 64 * 1024
+"""Bytes of output kept per background process (a ring buffer holding the newest) (SRV-23)."""
+
+BACKGROUND_PROCESSES_MAX: Final = 16
+"""Background processes one engine keeps running at once; starting another is refused (SRV-23)."""
+
+# --- agent file tools (ENG-04, ENG-06) -------------------------------------------------
+
+FILE_READ_MAX_BYTES: Final = 256 * 1024
+"""Bytes one read_file call returns at most; the rest is read with a later offset (ENG-04)."""
+
+FILE_WRITE_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of a file the tools may write or edit, before and after the change: both versions
+must fit, because the old one is kept in the checkpoint store (ENG-04, ENG-06)."""
+
+FILE_LIST_ENTRIES_MAX: Final = 1000
+"""Entries one list_files call returns, in name order; more set ``truncated`` (ENG-04)."""
+
+SEARCH_PATTERN_MAX_CHARS: Final = 1000
+"""Characters in one search_files pattern, plain or regular expression (ENG-04)."""
+
+SEARCH_MATCHES_MAX: Final = 200
+"""Matching lines one search_files call returns; more set ``truncated`` (ENG-04)."""
+
+SEARCH_FILE_MAX_BYTES: Final = 1024 * 1024
+"""Bytes above which search_files skips a file rather than reading it (ENG-04)."""
+
+SEARCH_FILES_MAX: Final = 2000
+"""Files one search_files call looks into; more set ``truncated`` (ENG-04)."""
+
+SEARCH_LINE_MAX_CHARS: Final = 400
+"""Characters of a matching line quoted in a search result; longer lines are cut (ENG-04)."""
