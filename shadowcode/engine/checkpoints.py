@@ -1,0 +1,369 @@
+"""Checkpoints of task writes and their rollback (ENG-06, SRV-18, SRV-19).
+
+Every write a task makes to a project file is recorded *before* the file changes: the
+current content is stored as a blob (keyed and deduplicated by SHA-256) and a ``changes``
+row names the path, the content hash before (NULL: the file did not exist) and the hash the
+write is about to produce (NULL: the file is deleted). A task has one checkpoint; all its
+changes hang off it.
+
+Rollback puts every path the task touched back to its content from before the task's first
+write (removing files the task created). It first checks that each path still holds what the
+task last left there; if any path differs, nothing is changed and :class:`ConflictError`
+lists the paths.
+
+A rollback is recorded in two places: one ``changes`` row per restored path with
+``kind = 'rollback'`` (hash before = the task's content, hash after = the restored one), so
+the per-path history that shadow_why reads shows the restore next to the writes it undid;
+and one ``rollback`` event on the task, so the job's timeline shows it too. Rows of the
+change history are never removed.
+
+This module also holds the two file primitives every project write uses: a bounded read of
+a regular file and an atomic replace (temporary file in the same folder, then rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from shadowcode.errors import ConflictError, NotFound, StoreError, ToolError
+from shadowcode.limits import FILE_WRITE_MAX_BYTES
+from shadowcode.project.paths import canonical_root, relative_posix, resolve_inside
+from shadowcode.store import Store
+
+__all__ = ["Checkpoints", "content_sha256", "read_regular", "refuse_git_path", "replace_atomically"]
+
+
+_INSERT_CHANGE = (
+    "INSERT INTO changes (checkpoint_id, project, task_id, path, before_sha256, after_sha256, at, kind) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def content_sha256(data: bytes) -> str:
+    """The lowercase hex SHA-256 of ``data``: the blob key used by checkpoints (ENG-06)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def refuse_git_path(rel: str) -> None:
+    """Refuse a project-relative path inside any ``.git`` folder, or the project root itself.
+
+    Args:
+        rel: a POSIX path relative to the project root.
+
+    Raises:
+        ToolError: the path is the root or has a ``.git`` component (any letter case).
+    """
+    parts = PurePosixPath(rel).parts
+    if rel in ("", ".") or not parts:
+        raise ToolError("the project folder itself cannot be written", path=rel)
+    if any(part.casefold() == ".git" for part in parts):
+        raise ToolError(f"files under .git are never written: {rel}", path=rel)
+
+
+def read_regular(path: Path, *, max_bytes: int) -> bytes | None:
+    """Read a whole regular file, refusing anything else or anything larger than ``max_bytes``.
+
+    The file is opened without blocking (a FIFO swapped in cannot stall the engine) and
+    checked to be a regular file on the open descriptor.
+
+    Args:
+        path: an absolute, already confined path.
+        max_bytes: largest size accepted.
+
+    Returns:
+        The content, or None when nothing exists at ``path``.
+
+    Raises:
+        ToolError: the path is a folder or another non-regular file, is larger than
+            ``max_bytes``, or cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError as exc:
+        raise ToolError(f"{path.name} is a folder, not a file", path=str(path)) from exc
+    except OSError as exc:
+        raise ToolError(f"cannot read {path.name}: {exc.strerror}", path=str(path)) from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{path.name} is not a regular file", path=str(path))
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ToolError(f"{path.name} is larger than {max_bytes} bytes", path=str(path), limit=max_bytes)
+    return data
+
+
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    A reader sees the old content or the new one, never a mix. An existing file keeps its
+    permission bits; a new one gets the usual mode under the process umask.
+
+    Args:
+        path: an absolute, already confined path whose folder exists.
+        data: the complete new content.
+
+    Raises:
+        ToolError: the folder is missing or the write fails (the temporary file is removed).
+    """
+    mode: int | None = None
+    with contextlib.suppress(FileNotFoundError):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise ToolError(f"cannot write {path.name}: {exc.strerror}", path=str(path)) from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ToolError(f"cannot write {path.name}: {exc.strerror}", path=str(path)) from exc
+
+
+def _current_sha(path: Path) -> tuple[bool, str | None]:
+    """``(ok, sha)``: sha of a regular file, ``(True, None)`` when missing, ``(False, None)`` otherwise."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return True, None
+    if not stat.S_ISREG(info.st_mode):
+        return False, None
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1024 * 1024):
+                digest.update(chunk)
+    except OSError:
+        return False, None
+    return True, digest.hexdigest()
+
+
+@dataclass
+class _Step:
+    """One path a rollback changes: its current hash and content, and the hash it returns to."""
+
+    rel: str
+    target: Path
+    current: str | None
+    original: str | None
+    content: bytes | None = None
+
+
+class Checkpoints:
+    """Per-task checkpoints in the store: record before writing, roll back after checking (ENG-06).
+
+    Args:
+        store: the profile's store (tables ``checkpoints``, ``changes``, ``blobs``, ``tasks``).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def begin(self, project: Path, task_id: str) -> str:
+        """Return the task's checkpoint id, creating the checkpoint on first use.
+
+        Args:
+            project: the canonical project root.
+            task_id: a task of that project.
+
+        Returns:
+            ``"cp_<hex>"``; the same id on every call for the same task.
+
+        Raises:
+            NotFound: the task does not exist in this project.
+        """
+        root = str(canonical_root(project))
+        with self._store.atomic():
+            if self._store.row("SELECT 1 FROM tasks WHERE id = ? AND project = ?", (task_id, root)) is None:
+                raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
+            found = self._store.row(
+                "SELECT id FROM checkpoints WHERE task_id = ? AND project = ? ORDER BY created_at, rowid LIMIT 1",
+                (task_id, root),
+            )
+            if found is not None:
+                return str(found["id"])
+            checkpoint_id = f"cp_{secrets.token_hex(8)}"
+            self._store.execute(
+                "INSERT INTO checkpoints (id, project, task_id, created_at) VALUES (?, ?, ?, ?)",
+                (checkpoint_id, root, task_id, int(time.time())),
+            )
+            return checkpoint_id
+
+    def record_write(self, project: Path, task_id: str, rel_path: str, new_content: bytes | None) -> int:
+        """Record a write the caller is about to make; call it before touching the file (ENG-06).
+
+        The file's current content is stored as a blob (deduplicated by SHA-256). Everything
+        is written in one transaction.
+
+        Args:
+            project: the canonical project root.
+            task_id: the writing task (of that project).
+            rel_path: the file's path relative to the root (resolved and confined here; the
+                change is recorded under the resolved path).
+            new_content: the bytes about to be written, or None for a deletion.
+
+        Returns:
+            The id of the recorded change (for :meth:`forget_write` if the write then fails).
+
+        Raises:
+            ToolError: the path leaves the project, is the root, lies under ``.git``, is not a
+                regular file, or either version exceeds ``FILE_WRITE_MAX_BYTES``.
+            NotFound: the task does not exist in this project.
+        """
+        root = canonical_root(project)
+        target = resolve_inside(root, rel_path, must_exist=False)
+        rel = relative_posix(root, target)
+        refuse_git_path(rel)
+        if new_content is not None and len(new_content) > FILE_WRITE_MAX_BYTES:
+            raise ToolError(
+                f"the new content is larger than {FILE_WRITE_MAX_BYTES} bytes", path=rel, limit=FILE_WRITE_MAX_BYTES
+            )
+        before = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES)
+        with self._store.atomic():
+            checkpoint_id = self.begin(root, task_id)
+            before_sha = self._put_blob(before) if before is not None else None
+            after_sha = content_sha256(new_content) if new_content is not None else None
+            return self._store.insert(
+                _INSERT_CHANGE,
+                (checkpoint_id, str(root), task_id, rel, before_sha, after_sha, int(time.time()), "write"),
+            )
+
+    def forget_write(self, change_id: int) -> None:
+        """Drop a change recorded by :meth:`record_write` whose write then failed (the file is unchanged)."""
+        self._store.execute("DELETE FROM changes WHERE id = ? AND kind = 'write'", (change_id,))
+
+    def rollback(self, project: Path, task_id: str) -> dict[str, Any]:
+        """Restore every file the task changed to its content from before the task (ENG-06, SRV-18).
+
+        Each path must still hold the content the task last left there (or still be absent
+        when the task deleted it); otherwise nothing is changed. Paths already back at their
+        earlier content are left alone and not listed.
+
+        Args:
+            project: the canonical project root.
+            task_id: a task of that project.
+
+        Returns:
+            ``{"task_id": str, "restored": [path], "removed": [path]}``; paths relative to the
+            root, in the order the task first wrote them. ``removed`` are files the task created.
+
+        Raises:
+            NotFound: the task does not exist in this project.
+            ConflictError: a path changed after the task wrote it; ``fields["paths"]`` lists them.
+            ToolError: a restore failed part-way (the paths already restored are recorded).
+        """
+        root = canonical_root(project)
+        if self._store.row("SELECT 1 FROM tasks WHERE id = ? AND project = ?", (task_id, str(root))) is None:
+            raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
+        rows = self._store.rows(
+            "SELECT checkpoint_id, path, before_sha256, after_sha256 FROM changes "
+            "WHERE project = ? AND task_id = ? ORDER BY id",
+            (str(root), task_id),
+        )
+        first_before: dict[str, str | None] = {}
+        last_after: dict[str, str | None] = {}
+        for r in rows:
+            first_before.setdefault(r["path"], r["before_sha256"])
+            last_after[r["path"]] = r["after_sha256"]
+        plan: list[_Step] = []
+        conflicts: list[str] = []
+        for rel, original in first_before.items():
+            try:
+                target = resolve_inside(root, rel, must_exist=False)
+                refuse_git_path(relative_posix(root, target))
+            except ToolError:
+                conflicts.append(rel)
+                continue
+            ok, current = _current_sha(target)
+            if not ok or current != last_after[rel]:
+                conflicts.append(rel)
+            elif current != original:
+                plan.append(_Step(rel, target, current, original))
+        if conflicts:
+            raise ConflictError(
+                "files changed after the task wrote them; nothing was rolled back: " + ", ".join(conflicts),
+                task_id=task_id,
+                paths=conflicts,
+            )
+        blobs = {step.original: self._blob(step.original) for step in plan if step.original is not None}
+        for step in plan:  # keep what the task left, so the rollback's own record has its blob
+            step.content = read_regular(step.target, max_bytes=FILE_WRITE_MAX_BYTES) if step.current else None
+        restored: list[str] = []
+        removed: list[str] = []
+        done: list[_Step] = []
+        failure: ToolError | None = None
+        for step in plan:
+            try:
+                if step.original is None:
+                    step.target.unlink()
+                    removed.append(step.rel)
+                else:
+                    step.target.parent.mkdir(parents=True, exist_ok=True)
+                    replace_atomically(step.target, blobs[step.original])
+                    restored.append(step.rel)
+            except (OSError, ToolError) as exc:
+                failure = ToolError(f"rollback stopped at {step.rel}: {exc}", task_id=task_id, path=step.rel)
+                break
+            done.append(step)
+        self._record(root, task_id, rows[0]["checkpoint_id"] if rows else None, done, restored, removed)
+        if failure is not None:
+            raise failure
+        return {"task_id": task_id, "restored": restored, "removed": removed}
+
+    def _record(
+        self,
+        root: Path,
+        task_id: str,
+        checkpoint_id: str | None,
+        done: list[_Step],
+        restored: list[str],
+        removed: list[str],
+    ) -> None:
+        if not done or checkpoint_id is None:
+            return
+        now = int(time.time())
+        with self._store.atomic():
+            for step in done:
+                before_sha = self._put_blob(step.content) if step.content is not None else None
+                self._store.insert(
+                    _INSERT_CHANGE,
+                    (checkpoint_id, str(root), task_id, step.rel, before_sha, step.original, now, "rollback"),
+                )
+            self._store.insert(
+                "INSERT INTO events (task_id, kind, data, at) VALUES (?, 'rollback', ?, ?)",
+                (
+                    task_id,
+                    json.dumps({"checkpoint_id": checkpoint_id, "restored": restored, "removed": removed}),
+                    now,
+                ),
+            )
+
+    def _put_blob(self, data: bytes) -> str:
+        sha = content_sha256(data)
+        self._store.execute("INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (sha, data))
+        return sha
+
+    def _blob(self, sha: str) -> bytes:
+        row = self._store.row("SELECT data FROM blobs WHERE sha256 = ?", (sha,))
+        if row is None:
+            raise StoreError(f"the checkpoint content {sha} is missing from the store", sha256=sha)
+        return bytes(row["data"])
