@@ -94,6 +94,27 @@ class ServerProcess:
         assert self.proc.stderr is not None
         return self.proc.stderr.read().decode("utf-8", "replace")
 
+    def peak_rss_kib(self) -> int:
+        """The process's peak resident set (``VmHWM`` in ``/proc/<pid>/status``), in KiB; 0 once it exited."""
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text(encoding="utf-8")
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        return 0
+
+    def child_pids(self) -> list[int]:
+        """Direct children of the server process (Linux ``/proc``); empty once it exited."""
+        pids: list[int] = []
+        for task in Path(f"/proc/{self.proc.pid}/task").glob("*"):
+            try:
+                pids += [int(p) for p in (task / "children").read_text(encoding="utf-8").split()]
+            except OSError:
+                continue
+        return pids
+
     def close(self) -> None:
         """Close stdin, then terminate and reap the process if it is still running."""
         try:

@@ -6,12 +6,16 @@ Contract:
   reaches the wire. Both pipes are read and written on the event loop (no worker threads).
 - Incoming frames: at most ``frame_max_bytes`` per line (a longer line is refused as soon as
   it is seen, without buffering it whole), ``lifetime_max_bytes`` per connection,
-  ``frames_per_second_max`` lines per one-second window (blank lines count), and a first
-  frame within ``init_deadline_seconds``. Crossing any of these closes the connection: the
-  stream can no longer be trusted. A frame that is not valid JSON-RPC is handed to the SDK,
-  which answers it with a JSON-RPC error. Each limit crossed is named in one stderr line.
+  ``frames_per_second_max`` lines per sliding one-second window (blank lines count), and a
+  first JSON-RPC *request* within ``init_deadline_seconds`` (any method, ``ping`` included;
+  blank lines, notifications, responses and frames that are not JSON-RPC do not count).
+  Crossing any of these closes the connection: the stream can no longer be trusted. A frame
+  that is not a valid JSON-RPC message is answered here with a JSON-RPC error (see
+  :func:`decode_frame`) and the connection stays open. Each limit crossed is named in one
+  stderr line starting ``shadowcode: closing the connection:``.
 - Outgoing: one JSON object per line; a write that cannot complete within
-  ``write_deadline_seconds`` drops the client (connection closed).
+  ``write_deadline_seconds`` drops the client (connection closed). A write that fails
+  (EPIPE: the client closed its end of stdout) closes the connection the same way.
 - EOF on stdin, mid-frame included, ends the read side; the SDK then finishes and the
   transport returns.
 """
@@ -37,7 +41,7 @@ from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
 
-__all__ = ["StdioLimits", "claim_stdio", "stdio_transport"]
+__all__ = ["StdioLimits", "claim_stdio", "decode_frame", "stdio_transport"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,19 +119,28 @@ class _Reader:
         self.recent.append(now)
 
     async def frames(self) -> AsyncIterator[bytes]:
+        """Complete lines, CR/LF removed and blank ones dropped (but counted); ends at EOF.
+
+        Only bytes not yet searched are scanned for a newline, so a frame trickling in one
+        byte at a time costs linear, not quadratic, time. A partial line may exceed the frame
+        limit by one byte (a possible trailing CR) before it is refused.
+        """
+        scanned = 0
         while True:
             data = await self.chunk()
             if not data:
                 return  # EOF; a partial frame is dropped
             self.buffer += data
             while True:
-                newline = self.buffer.find(b"\n")
+                newline = self.buffer.find(b"\n", scanned)
                 if newline < 0:
-                    if len(self.buffer) > self.lim.frame_max_bytes:
+                    scanned = len(self.buffer)
+                    if scanned > self.lim.frame_max_bytes + 1:
                         raise _LimitCrossed(f"a frame is longer than {self.lim.frame_max_bytes} bytes")
                     break
                 line = bytes(self.buffer[:newline])
                 del self.buffer[: newline + 1]
+                scanned = 0
                 if line.endswith(b"\r"):
                     line = line[:-1]
                 if len(line) > self.lim.frame_max_bytes:
@@ -137,21 +150,59 @@ class _Reader:
                     yield line
 
 
+def _parse_error(message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=message))
+
+
+def _invalid_request(request_id: str | int | None) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
+    )
+
+
 def _error_for(line: bytes) -> types.JSONRPCError:
     """The JSON-RPC error answering a frame that is not a valid JSON-RPC message."""
     try:
         doc = json.loads(line)
     except ValueError:
-        return types.JSONRPCError(
-            jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message="Parse error: not JSON")
-        )
+        return _parse_error("Parse error: not JSON")
+    except RecursionError:
+        return _parse_error("Parse error: JSON nested too deeply")
     raw_id = doc.get("id") if isinstance(doc, dict) else None
     usable = raw_id if isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)) else None
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=usable,
-        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
-    )
+    return _invalid_request(usable)
+
+
+def decode_frame(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRPCError | None]:
+    """Decode one non-blank frame into the message to serve or the error to answer it with.
+
+    A frame that is not JSON gets a parse error (-32700), nesting too deep for the parser
+    included; JSON that is not a JSON-RPC 2.0 message gets an invalid-request error (-32600)
+    carrying the frame's id when that id is usable. A frame with a method and an ``id`` member
+    whose value is not a string or integer (null, a boolean, a fraction, an object) is an invalid
+    request too, never a silent notification. A batch (a JSON array) is refused as one invalid
+    request (SRV-01, SRV-25).
+
+    Args:
+        line: the frame's bytes, newline removed.
+
+    Returns:
+        ``(message, None)`` for a message to hand to the SDK, ``(None, error)`` otherwise.
+    """
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        return None, _error_for(line)
+    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line:
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            doc = None
+        if isinstance(doc, dict) and "id" in doc:
+            return None, _invalid_request(None)
+    return message, None
 
 
 async def _write_all(fd: int, data: bytes, deadline_seconds: float) -> None:
@@ -187,18 +238,19 @@ async def stdio_transport(
     in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
     reader = _Reader(read_fd, lim)
-    first_frame = anyio.Event()
+    first_request = anyio.Event()
 
     async def read_loop(tg: anyio.abc.TaskGroup) -> None:
         try:
             async with in_send:
                 async for line in reader.frames():
-                    first_frame.set()
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError:
-                        await out_send.send(SessionMessage(_error_for(line)))
+                    message, error = decode_frame(line)
+                    if message is None:
+                        assert error is not None
+                        await out_send.send(SessionMessage(error))
                         continue
+                    if isinstance(message, types.JSONRPCRequest):
+                        first_request.set()
                     await in_send.send(SessionMessage(message))
         except _LimitCrossed as exc:
             sys.stderr.write(f"shadowcode: closing the connection: {exc}\n")
@@ -208,7 +260,7 @@ async def stdio_transport(
 
     async def init_watchdog(tg: anyio.abc.TaskGroup) -> None:
         with anyio.move_on_after(lim.init_deadline_seconds) as scope:
-            await first_frame.wait()
+            await first_request.wait()
         if scope.cancelled_caught:
             sys.stderr.write(
                 f"shadowcode: closing the connection: no request within {lim.init_deadline_seconds:g} seconds\n"
