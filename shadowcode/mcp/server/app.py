@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from typing import Any
 
 import anyio
@@ -26,7 +27,7 @@ from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.resources import PROMPTS, RESOURCES, read_resource, render_prompt
 from shadowcode.mcp.server.tools import TOOLS, tool_named
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "result_too_large"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,11 @@ INSTRUCTIONS = (
 
 
 class _Operations:
-    """Counts tool/resource operations in flight on one connection (SRV-25)."""
+    """Counts tool/resource operations in flight on one connection (SRV-25).
+
+    ``enter`` refuses the operation past ``limit`` with a JSON-RPC error (``INVALID_REQUEST``)
+    and a stderr line; ``leave`` must follow every successful ``enter``.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -46,14 +51,31 @@ class _Operations:
 
     def enter(self) -> None:
         if self.running >= self.limit:
+            sys.stderr.write(f"shadowcode: refusing a request: more than {self.limit} operations in flight\n")
             raise MCPError(
                 types.INVALID_REQUEST,
-                f"too many operations in flight: at most {self.limit} tool or resource operations run at once",
+                f"too many operations in flight: at most {self.limit} tool or resource operations run at once; "
+                "retry after one finishes",
             )
         self.running += 1
 
     def leave(self) -> None:
         self.running -= 1
+
+
+def result_too_large(text: str, max_bytes: int = RESULT_MAX_BYTES) -> bool:
+    """Whether a serialized tool or resource result is over the result limit (SRV-25).
+
+    Args:
+        text: the result as sent, i.e. the JSON text of a tool's document or a resource's text.
+        max_bytes: the limit in bytes of UTF-8; a result of exactly ``max_bytes`` is allowed.
+
+    Returns:
+        True when ``text`` encodes to more than ``max_bytes`` bytes.
+    """
+    if len(text) > max_bytes:
+        return True  # every character is at least one byte
+    return len(text.encode("utf-8")) > max_bytes
 
 
 def _tool_list() -> list[types.Tool]:
@@ -78,14 +100,29 @@ def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-def build_server(ctx: ServerContext) -> Server[Any]:
+def build_server(
+    ctx: ServerContext,
+    *,
+    operations_max: int = OPERATIONS_IN_FLIGHT_MAX,
+    operation_deadline_seconds: float = OPERATION_DEADLINE_SECONDS,
+    result_max_bytes: int = RESULT_MAX_BYTES,
+) -> Server[Any]:
     """A ``Server`` serving the seventeen tools, four resources and two prompts for ``ctx``.
 
     Tool failures (a :class:`ShadowcodeError`, invalid arguments, an oversized result, the
-    deadline) become ``isError`` results; unknown tools and resources, and a request past the
-    in-flight limit, become JSON-RPC errors.
+    deadline) become ``isError`` results; unknown tools and resources, a request past the
+    in-flight limit, and a resource over the result limit become JSON-RPC errors (SRV-25).
+
+    Args:
+        ctx: the connection's fixed project, engine and flags.
+        operations_max: tool and resource operations allowed in flight at once.
+        operation_deadline_seconds: seconds one tool or resource operation may run.
+        result_max_bytes: UTF-8 bytes of one tool result's JSON text or one resource's text.
+
+    Returns:
+        The SDK server, ready for ``Server.run``.
     """
-    ops = _Operations(OPERATIONS_IN_FLIGHT_MAX)
+    ops = _Operations(operations_max)
     tools = _tool_list()
 
     async def list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
@@ -102,21 +139,23 @@ def build_server(ctx: ServerContext) -> Server[Any]:
             return _error_result(f"invalid arguments for {spec.name}: {problems}")
         ops.enter()
         try:
-            with anyio.fail_after(OPERATION_DEADLINE_SECONDS):
+            with anyio.fail_after(operation_deadline_seconds):
                 doc = await spec.handler(ctx, args)
         except ShadowcodeError as exc:
             return _error_result(exc.message)
         except TimeoutError:
-            return _error_result(f"{spec.name} did not finish within {OPERATION_DEADLINE_SECONDS:g} seconds")
+            sys.stderr.write(f"shadowcode: {spec.name} passed its {operation_deadline_seconds:g} s deadline\n")
+            return _error_result(f"{spec.name} did not finish within {operation_deadline_seconds:g} seconds")
         except Exception:
             logger.exception("tool handler failed")
             return _error_result(f"{spec.name} failed unexpectedly; details are in the server's stderr")
         finally:
             ops.leave()
         text = json.dumps(doc, ensure_ascii=False)
-        if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
+        if result_too_large(text, result_max_bytes):
+            sys.stderr.write(f"shadowcode: the result of {spec.name} is over {result_max_bytes} bytes\n")
             return _error_result(
-                f"the result of {spec.name} is larger than {RESULT_MAX_BYTES} bytes; narrow the request"
+                f"the result of {spec.name} is too large: more than {result_max_bytes} bytes; narrow the request"
             )
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=doc)
 
@@ -132,7 +171,7 @@ def build_server(ctx: ServerContext) -> Server[Any]:
         uri = str(params.uri)
         ops.enter()
         try:
-            with anyio.fail_after(OPERATION_DEADLINE_SECONDS):
+            with anyio.fail_after(operation_deadline_seconds):
                 text = read_resource(ctx, uri)
         except NotFound as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from exc
@@ -140,8 +179,9 @@ def build_server(ctx: ServerContext) -> Server[Any]:
             raise MCPError(types.INTERNAL_ERROR, exc.message) from exc
         finally:
             ops.leave()
-        if len(text.encode("utf-8")) > RESULT_MAX_BYTES:
-            raise MCPError(types.INTERNAL_ERROR, f"resource {uri} is larger than {RESULT_MAX_BYTES} bytes")
+        if result_too_large(text, result_max_bytes):
+            sys.stderr.write(f"shadowcode: resource {uri} is over {result_max_bytes} bytes\n")
+            raise MCPError(types.INTERNAL_ERROR, f"resource {uri} is too large: more than {result_max_bytes} bytes")
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
