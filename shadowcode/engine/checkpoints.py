@@ -90,14 +90,12 @@ def read_regular(path: Path, *, max_bytes: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
-    except IsADirectoryError as exc:
-        raise ToolError(f"{path.name} is a folder, not a file", path=str(path)) from exc
     except OSError as exc:
         raise ToolError(f"cannot read {path.name}: {exc.strerror}", path=str(path)) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{path.name} is not a regular file", path=str(path))
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{path.name} is not a regular file", path=str(path))
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ToolError(f"{path.name} is larger than {max_bytes} bytes", path=str(path), limit=max_bytes)
