@@ -35,6 +35,7 @@ from shadowcode.limits import MODEL_SCRIPT_DELAY_MAX_SECONDS, MODEL_SCRIPT_MAX_B
 __all__ = ["ModelScript", "ScriptEntry", "ScriptToolCall", "ScriptTurn", "first_user_text", "load_script"]
 
 _ERRORS_SHOWN = 3
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ScriptToolCall(BaseModel):
@@ -163,7 +164,7 @@ def load_script(path: Path, *, max_bytes: int = MODEL_SCRIPT_MAX_BYTES) -> Model
         raise ConfigError(f"model script {path}: larger than {max_bytes} bytes", path=str(path))
     try:
         text = data.decode("utf-8")
-        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, Loader=_YAML_LOADER)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"model script {path}: not UTF-8 text", path=str(path)) from exc
     except (ValueError, yaml.YAMLError) as exc:
