@@ -212,3 +212,9 @@ def test_a_missing_script_file_is_a_config_error_naming_it_eng05(profile: Profil
     missing = tmp_path / "nowhere.yaml"
     with pytest.raises(ConfigError, match="nowhere.yaml"):
         open_provider(ModelSettings(name="m", provider="scripted", script=str(missing)), profile)
+
+
+def test_an_unknown_provider_is_a_config_error_eng05(profile: Profile) -> None:
+    settings = ModelSettings.model_construct(name="m", provider="carrier-pigeon")
+    with pytest.raises(ConfigError, match="unknown provider 'carrier-pigeon'"):
+        open_provider(settings, profile)
