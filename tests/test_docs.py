@@ -15,7 +15,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_limits_doc_is_generated_from_limits_py() -> None:
     done = subprocess.run(
-        [sys.executable, "ci/limits_doc.py", "--check"], cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "ci/limits_doc.py", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
 

@@ -17,6 +17,7 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "shadowcode", *args],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         env=env,
         timeout=60,
         stdin=subprocess.DEVNULL,
