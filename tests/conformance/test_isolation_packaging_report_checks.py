@@ -1,0 +1,130 @@
+"""The project-isolation, packaging and report-contract checks fail targets that do not behave."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conformance.checks.packaging import scrubbed_env
+from conformance.checks.report_contract import judge_report
+from conformance.registry import CHECKS, load_checks
+from conformance.report import CheckRecord, build_report, render_markdown
+from conformance.requirements import requirement_ids
+from conformance.runner import run_one
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+INNER = "cli_usage:json_serve_refused"
+
+
+def stand_in_project(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    (dest / "README.md").write_text("# stand-in\n", encoding="utf-8")
+    return dest.resolve()
+
+
+def _run(name: str, target: list[str]):
+    load_checks()
+    chk = CHECKS[name]
+
+    async def go():
+        with anyio.fail_after(60):
+            return await run_one(
+                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=stand_in_project
+            )
+
+    records, _ = anyio.run(go)
+    return records
+
+
+@pytest.mark.parametrize(
+    ("name", "ident"),
+    [
+        ("project_isolation:profiles_are_separate", "ENG-01"),
+        ("project_isolation:canonical_project", "ENG-02"),
+        ("project_isolation:server_leaves_nothing_behind", "SRV-07"),
+        ("project_isolation:fixed_project", "SRV-08"),
+        ("project_isolation:read_only_by_default", "SRV-09"),
+    ],
+)
+def test_isolation_checks_fail_a_target_that_serves_no_mcp_eng01_eng02_srv07_srv08_srv09(name: str, ident: str) -> None:
+    records = _run(name, ["true"])
+    assert ident in records[0].covers
+    assert all(not r.ok for r in records)
+    assert all("session" in r.detail for r in records if r is not records[0] or len(records) == 1), records
+
+
+def test_a_refused_trust_command_fails_the_isolation_check_eng01() -> None:
+    records = _run("project_isolation:profiles_are_separate", ["false"])
+    assert not records[0].ok and "trust --level workspace" in records[0].detail
+
+
+def test_scrubbed_environment_holds_only_path_and_home_pkg01() -> None:
+    assert scrubbed_env("/usr/bin:/bin", "/tmp/h") == {"PATH": "/usr/bin:/bin", "HOME": "/tmp/h"}
+
+
+def _env_sensitive_target(folder: Path, needs: str | None) -> list[str]:
+    """A fake target whose --help and status work only when ``needs`` is (or, for None, no extra variable is) set."""
+    script = folder / "env_target.py"
+    condition = f"{needs!r} in os.environ" if needs else "not ({'PYTHONPATH', 'SHADOWCODE_HOME'} & set(os.environ))"
+    script.write_text(
+        "import os, sys\n"
+        f"ok = {condition}\n"
+        "if '--help' in sys.argv: print('Usage: target [OPTIONS] COMMAND (trust, status, mcp)')\n"
+        "elif 'status' in sys.argv: print('profile default')\n"
+        "sys.exit(0 if ok else 5)\n",
+        encoding="utf-8",
+    )
+    return [sys.executable, str(script)]
+
+
+def test_packaging_check_runs_the_target_without_the_callers_variables_pkg01(tmp_path: Path) -> None:
+    records = _run("packaging:bare_environment", _env_sensitive_target(tmp_path, None))
+    by_name = {r.name: r for r in records}
+    assert by_name["packaging:bare_environment:help"].ok, by_name["packaging:bare_environment:help"].detail
+    assert by_name["packaging:bare_environment:status"].ok
+    assert not by_name["packaging:bare_environment:mcp_serve"].ok
+    assert not records[0].ok and "failed: mcp_serve" in records[0].detail
+
+
+def test_packaging_check_fails_a_target_that_needs_more_than_path_and_home_pkg01(tmp_path: Path) -> None:
+    records = _run("packaging:bare_environment", _env_sensitive_target(tmp_path, "SHADOWCODE_HOME"))
+    assert not records[0].ok and "failed: help, status, mcp_serve" in records[0].detail
+    assert "exit 5" in {r.name: r for r in records}["packaging:bare_environment:help"].detail
+
+
+def _one_check_report(ok: bool) -> dict:
+    return build_report(["t"], [CheckRecord(INNER, ("SRV-02", "SRV-01"), ok, "d", 0.1)], {}, 1)
+
+
+def test_report_judge_accepts_a_consistent_one_check_report_conf01() -> None:
+    for ok in (True, False):
+        report = _one_check_report(ok)
+        assert judge_report(report, render_markdown(report), 0 if ok else 1, ["t"]) == []
+
+
+def test_report_judge_catches_missing_ids_wrong_statuses_and_a_lying_exit_status_conf01() -> None:
+    report = _one_check_report(True)
+    markdown = render_markdown(report)
+    assert any("exit status 1" in p for p in judge_report(report, markdown, 1, ["t"]))
+    assert any("target is" in p for p in judge_report(report, markdown, 0, ["other"]))
+    short = dict(report, results=report["results"][:-1])
+    assert any("not the 82 manifest ids" in p for p in judge_report(short, markdown, 0, ["t"]))
+    flipped = dict(report, results=[dict(r, status="fail") if r["id"] == "SRV-02" else r for r in report["results"]])
+    problems = judge_report(flipped, markdown, 0, ["t"])
+    assert any("SRV-02 is 'fail'" in p for p in problems) and any("summary" in p for p in problems)
+    stray = dict(report, results=[dict(r, status="pass") if r["id"] == "GW-01" else r for r in report["results"]])
+    assert any("not 'not_covered'" in p for p in judge_report(stray, markdown, 0, ["t"]))
+    assert any("report.md lacks" in p for p in judge_report(report, markdown.replace("| CW-08 |", ""), 0, ["t"]))
+    assert judge_report([], "", 0, ["t"]) == ["report.json is not a JSON object"]
+    assert len(requirement_ids()) == 82
+
+
+def test_nested_run_check_accepts_a_run_whose_one_check_failed_consistently_conf01() -> None:
+    # `true` fails cli_usage:json_serve_refused, so the nested run exits 1 with SRV-02 failing:
+    # the report is still consistent, so the CONF-01 check itself passes.
+    records = _run("report_contract:nested_run_reports_every_id", ["true"])
+    assert records[0].ok, records[0].detail
+    assert "exit 1" in records[0].detail
