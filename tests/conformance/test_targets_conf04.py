@@ -1,0 +1,84 @@
+"""The whole conformance suite against the source tree and against the packaged zipapp (CONF-04).
+
+Each target is its own test. The run uses the shipped expected-failures baseline, must exit
+0, and must prove every id in ``MUST_PASS``; ids that no check covers must be reported as
+not covered, never as passing. CI builds the zipapp with ``bash ci/build`` before the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ZIPAPP = REPO_ROOT / "dist" / "shadowcode.pyz"
+RUN_TIMEOUT_SECONDS = 840
+
+MUST_PASS = (
+    "ENG-01 ENG-02 SRV-01 SRV-02 SRV-03 SRV-04 SRV-05 SRV-06 SRV-07 SRV-08 SRV-09 SRV-12 SRV-13 SRV-14 SRV-19 "
+    "SRV-20 REG-01 REG-02 REG-03 REG-04 REG-05 REG-06 REG-07 REG-08 PKG-01 CONF-01"
+).split()
+
+
+def _explain(report: dict[str, Any], done: subprocess.CompletedProcess[str]) -> str:
+    """The failing checks and baseline problems, with details, for the assertion message."""
+    lines = [f"exit {done.returncode}"]
+    for c in report.get("checks", []):
+        if c.get("status") == "fail":
+            lines.append(f"FAIL {c['name']} ({', '.join(c['covers'])}): {c['detail']}")
+    for e in report.get("expected_failures", []):
+        if e.get("outcome") != "failed_as_expected":
+            lines.append(f"{e['outcome'].upper()} baseline entry {e['check']}")
+    lines.append("stderr tail: " + done.stderr[-3000:])
+    return "\n".join(lines)
+
+
+def _run_suite(target: str, out: Path) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    argv = [sys.executable, "-m", "conformance", "--target", target, "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, check=False
+    )
+    report_path = out / "report.json"
+    assert report_path.is_file(), f"no report was written (exit {done.returncode}): {done.stderr[-3000:]}"
+    return json.loads(report_path.read_text(encoding="utf-8")), done
+
+
+def _assert_conformant(report: dict[str, Any], done: subprocess.CompletedProcess[str]) -> None:
+    why = _explain(report, done)
+    assert done.returncode == 0, why
+    statuses = {r["id"]: r["status"] for r in report["results"]}
+    not_passing = {i: statuses.get(i) for i in MUST_PASS if statuses.get(i) != "pass"}
+    assert not not_passing, f"ids not proven: {not_passing}\n{why}"
+    for row in report["results"]:
+        if not row["checks"]:
+            assert row["status"] == "not_covered", f"{row['id']} is {row['status']!r} with no counted check"
+        if row["status"] == "pass":
+            assert row["checks"], f"{row['id']} passes without a check"
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
+def test_suite_passes_against_the_source_tree_conf04_conf01(tmp_path: Path) -> None:
+    report, done = _run_suite(shlex.join([sys.executable, "-m", "shadowcode"]), tmp_path / "source")
+    _assert_conformant(report, done)
+    assert report["target"] == [sys.executable, "-m", "shadowcode"]
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
+def test_suite_passes_against_the_packaged_zipapp_conf04_pkg01(tmp_path: Path) -> None:
+    if not ZIPAPP.is_file():
+        pytest.fail("build it first: bash ci/build")
+    report, done = _run_suite("python3 dist/shadowcode.pyz", tmp_path / "zipapp")
+    _assert_conformant(report, done)
+    assert report["target"] == ["python3", "dist/shadowcode.pyz"]
