@@ -1,0 +1,272 @@
+"""Turns raw samples into the results document, its ratios, and the printed table.
+
+Every ratio is ShadowCode's figure over a peer's figure from the same run (lower is better
+except for throughput and requests/s); a ratio is null when either side is missing, and
+``ratio_reasons`` then says why. Ratios are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from bench.runner import Samples
+from bench.stats import percentile, ratio, spread
+from bench.targets import Target
+
+__all__ = ["PRIMARY_TARGET", "REQUIRED_RATIOS", "compute_ratios", "render_table", "summarize_target", "write_results"]
+
+PRIMARY_TARGET: Final = "shadowcode_pyz_warm"
+"""The ShadowCode variant the headline ratios use: the archive hosts run, cache warm."""
+
+REQUIRED_RATIOS: Final = (
+    "startup_ratio_vs_bare",
+    "startup_attached_ratio_vs_ts",
+    "call_p50_ratio_vs_bare",
+    "rss_ratio_vs_bare",
+    "gateway_rps_ratio_vs_bare",
+)
+"""Ratio keys every results document holds (null when not measurable)."""
+
+_LATENCY_DECIMALS: Final = 4
+
+
+def _field(records: Sequence[dict[str, Any]], key: str) -> list[float]:
+    return [r[key] for r in records if r.get(key) is not None]
+
+
+def _summarize_calls(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    if not reports:
+        return None
+    runs = []
+    for rep in reports:
+        lat = rep["sequential_latencies_ms"]
+        thr = rep["throughput"]
+        runs.append(
+            {
+                "calls": len(lat),
+                "p50_ms": percentile(lat, 50),
+                "p99_ms": percentile(lat, 99),
+                "mean_ms": sum(lat) / len(lat),
+                "sequential_wall_ms": rep["sequential_wall_ms"],
+                "inflight": thr["inflight"],
+                "burst_calls": thr["calls"],
+                "busy_ms": thr["busy_ms"],
+                "calls_per_second": thr["calls_per_second"],
+                "rss_hwm_kib": rep["rss_hwm_kib"],
+                "tree_rss_hwm_kib": rep["tree_rss_hwm_kib"],
+                "descendants": rep["descendants"],
+                "latencies_ms": [round(x, _LATENCY_DECIMALS) for x in lat],
+            }
+        )
+    return {
+        "p50_ms": spread(_field(runs, "p50_ms")),
+        "p99_ms": spread(_field(runs, "p99_ms")),
+        "calls_per_second": spread(_field(runs, "calls_per_second")),
+        "rss_hwm_kib": spread(_field(runs, "rss_hwm_kib")),
+        "runs": runs,
+    }
+
+
+def summarize_target(target: Target, samples: Samples | None, display: list[str]) -> dict[str, Any]:
+    """The results entry of one target.
+
+    Args:
+        target: the target.
+        samples: what was measured, or None when the target was not run.
+        display: its command with machine paths replaced by placeholders.
+
+    Returns:
+        ``{"label", "command", "tool", "unavailable": str | None, "errors": [str],
+        "startup": {...} | None, "calls": {...} | None}``. ``startup`` holds
+        ``spawn_to_tools_list_ms`` / ``spawn_to_initialize_ms`` / ``rss_hwm_kib`` spreads
+        (median, min, max, n) and ``samples``; ``calls`` holds ``p50_ms``, ``p99_ms``,
+        ``calls_per_second`` and ``rss_hwm_kib`` spreads over call rounds and the raw
+        ``runs`` (latencies included).
+    """
+    entry: dict[str, Any] = {
+        "label": target.label,
+        "command": display,
+        "tool": target.tool,
+        "unavailable": target.unavailable,
+        "errors": [] if samples is None else samples.errors,
+        "startup": None,
+        "calls": None,
+    }
+    if samples is None:
+        return entry
+    if samples.startup:
+        entry["startup"] = {
+            "spawn_to_tools_list_ms": spread(_field(samples.startup, "spawn_to_tools_list_ms")),
+            "spawn_to_initialize_ms": spread(_field(samples.startup, "spawn_to_initialize_ms")),
+            "rss_hwm_kib": spread(_field(samples.startup, "rss_hwm_kib")),
+            "samples": samples.startup,
+        }
+    entry["calls"] = _summarize_calls(samples.calls)
+    return entry
+
+
+def _median(entry: dict[str, Any] | None, *path: str) -> float | None:
+    node: Any = entry
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node.get("median") if isinstance(node, dict) else None
+
+
+def _why(targets: dict[str, dict[str, Any]], *names: str) -> str:
+    for name in names:
+        entry = targets.get(name)
+        if entry is None:
+            return f"{name} was not run (left out with --targets)"
+        if entry["unavailable"]:
+            return f"{name}: {entry['unavailable']}"
+        if entry["errors"]:
+            return f"{name} failed: {entry['errors'][0][:300]}"
+    return "a figure is missing"
+
+
+def compute_ratios(
+    targets: dict[str, dict[str, Any]], gateway: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ratios of this run and the reason for each null one.
+
+    Args:
+        targets: results entries by name (see :func:`summarize_target`).
+        gateway: the gateway figures (see ``bench.gateway.gateway_figures``).
+
+    Returns:
+        ``(ratios, reasons)``: ``ratios`` maps each key of :data:`REQUIRED_RATIOS` and a
+        few more (``startup_ratio_vs_bare_source``, ``startup_cold_ratio_vs_bare``,
+        ``startup_ratio_vs_ts``, ``call_p99_ratio_vs_bare``, ``throughput_ratio_vs_bare``)
+        to a float or None; ``reasons`` maps each None key to a sentence.
+    """
+    t = targets.get
+    p = PRIMARY_TARGET
+    spawn = ("startup", "spawn_to_tools_list_ms")
+    specs: dict[str, tuple[float | None, float | None, tuple[str, ...]]] = {
+        "startup_ratio_vs_bare": (_median(t(p), *spawn), _median(t("bare"), *spawn), (p, "bare")),
+        "startup_attached_ratio_vs_ts": (
+            _median(t("shadowcode_pyz_attached"), *spawn),
+            _median(t("everything"), *spawn),
+            ("shadowcode_pyz_attached", "everything"),
+        ),
+        "call_p50_ratio_vs_bare": (
+            _median(t(p), "calls", "p50_ms"),
+            _median(t("bare"), "calls", "p50_ms"),
+            (p, "bare"),
+        ),
+        "rss_ratio_vs_bare": (
+            _median(t(p), "calls", "rss_hwm_kib"),
+            _median(t("bare"), "calls", "rss_hwm_kib"),
+            (p, "bare"),
+        ),
+        "startup_ratio_vs_bare_source": (
+            _median(t("shadowcode_source"), *spawn),
+            _median(t("bare"), *spawn),
+            ("shadowcode_source", "bare"),
+        ),
+        "startup_cold_ratio_vs_bare": (
+            _median(t("shadowcode_pyz_cold"), *spawn),
+            _median(t("bare"), *spawn),
+            ("shadowcode_pyz_cold", "bare"),
+        ),
+        "startup_ratio_vs_ts": (_median(t(p), *spawn), _median(t("everything"), *spawn), (p, "everything")),
+        "call_p99_ratio_vs_bare": (
+            _median(t(p), "calls", "p99_ms"),
+            _median(t("bare"), "calls", "p99_ms"),
+            (p, "bare"),
+        ),
+        "throughput_ratio_vs_bare": (
+            _median(t(p), "calls", "calls_per_second"),
+            _median(t("bare"), "calls", "calls_per_second"),
+            (p, "bare"),
+        ),
+    }
+    ratios: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    for key, (num, den, names) in specs.items():
+        ratios[key] = ratio(num, den)
+        if ratios[key] is None:
+            reasons[key] = _why(targets, *names)
+    ratios["gateway_rps_ratio_vs_bare"] = ratio(gateway["shadowcode_rps"], gateway["bare_rps"])
+    if ratios["gateway_rps_ratio_vs_bare"] is None:
+        reasons["gateway_rps_ratio_vs_bare"] = gateway["reason"] or "a gateway figure is missing"
+    return ratios, reasons
+
+
+def _fmt_spread(s: dict[str, Any] | None, scale: float = 1.0, digits: int = 0) -> str:
+    if not s:
+        return "null"
+    med, lo, hi = (s[k] / scale for k in ("median", "min", "max"))
+    return f"{med:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
+
+
+def render_table(results: dict[str, Any]) -> str:
+    """The results as a fixed-width text table, the ratios and the notes, for a terminal.
+
+    Args:
+        results: the document written by :func:`write_results`.
+
+    Returns:
+        Lines joined with newlines, ending with a newline.
+    """
+    header = ("server", "spawn->tools/list ms", "call p50 ms", "call p99 ms", "calls/s (8 in flight)", "peak RSS MiB")
+    rows = [header]
+    for entry in results["targets"].values():
+        startup, calls = entry["startup"], entry["calls"]
+        rss = (calls or {}).get("rss_hwm_kib") or (startup or {}).get("rss_hwm_kib")
+        if entry["unavailable"]:
+            rows.append((entry["label"], "null (pending)", "-", "-", "-", "-"))
+            continue
+        rows.append(
+            (
+                entry["label"],
+                _fmt_spread((startup or {}).get("spawn_to_tools_list_ms")),
+                _fmt_spread((calls or {}).get("p50_ms"), digits=3) if calls else "-",
+                _fmt_spread((calls or {}).get("p99_ms"), digits=3) if calls else "-",
+                _fmt_spread((calls or {}).get("calls_per_second")) if calls else "-",
+                _fmt_spread(rss, scale=1024, digits=1),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append("median (min-max) of repeated runs; RSS is VmHWM after the call rounds (after start-up otherwise)")
+    size = results["pyz"]["size_bytes"]
+    lines.append(
+        f"shadowcode.pyz: {size / (1024 * 1024):.1f} MiB ({size} bytes)" if size else "shadowcode.pyz: missing"
+    )
+    gw = results["gateway"]
+    lines.append(
+        f"gateway rps: {gw['shadowcode_rps']} (bare SDK HTTP: {gw['bare_rps']}); {gw['reason'] or ''}".rstrip()
+    )
+    lines.append("")
+    lines.append("ratios (ShadowCode / peer, same run; reported, not asserted):")
+    for key, value in results["ratios"].items():
+        shown = f"{value:.3f}" if value is not None else f"null  ({results['ratio_reasons'][key]})"
+        lines.append(f"  {key:32} {shown}")
+    for name, entry in results["targets"].items():
+        for message in entry["errors"][:3]:
+            lines.append(f"error [{name}]: {message[:400]}")
+    return "\n".join(lines) + "\n"
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    """Write ``results`` as indented UTF-8 JSON, replacing ``path`` atomically.
+
+    Args:
+        path: target file; its folder is created when missing.
+        results: a JSON-serializable document.
+
+    Raises:
+        OSError: the file could not be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)

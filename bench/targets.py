@@ -1,0 +1,195 @@
+"""The servers the benchmark runs side by side, and how each one is spawned.
+
+A :class:`Target` is one spawn recipe. Those that cannot be measured yet carry the reason
+in ``unavailable``; the report then shows ``null`` for their figures with that reason.
+Adding a figure later (the headless engine's attached path) means returning a Target
+without ``unavailable`` from :func:`attached_target`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "ATTACHED_PENDING_REASON",
+    "Layout",
+    "Target",
+    "attached_target",
+    "base_python",
+    "build_targets",
+]
+
+ATTACHED_PENDING_REASON: Final = (
+    "no headless engine exists yet (`shadowcode engine`); the attached fast path of `mcp serve` cannot be started"
+)
+"""Why the engine-attached start-up figure is null until the headless engine lands."""
+
+STATUS_TOOL: Final = "shadow_status"
+"""ShadowCode's cheapest read-only tool, the one timed on ShadowCode."""
+
+ECHO_TOOL: Final = "echo"
+"""The trivial tool of every peer (bare, server-everything, floor)."""
+
+_ECHO_ARGS: Final = {"message": "ping"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things are for one benchmark run.
+
+    Attributes:
+        repo: the repository root.
+        workspace: the sample project served by ShadowCode.
+        home: the SHADOWCODE_HOME of the run (a fresh profile root).
+        shiv_warm: the SHIV_ROOT kept between warm zipapp spawns.
+        pyz: the zipapp under test.
+        venv_python: the interpreter with the project's dependencies.
+        pyz_python: the interpreter that runs the zipapp (no virtualenv, as on a host).
+        node: the node executable.
+    """
+
+    repo: Path
+    workspace: Path
+    home: Path
+    shiv_warm: Path
+    pyz: Path
+    venv_python: Path
+    pyz_python: Path
+    node: str
+
+    def display(self, argv: tuple[str, ...]) -> list[str]:
+        """``argv`` with machine paths replaced by ``<repo>``, ``<workspace>``, ``<python>``, ``<venv-python>``."""
+        names = [
+            (str(self.venv_python), "<venv-python>"),
+            (str(self.pyz_python), "<python>"),
+            (str(self.workspace), "<workspace>"),
+            (str(self.repo), "<repo>"),
+        ]
+        shown = []
+        for arg in argv:
+            for path, name in names:
+                if arg == path or arg.startswith(path + os.sep):
+                    arg = name + arg[len(path) :]
+                    break
+            shown.append(arg)
+        return shown
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server to measure.
+
+    Attributes:
+        name: key in the results (``shadowcode_pyz_warm``, ``bare`` ...).
+        label: the table's row label.
+        argv: the command; spawned without a shell.
+        tool: the tool timed in the call figures.
+        tool_args: its arguments (a JSON object).
+        env: variables added to the benchmark's environment for this server.
+        fresh_dir_env: a variable pointed at a new empty folder for every spawn (an empty
+            zipapp cache), or None.
+        measure_calls: False when only start-up is measured (the cold zipapp: its calls are
+            those of the warm one).
+        unavailable: why this target cannot be measured yet, or None.
+    """
+
+    name: str
+    label: str
+    argv: tuple[str, ...]
+    tool: str = ECHO_TOOL
+    tool_args: dict[str, Any] = field(default_factory=lambda: dict(_ECHO_ARGS))
+    env: dict[str, str] = field(default_factory=dict)
+    fresh_dir_env: str | None = None
+    measure_calls: bool = True
+    unavailable: str | None = None
+
+
+def base_python() -> Path:
+    """The interpreter behind the current virtualenv (the current one outside a virtualenv).
+
+    The zipapp runs on it so no virtualenv site-packages can satisfy its imports, as on a
+    host that only has python3.
+    """
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return Path(os.path.realpath(base))
+
+
+def _serve_args(layout: Layout) -> tuple[str, ...]:
+    return ("--workspace", str(layout.workspace), "mcp", "serve")
+
+
+def attached_target(layout: Layout) -> Target:
+    """The warm zipapp spawned while the profile's headless engine runs (the attached path).
+
+    Extension point: once ``shadowcode engine`` exists, start it over ``layout.home`` before
+    the rounds (and stop it after), and return this target without ``unavailable``.
+    """
+    return Target(
+        name="shadowcode_pyz_attached",
+        label="shadowcode.pyz warm, engine running",
+        argv=(str(layout.pyz_python), str(layout.pyz), *_serve_args(layout)),
+        tool=STATUS_TOOL,
+        tool_args={},
+        env={"SHIV_ROOT": str(layout.shiv_warm)},
+        unavailable=ATTACHED_PENDING_REASON,
+    )
+
+
+def build_targets(layout: Layout) -> list[Target]:
+    """Every target, in table order: ShadowCode's variants, then the peers.
+
+    Args:
+        layout: paths of this run.
+
+    Returns:
+        Targets named ``shadowcode_source``, ``shadowcode_pyz_cold``, ``shadowcode_pyz_warm``,
+        ``shadowcode_pyz_attached``, ``bare``, ``everything``, ``floor``.
+    """
+    everything = layout.repo / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    pyz_argv = (str(layout.pyz_python), str(layout.pyz), *_serve_args(layout))
+    return [
+        Target(
+            name="shadowcode_source",
+            label="shadowcode (source)",
+            argv=(str(layout.venv_python), "-m", "shadowcode", *_serve_args(layout)),
+            tool=STATUS_TOOL,
+            tool_args={},
+        ),
+        Target(
+            name="shadowcode_pyz_cold",
+            label="shadowcode.pyz, empty shiv cache",
+            argv=pyz_argv,
+            tool=STATUS_TOOL,
+            tool_args={},
+            fresh_dir_env="SHIV_ROOT",
+            measure_calls=False,
+        ),
+        Target(
+            name="shadowcode_pyz_warm",
+            label="shadowcode.pyz, warm shiv cache",
+            argv=pyz_argv,
+            tool=STATUS_TOOL,
+            tool_args={},
+            env={"SHIV_ROOT": str(layout.shiv_warm)},
+        ),
+        attached_target(layout),
+        Target(
+            name="bare",
+            label="bare mcp 2.3 SDK server",
+            argv=(str(layout.venv_python), str(layout.repo / "bench" / "bare_server.py")),
+        ),
+        Target(
+            name="everything",
+            label="server-everything (TS, stdio)",
+            argv=(layout.node, str(everything), "stdio"),
+        ),
+        Target(
+            name="floor",
+            label="no-SDK floor (stdlib)",
+            argv=(str(layout.venv_python), str(layout.repo / "bench" / "floor_server.py")),
+        ),
+    ]
