@@ -179,7 +179,8 @@ class _Tail:
 class _Forwarder:
     """Hands decoded output to a caller's coroutine without ever slowing the pipe reader.
 
-    Text waiting for a slow callback is bounded; the oldest waiting text is dropped first.
+    Text waiting for a slow callback is bounded; the oldest waiting text is dropped first. A
+    callback that raises is logged and not called again; the command is not disturbed.
     """
 
     def __init__(self, callback: Callable[[str], Awaitable[None]], max_chars: int) -> None:
@@ -189,6 +190,7 @@ class _Forwarder:
         self._pending: list[str] = []
         self._pending_chars = 0
         self._done = False
+        self._failed = False
         self._event = anyio.Event()
 
     def feed(self, chunk: bytes, *, final: bool = False) -> None:
@@ -212,8 +214,12 @@ class _Forwarder:
             batch = "".join(self._pending)
             self._pending.clear()
             self._pending_chars = 0
-            if batch:
-                await self._callback(batch)
+            if batch and not self._failed:
+                try:
+                    await self._callback(batch)
+                except Exception:  # the caller's live view failed; the command and its result go on
+                    logger.exception("an output callback failed; live output is no longer forwarded")
+                    self._failed = True
             if self._done and not self._pending:
                 return
 

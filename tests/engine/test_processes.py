@@ -513,3 +513,19 @@ async def test_the_leader_is_reaped_only_after_the_group_was_signalled_srv21(
         finished = await manager.run(["true"], Path.cwd(), env=ENV, timeout_seconds=10)
     assert timed_out.timed_out and finished.exit_code == 0
     assert steps == ["SIGTERM", "SIGKILL", "reap", "SIGKILL", "reap"]
+
+
+async def test_a_failing_output_callback_does_not_disturb_the_command_eng04(
+    manager: ProcessManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[str] = []
+
+    async def broken(text: str) -> None:
+        calls.append(text)
+        raise RuntimeError("viewer went away")
+
+    argv = [PY, "-c", "import time; print('first', flush=True); time.sleep(0.05); print('second', flush=True)"]
+    with anyio.fail_after(10):
+        result = await manager.run(argv, Path.cwd(), env=ENV, timeout_seconds=10, on_output=broken)
+    assert result.exit_code == 0 and result.output == "first\nsecond\n"
+    assert len(calls) == 1 and "output callback failed" in caplog.text
