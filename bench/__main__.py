@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -126,12 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     root = Path(tempfile.mkdtemp(prefix="shadowcode-bench-"))
     try:
+        pyz = root / "pyz" / "shadowcode.pyz"
+        pyz.parent.mkdir()
+        if args.pyz.is_file():
+            shutil.copy2(args.pyz, pyz)
         layout = Layout(
             repo=REPO,
             workspace=_make_sample_project(root / "project"),
             home=root / "home",
             shiv_warm=root / "shiv-warm",
-            pyz=args.pyz.resolve(),
+            pyz=pyz,
             venv_python=Path(sys.executable),
             pyz_python=args.pyz_python or base_python(),
             node=args.node,
@@ -144,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr.write(f"bench: unknown targets: {', '.join(sorted(unknown))}\n")
                 return 2
             targets = [t for t in targets if t.name in wanted]
+        if not pyz.is_file():
+            missing = f"{_shown(args.pyz)} is missing; build it with `bash ci/build`"
+            targets = [replace(t, unavailable=t.unavailable or missing) if str(pyz) in t.argv else t for t in targets]
         (root / "tmp").mkdir()
         env = {**os.environ, "SHADOWCODE_HOME": str(layout.home), "TMPDIR": str(root / "tmp")}
         env.pop("SHIV_ROOT", None)
@@ -151,18 +159,24 @@ def main(argv: list[str] | None = None) -> int:
         options = BenchOptions(args.rounds, args.cold_rounds, args.call_rounds, call, args.timeout_seconds)
         samples = run_rounds(REPO, args.node, targets, env, options)
         results = _results(layout, targets, samples, args, options, started)
+        results["pyz"]["path"] = _shown(args.pyz)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     write_results(args.output, results)
     sys.stdout.write(render_table(results))
-    shown = args.output.resolve()
-    sys.stdout.write(f"\nwrote {shown.relative_to(REPO) if shown.is_relative_to(REPO) else shown.name}\n")
+    sys.stdout.write(f"\nwrote {_shown(args.output)}\n")
     missing = [
         name
         for name, entry in results["targets"].items()
         if not entry["unavailable"] and entry["startup"] is None and entry["calls"] is None
     ]
     return 1 if missing else 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it, else its file name (no machine paths)."""
+    full = path.resolve()
+    return str(full.relative_to(REPO)) if full.is_relative_to(REPO) else full.name
 
 
 def _results(
@@ -198,7 +212,7 @@ def _results(
             "window_frames": options.call.window_frames,
             "window_ms": options.call.window_ms,
         },
-        "pyz": {"path": layout.display((str(layout.pyz),))[0], "size_bytes": pyz_size},
+        "pyz": {"path": None, "size_bytes": pyz_size},
         "targets": entries,
         "gateway": gateway,
         "ratios": ratios,

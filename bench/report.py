@@ -220,7 +220,7 @@ def render_table(results: dict[str, Any]) -> str:
         startup, calls = entry["startup"], entry["calls"]
         rss = (calls or {}).get("rss_hwm_kib") or (startup or {}).get("rss_hwm_kib")
         if entry["unavailable"]:
-            rows.append((entry["label"], "null (pending)", "-", "-", "-", "-"))
+            rows.append((entry["label"], "null (unavailable)", "-", "-", "-", "-"))
             continue
         rows.append(
             (
@@ -251,6 +251,8 @@ def render_table(results: dict[str, Any]) -> str:
         shown = f"{value:.3f}" if value is not None else f"null  ({results['ratio_reasons'][key]})"
         lines.append(f"  {key:32} {shown}")
     for name, entry in results["targets"].items():
+        if entry["unavailable"]:
+            lines.append(f"unavailable [{name}]: {entry['unavailable']}")
         for message in entry["errors"][:3]:
             lines.append(f"error [{name}]: {message[:400]}")
     return "\n".join(lines) + "\n"

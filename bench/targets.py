@@ -46,7 +46,8 @@ class Layout:
         workspace: the sample project served by ShadowCode.
         home: the SHADOWCODE_HOME of the run (a fresh profile root).
         shiv_warm: the SHIV_ROOT kept between warm zipapp spawns.
-        pyz: the zipapp under test.
+        pyz: the zipapp under test (the run's private copy, so a rebuild meanwhile cannot
+            pull it away).
         venv_python: the interpreter with the project's dependencies.
         pyz_python: the interpreter that runs the zipapp (no virtualenv, as on a host).
         node: the node executable.
@@ -62,8 +63,12 @@ class Layout:
     node: str
 
     def display(self, argv: tuple[str, ...]) -> list[str]:
-        """``argv`` with machine paths replaced by ``<repo>``, ``<workspace>``, ``<python>``, ``<venv-python>``."""
+        """``argv`` with machine paths replaced by placeholders.
+
+        The placeholders are ``<pyz>``, ``<venv-python>``, ``<python>``, ``<workspace>`` and ``<repo>``.
+        """
         names = [
+            (str(self.pyz), "<pyz>"),
             (str(self.venv_python), "<venv-python>"),
             (str(self.pyz_python), "<python>"),
             (str(self.workspace), "<workspace>"),
