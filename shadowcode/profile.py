@@ -14,9 +14,11 @@ letter or digit; anything else (a path separator above all) is a :class:`ConfigE
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 __all__ = ["DEFAULT_PROFILE", "ModelSettings", "Profile", "Settings", "home_root"]
 
 DEFAULT_PROFILE = "default"
+_SOCKET_PATH_MAX_BYTES = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -114,10 +117,29 @@ class Profile:
         """Engine lock and unix sockets."""
         return self.root / "run"
 
+    @property
+    def lock_path(self) -> Path:
+        """The headless engine's lock file; whoever holds it is the profile's engine (ENG-03)."""
+        return self.run_dir / "engine.lock"
+
+    @property
+    def control_socket_path(self) -> Path:
+        """The headless engine's unix socket.
+
+        ``run/control.sock`` in the profile, unless that path is too long for a unix socket
+        address; then a per-user folder under the system temp dir keyed by the profile's path.
+        """
+        natural = self.run_dir / "control.sock"
+        if len(os.fsencode(natural)) < _SOCKET_PATH_MAX_BYTES:
+            return natural
+        digest = hashlib.sha256(os.fsencode(self.root.resolve())).hexdigest()[:20]
+        return Path(tempfile.gettempdir()) / f"shadowcode-{os.getuid()}" / f"{digest}.sock"
+
     def ensure(self) -> None:
         """Create the profile directories (mode 0700) if missing."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.run_dir.mkdir(mode=0o700, exist_ok=True)
+        self.control_socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def settings(self) -> Settings:
         """Load ``settings.json``; a missing file is the empty settings.

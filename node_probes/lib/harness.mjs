@@ -593,11 +593,12 @@ export async function runServerChecks(run, api, ctx) {
     return short(textBlocks(result).join(" "), 160);
   });
 
-  await run.check("tool_run_not_available", ["SRV-04"], async () => {
+  await run.check("tool_run_without_model_names_the_fix", ["SRV-15", "ENG-05"], async () => {
     const result = await api.callTool("shadow_run", { prompt: "list the files" });
     const text = textBlocks(result).join(" ");
     expect(result.isError === true, `shadow_run did not answer isError: ${short(result)}`);
-    expect(/not available in this build/i.test(text), `message does not say it is not available: ${short(text)}`);
+    expect(/no model is configured/i.test(text) && /models add/.test(text),
+      `message does not name the missing model and the fix: ${short(text)}`);
     return short(text, 160);
   });
 }

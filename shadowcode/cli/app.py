@@ -11,8 +11,10 @@ from typing import Annotated
 
 import typer
 
+from shadowcode.cli import engine as engine_cli
 from shadowcode.cli import mcp as mcp_cli
 from shadowcode.cli import projects as projects_cli
+from shadowcode.cli import tasks as tasks_cli
 from shadowcode.cli.context import Globals
 
 __all__ = ["app"]
@@ -43,4 +45,8 @@ def _globals(
 
 
 projects_cli.register(app)
+tasks_cli.register(app)
 app.add_typer(mcp_cli.app, name="mcp")
+app.add_typer(engine_cli.engine_app, name="engine")
+app.add_typer(engine_cli.bg_app, name="bg")
+app.add_typer(engine_cli.models_app, name="models")

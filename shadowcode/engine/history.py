@@ -66,7 +66,7 @@ class History:
         if row is None:
             raise NotFound(f"no checkpoint {checkpoint_id!r} in this project", checkpoint_id=checkpoint_id)
         row["changes"] = self._store.rows(
-            "SELECT path, before_sha256, after_sha256, at FROM changes WHERE checkpoint_id = ? ORDER BY id",
+            "SELECT path, kind, before_sha256, after_sha256, at FROM changes WHERE checkpoint_id = ? ORDER BY id",
             (checkpoint_id,),
         )
         return row
@@ -75,10 +75,11 @@ class History:
         """Recorded changes, newest first, at most WHY_ENTRIES_MAX; empty when nothing was recorded.
 
         Returns:
-            ``[{"path", "task_id", "checkpoint_id", "before_sha256", "after_sha256", "at", "prompt"}]``.
+            ``[{"path", "kind" ("write" | "rollback"), "task_id", "checkpoint_id", "before_sha256",
+            "after_sha256", "at", "prompt"}]``.
         """
         sql = (
-            "SELECT c.path, c.task_id, c.checkpoint_id, c.before_sha256, c.after_sha256, c.at, t.prompt "
+            "SELECT c.path, c.kind, c.task_id, c.checkpoint_id, c.before_sha256, c.after_sha256, c.at, t.prompt "
             "FROM changes c LEFT JOIN tasks t ON t.id = c.task_id WHERE c.project = ?"
         )
         params: list[Any] = [str(project)]

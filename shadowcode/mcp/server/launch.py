@@ -10,8 +10,12 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
+
+if TYPE_CHECKING:
+    from shadowcode.mcp.server.context import ServerContext
 
 __all__ = ["serve_stdio"]
 
@@ -41,21 +45,32 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
         anyio.run(_serve, ctx)
 
 
-async def _serve(ctx: object) -> None:
+async def _serve(ctx: ServerContext) -> None:
+    from shadowcode.engine.remote import open_core
     from shadowcode.mcp.server.app import build_server
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
 
-    server = build_server(ctx)  # type: ignore[arg-type]
+    server = build_server(ctx)
     read_fd, write_fd = claim_stdio()
-    async with anyio.create_task_group() as tg:
+    async with open_core(ctx.engine) as core:
+        ctx.core = core
+        reason = "connection closed"
+        try:
+            async with anyio.create_task_group() as tg:
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    tg.cancel_scope.cancel()
-                    return
+                async def stop_on_signal() -> None:
+                    nonlocal reason
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                        async for signum in signals:
+                            reason = f"signal {signal.Signals(signum).name}"
+                            tg.cancel_scope.cancel()
+                            return
 
-        tg.start_soon(stop_on_signal)
-        async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        tg.cancel_scope.cancel()
+                tg.start_soon(stop_on_signal)
+                async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+                tg.cancel_scope.cancel()
+        finally:
+            if ctx.owner is not None:
+                with anyio.CancelScope(shield=True):
+                    await core.close_owner(ctx.owner, reason)

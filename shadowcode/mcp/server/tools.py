@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from shadowcode import __version__
 from shadowcode.engine import require_write
-from shadowcode.errors import NotAvailable, ToolError
+from shadowcode.errors import NotFound, PolicyError, ToolError
 from shadowcode.mcp.server import schemas as s
 from shadowcode.mcp.server.context import ServerContext
 
@@ -54,7 +54,7 @@ async def _status(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
     return {
         "version": __version__,
         "profile": ctx.engine.profile.name,
-        "engine": {"mode": ctx.engine.mode},
+        "engine": {"mode": ctx.core.mode if ctx.core is not None else ctx.engine.mode},
         "project": ctx.project().as_dict(),
         "server": {"allow_write": ctx.access.allow_write, "allow_approvals": ctx.access.allow_approvals},
         "models": {"configured": len(settings.models), "default": settings.default_model},
@@ -150,14 +150,56 @@ async def _checkpoint(ctx: ServerContext, args: s.CheckpointInput) -> dict[str, 
     return {"checkpoints": ctx.engine.history.checkpoints(ctx.root, args.task_id)}
 
 
-def _later(name: str) -> Handler:
-    async def handler(ctx: ServerContext, args: BaseModel) -> dict[str, Any]:
-        raise NotAvailable(
-            f"{name} is not available in this build: delegated tasks, jobs, approvals, test jobs and rollback "
-            "arrive with the engine's task runner"
-        )
+async def _run(ctx: ServerContext, args: s.RunInput) -> dict[str, Any]:
+    core = ctx.running_core()
+    return await core.submit_task(
+        owner=await ctx.ensure_owner(),
+        project=ctx.project(),
+        prompt=args.prompt,
+        mode=args.mode,
+        level=args.permission_level,
+        model=args.model,
+        access=ctx.access,
+    )
 
-    return handler
+
+async def _jobs(ctx: ServerContext, args: s.JobsInput) -> dict[str, Any]:
+    core = ctx.running_core()
+    if args.action == "list":
+        return {"jobs": await core.jobs(ctx.owner) if ctx.owner else []}
+    if not args.job_id:
+        raise ToolError(f"action {args.action!r} needs job_id")
+    if ctx.owner is None:
+        raise NotFound(f"no job {args.job_id!r} created by this connection")
+    if args.action == "cancel":
+        return await core.cancel(args.job_id, owner=ctx.owner, project=ctx.root)
+    cursor = int(args.cursor) if args.cursor and args.cursor.isdigit() else 0
+    return await core.job(args.job_id, owner=ctx.owner, project=ctx.root, cursor=cursor)
+
+
+async def _approve(ctx: ServerContext, args: s.ApproveInput) -> dict[str, Any]:
+    core = ctx.running_core()
+    if args.decision == "approve" and not (ctx.access.allow_write and ctx.access.allow_approvals):
+        raise PolicyError(
+            "approving needs a server started with --allow-write --allow-approvals; approve it with "
+            f"`shadowcode approve {args.approval_id}` instead"
+        )
+    if ctx.owner is None:
+        raise NotFound(f"no approval {args.approval_id!r} of a job this connection created")
+    approval = await core.resolve_approval(args.approval_id, args.decision, owner=ctx.owner, by=f"mcp:{ctx.owner.id}")
+    return {"approval": approval}
+
+
+async def _test(ctx: ServerContext, args: s.TestInput) -> dict[str, Any]:
+    core = ctx.running_core()
+    return await core.submit_test(
+        owner=await ctx.ensure_owner(), project=ctx.project(), command=args.command, access=ctx.access
+    )
+
+
+async def _rollback(ctx: ServerContext, args: s.RollbackInput) -> dict[str, Any]:
+    core = ctx.running_core()
+    return await core.rollback(args.task_id, project=ctx.project(), access=ctx.access, confirm=args.confirm)
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -284,7 +326,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        _later("shadow_run"),
+        _run,
     ),
     ToolSpec(
         "shadow_jobs",
@@ -294,7 +336,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         False,
-        _later("shadow_jobs"),
+        _jobs,
     ),
     ToolSpec(
         "shadow_approve",
@@ -304,7 +346,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        _later("shadow_approve"),
+        _approve,
     ),
     ToolSpec(
         "shadow_test",
@@ -314,7 +356,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        _later("shadow_test"),
+        _test,
     ),
     ToolSpec(
         "shadow_checkpoint",
@@ -334,7 +376,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         False,
-        _later("shadow_rollback"),
+        _rollback,
     ),
 )
 

@@ -1,0 +1,254 @@
+"""``shadowcode engine``: the headless engine of a profile, serving its unix socket (ENG-03).
+
+One engine per profile: the process holding ``run/engine.lock`` (``flock``) is it. It listens
+on the profile's control socket (mode 0600) for newline-delimited JSON requests
+(:mod:`shadowcode.engine.control`). A connection that sends ``owner/open`` becomes that
+owner's socket: its EOF, however the peer died, cancels the owner's unfinished jobs and waits
+for their cleanup (SRV-21, SRV-22). SIGTERM, SIGINT or ``engine/stop`` stop the engine after
+the same cleanup for every owner, and background processes stop with it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import socket
+import sys
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from shadowcode.engine import Access, Engine
+from shadowcode.engine.control import FrameReader, error_to_wire, send_frame
+from shadowcode.engine.core import EngineCore
+from shadowcode.engine.owners import Owner
+from shadowcode.errors import ConfigError, ProtocolError, ShadowcodeError, ToolError
+from shadowcode.profile import Profile
+
+__all__ = ["run_headless"]
+
+logger = logging.getLogger(__name__)
+
+
+def run_headless(profile: Profile) -> None:
+    """Run the profile's headless engine until SIGTERM/SIGINT or ``engine/stop``.
+
+    Raises:
+        ConfigError: another engine already holds the profile's lock.
+    """
+    profile.ensure()
+    lock = open(profile.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        lock.seek(0)
+        holder = lock.read().strip() or "another process"
+        lock.close()
+        raise ConfigError(f"an engine already runs for profile {profile.name!r} (pid {holder})") from exc
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
+    try:
+        with Engine.open(profile) as engine:
+            engine.mode = "headless"
+            anyio.run(_serve, engine)
+    finally:
+        with suppress(FileNotFoundError):
+            profile.control_socket_path.unlink()
+        lock.close()
+
+
+async def _serve(engine: Engine) -> None:
+    path = engine.profile.control_socket_path
+    with suppress(FileNotFoundError):
+        path.unlink()
+    old = os.umask(0o177)
+    try:
+        listener = await anyio.create_unix_listener(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    core = EngineCore(engine, mode="headless")
+    async with core.running(), listener, anyio.create_task_group() as tg:
+        stop = anyio.Event()
+
+        async def on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    stop.set()
+                    return
+
+        async def accept() -> None:
+            async def handle(stream: anyio.abc.SocketStream) -> None:
+                await _Connection(core, stream, stop).serve()
+
+            await listener.serve(handle)
+
+        tg.start_soon(on_signal)
+        tg.start_soon(accept)
+        sys.stderr.write(f"shadowcode engine ready: profile {engine.profile.name}, pid {os.getpid()}, socket {path}\n")
+        sys.stderr.flush()
+        await stop.wait()
+        tg.cancel_scope.cancel()
+    sys.stderr.write("shadowcode engine stopped\n")
+
+
+class _Connection:
+    """One client connection: control requests, and owner requests once ``owner/open`` was sent."""
+
+    def __init__(self, core: EngineCore, stream: anyio.abc.SocketStream, stop: anyio.Event) -> None:
+        self.core = core
+        self.stream = stream
+        self.stop = stop
+        self.owner: Owner | None = None
+
+    async def serve(self) -> None:
+        reader = FrameReader(self.stream)
+        reason = "socket closed"
+        try:
+            async with self.stream:
+                while True:
+                    try:
+                        frame = await reader.read()
+                    except ProtocolError as exc:
+                        reason = f"protocol error: {exc.message}"
+                        return
+                    if frame is None:
+                        return
+                    if frame.get("method") == "mcp/attach":
+                        from shadowcode.engine.attach import serve_attached
+
+                        reason = await serve_attached(self, frame, reader.leftover())
+                        return
+                    reply = await self.answer(frame)
+                    try:
+                        await send_frame(self.stream, reply)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        reason = "socket closed before a reply was read"
+                        return
+                    if frame.get("method") == "engine/stop" and "result" in reply:
+                        self.stop.set()
+                    if frame.get("method") == "owner/close":
+                        return
+        finally:
+            if self.owner is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.core.close_owner(self.owner, reason)
+
+    async def answer(self, frame: dict[str, Any]) -> dict[str, Any]:
+        request_id = frame.get("id")
+        method = frame.get("method")
+        params = frame.get("params") or {}
+        try:
+            if not isinstance(method, str) or not isinstance(params, dict):
+                raise ProtocolError("a request needs a method and object params")
+            result = await self.dispatch(method, params)
+        except ShadowcodeError as exc:
+            return {"id": request_id, "error": error_to_wire(exc)}
+        except Exception:  # noqa: BLE001 - one bad request never stops the engine
+            logger.exception("control request failed")
+            return {"id": request_id, "error": {"type": "ShadowcodeError", "message": "internal engine error"}}
+        return {"id": request_id, "result": result}
+
+    def _project(self, params: dict[str, Any]) -> Any:
+        from shadowcode.engine.projects import canonical_project
+
+        path = canonical_project(str(params.get("project", "")))
+        self.core.engine.projects.ensure(path)
+        return self.core.engine.projects.get(path)
+
+    def _owned(self, params: dict[str, Any]) -> Owner | None:
+        if not params.get("owned"):
+            return None
+        if self.owner is None:
+            raise ProtocolError("owner request on a connection that opened no owner")
+        return self.owner
+
+    async def dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        core = self.core
+        access = Access(bool(params.get("allow_write")), bool(params.get("allow_approvals")))
+        if method == "engine/status":
+            return {
+                "id": core.id,
+                "pid": os.getpid(),
+                "mode": core.mode,
+                "profile": core.engine.profile.name,
+                "owners": len(core.owners.open),
+                "running": core.scheduler.running(),
+                "queued": core.scheduler.queued(),
+            }
+        if method == "engine/stop":
+            return {"stopping": True}
+        if method == "owner/open":
+            if self.owner is not None:
+                raise ProtocolError("this connection already owns jobs")
+            self.owner = await core.open_owner(str(params.get("kind", "relay")), self._project(params).path)
+            return {"owner": self.owner.id}
+        if method == "owner/close":
+            if self.owner is None:
+                raise ProtocolError("this connection opened no owner")
+            owner, self.owner = self.owner, None
+            return await core.close_owner(owner, "closed by its connection")
+        if method == "task/create":
+            return await core.submit_task(
+                owner=self._owned(params),
+                project=self._project(params),
+                prompt=str(params.get("prompt", "")),
+                mode=str(params.get("mode", "build")),
+                level=str(params.get("level", "read_only")),
+                model=params.get("model"),
+                access=access,
+            )
+        if method == "test/create":
+            command = params.get("command")
+            return await core.submit_test(
+                owner=self._owned(params), project=self._project(params), command=command, access=access
+            )
+        if method == "job/list":
+            owner = self._owned(params | {"owned": True})
+            assert owner is not None
+            return await core.jobs(owner)
+        if method == "job/get":
+            return await core.job(
+                str(params.get("id")),
+                owner=self._owned(params),
+                project=self._project(params).path,
+                cursor=int(params.get("cursor") or 0),
+            )
+        if method == "job/cancel":
+            return await core.cancel(
+                str(params.get("id")), owner=self._owned(params), project=self._project(params).path
+            )
+        if method == "approval/resolve":
+            owner = self._owned(params)
+            by = f"mcp:{owner.id}" if owner else str(params.get("by", "cli"))
+            return await core.resolve_approval(str(params.get("id")), str(params.get("decision")), owner=owner, by=by)
+        if method == "rollback":
+            return await core.rollback(
+                str(params.get("task_id")), project=self._project(params), access=access,
+                confirm=params.get("confirm") is True,
+            )  # fmt: skip
+        if method == "bg/list":
+            return core.processes.list_background()
+        if method == "bg/stop":
+            return await core.processes.stop_background(str(params.get("id")))
+        raise ToolError(f"unknown engine method {method!r}")
+
+
+def socket_accepts(path: Path) -> bool:
+    """True when something accepts connections on the unix socket ``path`` (a cheap probe)."""
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
