@@ -56,6 +56,7 @@ __all__ = [
     "SEARCH_LINE_MAX_CHARS",
     "SEARCH_MATCHES_MAX",
     "SEARCH_PATTERN_MAX_CHARS",
+    "SECRET_VALUE_MAX_BYTES",
     "SESSIONS_LIST_MAX",
     "SQLITE_CELL_MAX_BYTES",
     "SQLITE_QUERY_MAX_BYTES",
@@ -146,6 +147,9 @@ CLEANUP_DEADLINE_SECONDS: Final = 30.0
 """Seconds a closing owner or engine waits for its cancelled tasks to finish cleanup (SRV-21, SRV-24)."""
 
 # --- profile ---------------------------------------------------------------------------
+
+SECRET_VALUE_MAX_BYTES: Final = 16 * 1024
+"""UTF-8 bytes of one value in the profile's secret store (GW-01, CLI-04)."""
 
 PROFILE_NAME_MAX_CHARS: Final = 64
 """Characters in a profile name given with ``--profile`` (ENG-01)."""

@@ -14,6 +14,7 @@ import typer
 from shadowcode.cli import engine as engine_cli
 from shadowcode.cli import mcp as mcp_cli
 from shadowcode.cli import projects as projects_cli
+from shadowcode.cli import secrets as secrets_cli
 from shadowcode.cli import tasks as tasks_cli
 from shadowcode.cli.context import Globals
 
@@ -50,3 +51,4 @@ app.add_typer(mcp_cli.app, name="mcp")
 app.add_typer(engine_cli.engine_app, name="engine")
 app.add_typer(engine_cli.bg_app, name="bg")
 app.add_typer(engine_cli.models_app, name="models")
+app.add_typer(secrets_cli.secret_app, name="secret")

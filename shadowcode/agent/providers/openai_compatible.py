@@ -17,7 +17,6 @@ never its body.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,25 +61,11 @@ def resolve_api_key(settings: ModelSettings, profile: Profile) -> str | None:
     name = settings.api_key_env
     if not name:
         return None
-    value = os.environ.get(name)
+    from shadowcode.secrets import resolve
+
+    value = resolve(profile, name)
     if value:
         return value
-    try:
-        raw = profile.secrets_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raw = None
-    except OSError as exc:
-        raise ConfigError(f"the secret store of profile {profile.name!r} cannot be read: {exc.strerror}") from exc
-    if raw is not None:
-        try:
-            store = json.loads(raw)
-        except ValueError:
-            store = None
-        if not isinstance(store, dict):
-            raise ConfigError(f"the secret store of profile {profile.name!r} is not a JSON object")
-        stored = store.get(name)
-        if isinstance(stored, str) and stored:
-            return stored
     raise ConfigError(
         f"model {settings.name!r}: API key {name!r} is neither set in the environment "
         f"nor stored in the secret store of profile {profile.name!r}",

@@ -300,7 +300,7 @@ def test_a_secret_store_that_is_not_an_object_is_a_config_error_eng05(
     monkeypatch.delenv(KEY_NAME, raising=False)
     profile.root.mkdir(parents=True)
     profile.secrets_path.write_text('["hidden-value"]', encoding="utf-8")
-    with pytest.raises(ConfigError, match="not a JSON object") as caught:
+    with pytest.raises(ConfigError, match="not an object of strings") as caught:
         open_provider(_settings("http://127.0.0.1:9", api_key_env=KEY_NAME), profile)
     assert "hidden-value" not in caught.value.message
 
