@@ -334,6 +334,9 @@ async def unread_stdout_dropped(ctx: Context) -> CheckResult:
             if await session.exits(0.5):
                 break
         elapsed = time.monotonic() - started
+        with anyio.move_on_after(_CLOSE_GRACE_SECONDS):
+            # What it wrote before the drop is left unjudged: the last line may be cut short.
+            await drain(session.proc.stdout, bytearray(), 0)
         if session.proc.returncode is None:
             problems.append(f"still running {bound:g} s after it stopped being read")
         elif not session.said_why():
