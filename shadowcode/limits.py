@@ -24,9 +24,37 @@ __all__ = [
     "FILE_LIST_ENTRIES_MAX",
     "FILE_READ_MAX_BYTES",
     "FILE_WRITE_MAX_BYTES",
+    "GATEWAY_BODY_DEADLINE_SECONDS",
+    "GATEWAY_CONNECTIONS_MAX",
+    "GATEWAY_HEADER_DEADLINE_SECONDS",
+    "GATEWAY_HEADER_MAX_BYTES",
+    "GATEWAY_LINGER_SECONDS",
+    "GATEWAY_REQUESTS_PER_SECOND_MAX",
+    "GATEWAY_REQUEST_DEADLINE_SECONDS",
+    "GATEWAY_REQUEST_MAX_BYTES",
+    "GATEWAY_RESPONSE_MAX_BYTES",
+    "GATEWAY_TOKEN_MAX_CHARS",
+    "GATEWAY_TOKEN_MIN_CHARS",
     "GOALS_LIST_MAX",
     "GOAL_TEXT_MAX_BYTES",
     "JOB_EVENTS_PAGE_MAX",
+    "MCP_CATALOG_MAX_BYTES",
+    "MCP_CATALOG_PAGES_MAX",
+    "MCP_CATALOG_TOOLS_MAX",
+    "MCP_CONNECTIONS_MAX",
+    "MCP_CONNECTION_MAX_BYTES",
+    "MCP_CURSOR_MAX_BYTES",
+    "MCP_DEFINITION_MAX_BYTES",
+    "MCP_ENABLED_SERVERS_MAX",
+    "MCP_FRAMES_PER_SECOND_MAX",
+    "MCP_FRAME_MAX_BYTES",
+    "MCP_INLINE_TOOLS_DEFAULT",
+    "MCP_STDERR_CAPTURE_BYTES",
+    "MCP_TIMEOUT_DEFAULT_SECONDS",
+    "MCP_TIMEOUT_MAX_SECONDS",
+    "MCP_TIMEOUT_MIN_SECONDS",
+    "MCP_TOOL_ARGUMENTS_MAX_BYTES",
+    "MCP_TOOL_NAMES_PAGE_MAX",
     "MEMORY_NOTE_MAX_BYTES",
     "MODEL_CONNECT_TIMEOUT_SECONDS",
     "MODEL_LOG_TEXT_MAX_CHARS",
@@ -302,3 +330,97 @@ SEARCH_FILES_MAX: Final = 2000
 
 SEARCH_LINE_MAX_CHARS: Final = 400
 """Characters of a matching line quoted in a search result; longer lines are cut (ENG-04)."""
+
+# --- HTTP gateway (GW-07) ---------------------------------------------------------------
+
+GATEWAY_CONNECTIONS_MAX: Final = 32
+"""TCP connections the gateway serves at once; one more is answered 429 and closed (GW-07)."""
+
+GATEWAY_REQUESTS_PER_SECOND_MAX: Final = 128
+"""Requests the gateway takes in any one-second window; the next one is answered 429 (GW-07)."""
+
+GATEWAY_HEADER_DEADLINE_SECONDS: Final = 5.0
+"""Seconds from accepting a connection until its request line and headers are complete (GW-07)."""
+
+GATEWAY_BODY_DEADLINE_SECONDS: Final = 5.0
+"""Seconds from the end of the headers until the whole request body has arrived (GW-07)."""
+
+GATEWAY_HEADER_MAX_BYTES: Final = 16 * 1024
+"""Bytes of one request line plus its header block; a larger head is refused (GW-07)."""
+
+GATEWAY_REQUEST_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of one request body, declared or chunked; one more byte is answered 413 (GW-07)."""
+
+GATEWAY_REQUEST_DEADLINE_SECONDS: Final = 60.0
+"""Seconds from a complete request until its response is written (GW-07)."""
+
+GATEWAY_RESPONSE_MAX_BYTES: Final = 8 * 1024 * 1024
+"""Bytes of one response body; a larger one is replaced by a 500 before any byte is sent (GW-07)."""
+
+GATEWAY_LINGER_SECONDS: Final = 1.0
+"""Seconds a refused connection is drained after its answer, so the peer reads it before the close (GW-07)."""
+
+GATEWAY_TOKEN_MIN_CHARS: Final = 32
+"""Characters of the shortest bearer token the gateway accepts at start (GW-03)."""
+
+GATEWAY_TOKEN_MAX_CHARS: Final = 512
+"""Characters of the longest bearer token the gateway accepts at start (GW-03)."""
+
+# --- MCP client (CLI-13) ----------------------------------------------------------------
+
+MCP_CONNECTIONS_MAX: Final = 16
+"""External MCP server connections open at once in one engine process; a permit is held until
+the connection's cleanup has finished (CLI-13)."""
+
+MCP_FRAME_MAX_BYTES: Final = 1024 * 1024
+"""Bytes in one newline-delimited JSON-RPC frame from an external server, newline excluded;
+a longer line fails the connection without being buffered whole (CLI-13, CLI-14)."""
+
+MCP_CONNECTION_MAX_BYTES: Final = 32 * 1024 * 1024
+"""Bytes an external server may send on one connection over its lifetime (CLI-13)."""
+
+MCP_FRAMES_PER_SECOND_MAX: Final = 128
+"""Frames an external server may send in any one-second window, blank lines included (CLI-13)."""
+
+MCP_TOOL_ARGUMENTS_MAX_BYTES: Final = 512 * 1024
+"""Bytes of one call's arguments serialized as compact UTF-8 JSON; larger calls are refused
+before anything is sent (CLI-13)."""
+
+MCP_CATALOG_TOOLS_MAX: Final = 128
+"""Tools one external server may list (CLI-13)."""
+
+MCP_CATALOG_MAX_BYTES: Final = 2 * 1024 * 1024
+"""Bytes of one server's tool catalog, summed over the serialized tool entries of every page (CLI-13)."""
+
+MCP_CATALOG_PAGES_MAX: Final = 8
+"""Pages of ``tools/list`` read from one server in one discovery (CLI-13)."""
+
+MCP_CURSOR_MAX_BYTES: Final = 4 * 1024
+"""Bytes of one pagination cursor sent by an external server (CLI-13)."""
+
+MCP_TIMEOUT_MIN_SECONDS: Final = 0.1
+"""Smallest ``timeout_sec`` a definition may choose for initialization, discovery and each call (CLI-13)."""
+
+MCP_TIMEOUT_MAX_SECONDS: Final = 120.0
+"""Largest ``timeout_sec`` a definition may choose for initialization, discovery and each call (CLI-13)."""
+
+MCP_TIMEOUT_DEFAULT_SECONDS: Final = 30.0
+"""Seconds used for initialization, discovery (all pages together) and each call when a
+definition gives no ``timeout_sec`` (CLI-13)."""
+
+MCP_STDERR_CAPTURE_BYTES: Final = 16 * 1024
+"""Bytes of an external server's stderr kept (the newest); the pipe keeps being drained past
+this, and the capture never enters task history (CLI-04, CLI-13)."""
+
+MCP_ENABLED_SERVERS_MAX: Final = 4
+"""Servers one project may have enabled at once (CLI-02)."""
+
+MCP_INLINE_TOOLS_DEFAULT: Final = 40
+"""Enabled tools a Build task gets as first-class ``mcp__<server>__<tool>`` functions when
+``mcp.inline_tools`` is not set; past it only ``mcp_tools`` and ``mcp_call`` are offered (CLI-07)."""
+
+MCP_TOOL_NAMES_PAGE_MAX: Final = 20
+"""Tool names one ``mcp_tools`` page lists (CLI-07)."""
+
+MCP_DEFINITION_MAX_BYTES: Final = 64 * 1024
+"""Bytes of one server definition file or registration; larger files are refused unread (CLI-03)."""
