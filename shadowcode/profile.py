@@ -14,11 +14,7 @@ letter or digit; anything else (a path separator above all) is a :class:`ConfigE
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shadowcode.errors import ConfigError
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
+from shadowcode.profile_paths import DEFAULT_PROFILE, home_root, profile_root, socket_path, valid_profile_name
 
 __all__ = ["DEFAULT_PROFILE", "ModelSettings", "Profile", "Settings", "home_root"]
-
-DEFAULT_PROFILE = "default"
-_SOCKET_PATH_MAX_BYTES = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class ModelSettings(BaseModel):
@@ -68,12 +61,6 @@ class Settings(BaseModel):
     default_model: str | None = None
 
 
-def home_root() -> Path:
-    """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
-    env = os.environ.get("SHADOWCODE_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".shadowcode"
-
-
 @dataclass(frozen=True)
 class Profile:
     """A resolved profile: its name and directory. Create with :meth:`select`."""
@@ -90,12 +77,12 @@ class Profile:
                 ``[A-Za-z0-9._-]`` (a path separator, for one) (ENG-01).
         """
         chosen = DEFAULT_PROFILE if name is None else name
-        if len(chosen) > PROFILE_NAME_MAX_CHARS or not _NAME.fullmatch(chosen):
+        if not valid_profile_name(chosen):
             raise ConfigError(
                 f"invalid profile name {chosen!r}: use 1-{PROFILE_NAME_MAX_CHARS} letters, digits, '.', '_' or '-'"
                 ", starting with a letter or digit"
             )
-        return cls(name=chosen, root=home_root() / "profiles" / chosen)
+        return cls(name=chosen, root=profile_root(chosen))
 
     @property
     def db_path(self) -> Path:
@@ -124,16 +111,8 @@ class Profile:
 
     @property
     def control_socket_path(self) -> Path:
-        """The headless engine's unix socket.
-
-        ``run/control.sock`` in the profile, unless that path is too long for a unix socket
-        address; then a per-user folder under the system temp dir keyed by the profile's path.
-        """
-        natural = self.run_dir / "control.sock"
-        if len(os.fsencode(natural)) < _SOCKET_PATH_MAX_BYTES:
-            return natural
-        digest = hashlib.sha256(os.fsencode(self.root.resolve())).hexdigest()[:20]
-        return Path(tempfile.gettempdir()) / f"shadowcode-{os.getuid()}" / f"{digest}.sock"
+        """The headless engine's unix socket (see :func:`shadowcode.profile_paths.socket_path`)."""
+        return socket_path(self.root)
 
     def ensure(self) -> None:
         """Create the profile directories (mode 0700) if missing."""

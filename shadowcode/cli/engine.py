@@ -44,9 +44,10 @@ def engine(ctx: typer.Context) -> None:
     import sys
 
     from shadowcode.engine.daemon import run_headless
+    from shadowcode.mcp.server.attached import serve_attached
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode engine: %(levelname)s %(message)s")
-    run_headless(_profile(globals_of(ctx)))
+    run_headless(_profile(globals_of(ctx)), attach=serve_attached)
 
 
 @engine_app.command("status")

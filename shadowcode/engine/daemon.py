@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,18 @@ __all__ = ["run_headless"]
 logger = logging.getLogger(__name__)
 
 
-def run_headless(profile: Profile) -> None:
+AttachHandler = Callable[[EngineCore, anyio.abc.SocketStream, dict[str, Any]], Awaitable[str]]
+"""Serves one attached MCP connection on a socket after ``mcp/attach``; returns the close reason."""
+
+
+def run_headless(profile: Profile, *, attach: AttachHandler | None = None) -> None:
     """Run the profile's headless engine until SIGTERM/SIGINT or ``engine/stop``.
+
+    Args:
+        profile: the profile whose engine this is.
+        attach: serves MCP connections relayed by ``mcp serve`` (``mcp/attach`` requests);
+            the frontend supplies it, so the engine never imports the MCP server. Without it,
+            ``mcp/attach`` is refused and relays fall back to serving in their own process.
 
     Raises:
         ConfigError: another engine already holds the profile's lock.
@@ -57,14 +68,14 @@ def run_headless(profile: Profile) -> None:
     try:
         with Engine.open(profile) as engine:
             engine.mode = "headless"
-            anyio.run(_serve, engine)
+            anyio.run(_serve, engine, attach)
     finally:
         with suppress(FileNotFoundError):
             profile.control_socket_path.unlink()
         lock.close()
 
 
-async def _serve(engine: Engine) -> None:
+async def _serve(engine: Engine, attach: AttachHandler | None) -> None:
     path = engine.profile.control_socket_path
     with suppress(FileNotFoundError):
         path.unlink()
@@ -86,7 +97,7 @@ async def _serve(engine: Engine) -> None:
 
         async def accept() -> None:
             async def handle(stream: anyio.abc.SocketStream) -> None:
-                await _Connection(core, stream, stop).serve()
+                await _Connection(core, stream, stop, attach).serve()
 
             await listener.serve(handle)
 
@@ -102,10 +113,13 @@ async def _serve(engine: Engine) -> None:
 class _Connection:
     """One client connection: control requests, and owner requests once ``owner/open`` was sent."""
 
-    def __init__(self, core: EngineCore, stream: anyio.abc.SocketStream, stop: anyio.Event) -> None:
+    def __init__(
+        self, core: EngineCore, stream: anyio.abc.SocketStream, stop: anyio.Event, attach: AttachHandler | None
+    ) -> None:
         self.core = core
         self.stream = stream
         self.stop = stop
+        self.attach = attach
         self.owner: Owner | None = None
 
     async def serve(self) -> None:
@@ -121,10 +135,12 @@ class _Connection:
                         return
                     if frame is None:
                         return
-                    if frame.get("method") == "mcp/attach":
-                        from shadowcode.engine.attach import serve_attached
-
-                        reason = await serve_attached(self, frame, reader.leftover())
+                    if frame.get("method") == "mcp/attach" and self.attach is not None:
+                        if reader.leftover():
+                            reason = "protocol error: bytes sent before the attach reply"
+                            return
+                        await send_frame(self.stream, {"id": frame.get("id"), "result": {"attached": True}})
+                        reason = await self.attach(self.core, self.stream, frame.get("params") or {})
                         return
                     reply = await self.answer(frame)
                     try:

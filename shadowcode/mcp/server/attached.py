@@ -1,0 +1,69 @@
+"""Serving an MCP connection relayed into the headless engine (the attached fast path).
+
+``mcp serve`` finds the profile's headless engine running and relays its stdin and stdout
+bytes over a unix socket (:mod:`shadowcode.mcp.server.relay`); the engine serves that
+connection here, with everything already imported. The same bounded transport as the
+in-process path reads the socket, so SRV-25's limits hold exactly; the socket is the owner's
+socket: its EOF, however the relay died, ends the session and cancels the owner's jobs
+(SRV-21, SRV-22).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from shadowcode.engine.core import EngineCore
+from shadowcode.engine.policy import Access
+from shadowcode.engine.projects import canonical_project
+from shadowcode.errors import ShadowcodeError
+
+__all__ = ["serve_attached"]
+
+logger = logging.getLogger(__name__)
+
+
+async def serve_attached(core: EngineCore, stream: anyio.abc.SocketStream, params: dict[str, Any]) -> str:
+    """Serve one relayed MCP session on ``stream`` until it ends; returns why it ended.
+
+    Args:
+        core: the headless engine.
+        stream: the relay's socket, positioned after the attach reply.
+        params: ``{"project": path, "allow_write": bool, "allow_approvals": bool}`` from the relay.
+    """
+    from shadowcode.mcp.server.app import build_server
+    from shadowcode.mcp.server.context import ServerContext
+    from shadowcode.mcp.server.stdio import stdio_transport
+
+    try:
+        root = canonical_project(str(params.get("project", "")))
+    except ShadowcodeError as exc:
+        return f"attach refused: {exc.message}"
+    core.engine.projects.ensure(root)
+    access = Access(bool(params.get("allow_write")), bool(params.get("allow_approvals")))
+    ctx = ServerContext(engine=core.engine, root=root, access=access, core=core, owner_kind="relay")
+    server = build_server(ctx)
+    raw: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+    read_fd = os.dup(raw.fileno())
+    write_fd = os.dup(raw.fileno())
+    for fd in (read_fd, write_fd):
+        os.set_blocking(fd, False)
+    reason = "relay closed"
+    try:
+        async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    except Exception:  # noqa: BLE001 - one session's failure never stops the engine
+        logger.exception("attached session failed")
+        reason = "attached session failed"
+    finally:
+        for fd in (read_fd, write_fd):
+            os.close(fd)
+        if ctx.owner is not None:
+            with anyio.CancelScope(shield=True):
+                await core.close_owner(ctx.owner, reason)  # type: ignore[arg-type]
+    return reason
