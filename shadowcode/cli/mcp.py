@@ -20,21 +20,55 @@ def serve(
     allow_approvals: Annotated[
         bool, typer.Option("--allow-approvals", help="Let the client resolve its own approvals (with --allow-write).")
     ] = False,
+    http: Annotated[
+        str | None,
+        typer.Option("--http", help="Serve the authenticated HTTP gateway on a loopback IP:PORT instead of stdio."),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env", help="With --http: the environment variable (or stored secret) holding the bearer token."
+        ),
+    ] = None,
+    token: Annotated[str | None, typer.Option("--token", hidden=True, show_default=False)] = None,
 ) -> None:
-    """Serve one MCP client over stdio for the fixed --workspace project (SRV-01).
+    """Serve one MCP client over stdio, or every token holder over loopback HTTP, for the --workspace project.
 
-    Stdout carries only newline-delimited JSON-RPC; logs go to stderr. ``--json`` is refused
-    (SRV-02).
+    Over stdio (SRV-01) stdout carries only newline-delimited JSON-RPC; logs go to stderr.
+    With ``--http IP:PORT --token-env NAME`` (GW-01) the gateway announces its address on
+    stderr once ready and keeps stdout empty. ``--json`` is refused (SRV-02); so is a token
+    on the command line, where every process listing would show it.
     """
     from shadowcode.errors import UsageError
 
     g = globals_of(ctx)
     if g.json:
         raise UsageError("--json cannot be combined with `mcp serve`: stdout carries JSON-RPC only")
-    from shadowcode.mcp.server.launch import serve_stdio
+    if token is not None:
+        raise UsageError(
+            "--token is refused: a token on the command line is visible to every local user; "
+            "put it in an environment variable (or `shadowcode secret set NAME`) and pass --token-env NAME"
+        )
+    if http is None:
+        if token_env is not None:
+            raise UsageError("--token-env goes with --http IP:PORT")
+        from shadowcode.mcp.server.launch import serve_stdio
 
-    serve_stdio(
-        workspace=g.workspace_path(), profile=g.profile, allow_write=allow_write, allow_approvals=allow_approvals
+        serve_stdio(
+            workspace=g.workspace_path(), profile=g.profile, allow_write=allow_write, allow_approvals=allow_approvals
+        )
+        return
+    if token_env is None:
+        raise UsageError("--http needs --token-env NAME: the variable or stored secret holding the bearer token")
+    from shadowcode.mcp.server.gateway import serve_http
+
+    serve_http(
+        workspace=g.workspace_path(),
+        profile=g.profile,
+        bind=http,
+        token_env=token_env,
+        allow_write=allow_write,
+        allow_approvals=allow_approvals,
     )
 
 
