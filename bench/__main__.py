@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--node", default=shutil.which("node") or "node", help="node executable")
     p.add_argument("--timeout-seconds", type=float, default=180.0, help="deadline of one driver run")
     p.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "latest.json")
+    p.add_argument(
+        "--dont-write-bytecode",
+        action="store_true",
+        help="start the servers with PYTHONDONTWRITEBYTECODE=1 (default: unset, as most hosts start them)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return p
 
@@ -155,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         (root / "tmp").mkdir()
         env = {**os.environ, "SHADOWCODE_HOME": str(layout.home), "TMPDIR": str(root / "tmp")}
         env.pop("SHIV_ROOT", None)
+        # Servers start as a host starts them: Python may cache bytecode (a warm zipapp cache
+        # otherwise recompiles every module on every start), unless asked to measure without.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if args.dont_write_bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
         call = CallOptions(args.calls, args.inflight, args.burst_calls, args.window_frames, args.window_ms)
         options = BenchOptions(args.rounds, args.cold_rounds, args.call_rounds, call, args.timeout_seconds)
         samples = run_rounds(REPO, args.node, targets, env, options)
@@ -211,6 +221,7 @@ def _results(
             "burst_calls": options.call.burst_calls,
             "window_frames": options.call.window_frames,
             "window_ms": options.call.window_ms,
+            "dont_write_bytecode": args.dont_write_bytecode,
         },
         "pyz": {"path": None, "size_bytes": pyz_size},
         "targets": entries,

@@ -1,7 +1,8 @@
 """``python -m bench.importtime``: where the import time of ``mcp serve`` goes.
 
 Spawns ``python -X importtime -m shadowcode --workspace P mcp serve`` (or any other command
-given after ``--``) on a sample project with a fresh profile and closes its stdin at once,
+given after ``--``, e.g. ``-- python3 dist/shadowcode.pyz --workspace {workspace} mcp serve``)
+on a sample project with a fresh profile and closes its stdin at once,
 so it starts, serves nothing and exits. The first start is untimed (it creates the store and
 writes bytecode); the second prints the most expensive imports: by cumulative time (a
 package with everything it pulled in) and by self time (the module's own body).
@@ -96,7 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     p = argparse.ArgumentParser(prog="python -m bench.importtime", description=__doc__.splitlines()[0])
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("command", nargs="*", help="command to run instead of `mcp serve` from source (after --)")
+    p.add_argument(
+        "command",
+        nargs="*",
+        help="command to run instead of `mcp serve` from source (after --); `{workspace}` is replaced by the "
+        "sample project's path",
+    )
     args = p.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="shadowcode-importtime-") as tmp:
@@ -104,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         from sample_project import make_sample_project
 
         workspace = make_sample_project(Path(tmp) / "project")
-        command = args.command or [sys.executable, "-m", "shadowcode", "--workspace", str(workspace), "mcp", "serve"]
-        env = {**os.environ, "SHADOWCODE_HOME": str(Path(tmp) / "home")}
+        default = [sys.executable, "-m", "shadowcode", "--workspace", "{workspace}", "mcp", "serve"]
+        command = [a.replace("{workspace}", str(workspace)) for a in (args.command or default)]
+        env = {**os.environ, "SHADOWCODE_HOME": str(Path(tmp) / "home"), "SHIV_ROOT": str(Path(tmp) / "shiv")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         # The first start creates the profile's store and writes bytecode; the second is measured.
         for extra in ({}, {"PYTHONPROFILEIMPORTTIME": "1"}):
             done = subprocess.run(
