@@ -18,7 +18,8 @@ in the check's scratch folder so model requests can be counted.
   connection stays usable (SRV-24, SRV-25).
 
 Command children are found by their working directory (the check's private project) in
-``/proc``; any that a failing target leaves behind are killed and reported.
+``/proc``; any that a failing target leaves behind are killed and reported. The set-up,
+session and engine helpers here are shared with :mod:`conformance.checks.engine_lifecycle`.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ __all__ = [
     "commands_in",
     "configure_model",
     "detached_task_survives_owner_eof",
+    "engine_running",
     "headless_engine",
+    "job_status",
     "jobs_sdk1",
     "jobs_sdk2",
-    "job_status",
+    "kill_commands",
     "open_session",
     "owner_job_limit",
     "stdin_eof_cancels_task",
@@ -296,11 +299,27 @@ async def job_status(ctx: Context, job_id: str) -> str:
     return str(job.get("status", "?")) if isinstance(job, dict) else "?"
 
 
+async def engine_running(ctx: Context) -> bool:
+    """Whether ``<target> --json engine status`` says the profile's engine runs (ENG-03).
+
+    It must exit 0 and, when it prints a JSON object, that object must not say
+    ``"running": false``.
+    """
+    done = await ctx.run([*ctx.target, "--json", "engine", "status"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    if done.returncode != 0:
+        return False
+    try:
+        doc = json.loads(done.stdout.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return True
+    return not isinstance(doc, dict) or doc.get("running") is not False
+
+
 @asynccontextmanager
 async def headless_engine(ctx: Context, problems: list[str]) -> AsyncIterator[anyio.abc.Process | None]:
     """``<target> engine`` running until the block ends (ENG-03).
 
-    Readiness is ``<target> engine status`` exiting 0. On exit the engine gets SIGTERM and a
+    Readiness is :func:`engine_running`. On exit the engine gets SIGTERM and a
     bounded wait, then its process group is killed.
 
     Yields:
@@ -313,11 +332,7 @@ async def headless_engine(ctx: Context, problems: list[str]) -> AsyncIterator[an
         try:
             ready = False
             with anyio.move_on_after(min(_ENGINE_READY_SECONDS, ctx.remaining())):
-                while proc.returncode is None:
-                    status = await ctx.run([*ctx.target, "engine", "status"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-                    if status.returncode == 0:
-                        ready = True
-                        break
+                while proc.returncode is None and not (ready := await engine_running(ctx)):
                     await anyio.sleep(0.2)
             if not ready:
                 problems.append(f"`engine` did not become ready (exit {proc.returncode}; stderr: {tail(stderr)})")
@@ -411,8 +426,8 @@ async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) ->
     sleeper: list[int] = []
     job_id = ""
     async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
-        job_id = str((await s.ok("shadow_run", {"prompt": "conformance sleep", "permission_level": "workspace"}))
-                     .get("job_id", ""))  # fmt: skip
+        submitted = await s.ok("shadow_run", {"prompt": "conformance sleep", "permission_level": "workspace"})
+        job_id = str(submitted.get("job_id", ""))
         approval = await s.wait_approval(job_id) if job_id else None
         if approval is not None:
             action = approval.get("action") or approval
@@ -424,7 +439,7 @@ async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) ->
             else:
                 s.problems.append(f"no `sleep 60` ran in the project within {_WAIT_SECONDS:g} s of the approval")
         if sleeper:
-            groups = {os.getpgid(pid) for pid in sleeper if _alive(pid)}
+            groups = {g for pid in sleeper if (g := _pgid(pid)) is not None}
             await s.close_stdin()
             code = await s.wait_exit()
             if code is None:
@@ -443,6 +458,13 @@ async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) ->
         if status != "cancelled":
             problems.append(f"{label}: the owner's job {job_id} is {status!r} after EOF, expected 'cancelled'")
     return job_id
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
 
 
 def _alive(pid: int) -> bool:
@@ -503,8 +525,8 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
             try:
                 slow = str(json.loads(detached.stdout.decode("utf-8"))["job_id"])
             except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-                return _result(problems + [f"`run --detach` exited {detached.returncode}: "
-                                           f"{tail(detached.stdout)} {tail(detached.stderr)}"], "")  # fmt: skip
+                said = f"{tail(detached.stdout)} {tail(detached.stderr)}"
+                return _result([*problems, f"`run --detach` exited {detached.returncode}: {said}"], "")
             await _sleep_task_then_eof(ctx, problems, "attached to the engine")
             during = await job_status(ctx, slow)
             if during in _FINISHED:
@@ -557,4 +579,6 @@ async def owner_job_limit(ctx: Context) -> CheckResult:
             status = await s.call("shadow_status")
             if status.is_error:
                 s.problems.append("shadow_status failed after the refused submission")
-    return _result(s.problems, f"{OWNER_JOBS} jobs accepted, job {OWNER_JOBS + 1} refused; the connection stayed usable")
+    return _result(
+        s.problems, f"{OWNER_JOBS} jobs accepted, job {OWNER_JOBS + 1} refused; the connection stayed usable"
+    )

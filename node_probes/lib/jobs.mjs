@@ -371,6 +371,8 @@ async function runJobChecks(run, s, ctx) {
   });
 
   await run.check("rollback_restores_the_file", ["SRV-18", "ENG-06"], async () => {
+    const before = readFileSync(writeFile, "utf8");
+    expect(before.includes(BUILD.marker) && before !== original, `${BUILD.writePath} does not hold the task's write to undo`);
     const done = await s.ok("shadow_rollback", { task_id: need(ids.build, "the build job"), confirm: true });
     const now = readFileSync(writeFile, "utf8");
     expect(now === original, `${BUILD.writePath} after rollback: ${short(now, 120)}`);

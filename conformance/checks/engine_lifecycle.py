@@ -1,0 +1,199 @@
+"""The headless engine seen from outside: one per profile, frontends attach, state survives a restart (ENG-03).
+
+``<target> engine`` is started as a child of the check and stopped with ``<target> engine
+stop``; whatever it leaves is killed by process group. State is written and read back only
+through ``mcp serve`` (goals, memory, sessions, checkpoints, change history, rollback), so
+any implementation of the command line can be checked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import anyio
+
+from conformance.checks.delegation import (
+    configure_model,
+    engine_running,
+    headless_engine,
+    kill_commands,
+    open_session,
+)
+from conformance.context import Context
+from conformance.processes import tail
+from conformance.registry import CheckResult, check
+
+__all__ = ["frontends_report_attached", "restart_keeps_state", "second_engine_refused"]
+
+_COMMAND_TIMEOUT_SECONDS = 30.0
+_STOP_WAIT_SECONDS = 20.0
+_JOB_WAIT_SECONDS = 30.0
+_SECOND_ENGINE_SECONDS = 20.0
+_WRITE_PATH = "notebook/render.py"
+_FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
+
+
+def _engine_mode(status: dict[str, Any]) -> Any:
+    engine = status.get("engine")
+    return engine.get("mode") if isinstance(engine, dict) else engine
+
+
+async def _stop_engine(ctx: Context, engine: Any, problems: list[str]) -> None:
+    """``<target> engine stop``; the engine process must exit and ``engine status`` say it is gone."""
+    stopped = await ctx.run([*ctx.target, "engine", "stop"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    if stopped.returncode != 0:
+        problems.append(f"`engine stop` exited {stopped.returncode}: {tail(stopped.stderr)}")
+    with anyio.move_on_after(_STOP_WAIT_SECONDS):
+        await engine.wait()
+    if engine.returncode is None:
+        problems.append(f"the engine still ran {_STOP_WAIT_SECONDS:g} s after `engine stop`")
+        return
+    if await engine_running(ctx):
+        problems.append("`engine status` still reports a running engine after it stopped")
+
+
+@check("engine_lifecycle:restart_keeps_state", covers=["ENG-03", "ENG-06", "CONF-03"], timeout_seconds=180)
+async def restart_keeps_state(ctx: Context) -> CheckResult:
+    """Goals, memory, sessions, checkpoints and history written through one engine are there after a restart (ENG-03).
+
+    With ``<target> engine`` running, a stdio server attached to it creates a goal, appends
+    a project note and runs a Build task that writes a file. The engine is stopped with
+    ``engine stop`` and started again; a new server must then find the goal, the note, the
+    task's session, its checkpoint and history, and roll the task back to the original file.
+    """
+    problem, _ = await configure_model(ctx)
+    if problem:
+        return CheckResult(False, problem)
+    problems: list[str] = []
+    marker = f"restart-note-{uuid.uuid4().hex[:10]}"
+    target_file = ctx.project / _WRITE_PATH
+    original = target_file.read_text(encoding="utf-8") if target_file.is_file() else None
+    if original is None:
+        return CheckResult(False, f"the sample project has no {_WRITE_PATH}")
+    goal_id = task_id = ""
+    checkpoints: set[str] = set()
+    try:
+        async with headless_engine(ctx, problems) as engine:
+            if engine is None:
+                return CheckResult(False, "; ".join(problems))
+            async with open_session(ctx, "--allow-write") as s:
+                created = await s.ok("shadow_goal", {"action": "create", "title": "survive a restart"})
+                goal_id = str((created.get("goal") or {}).get("id", ""))
+                await s.ok("shadow_memory", {"action": "append", "text": marker})
+                job = await s.ok("shadow_run", {"prompt": "conformance write", "permission_level": "workspace"})
+                task_id = str(job.get("job_id", ""))
+                final = await _wait_done(s, task_id)
+                if final != "done":
+                    s.problems.append(f"the write task ended {final!r}")
+                if target_file.read_text(encoding="utf-8") == original:
+                    s.problems.append(f"the write task did not change {_WRITE_PATH}")
+                listed = (await s.ok("shadow_checkpoint", {"task_id": task_id})).get("checkpoints") or []
+                checkpoints = {str(c.get("id")) for c in listed if isinstance(c, dict)}
+                if not checkpoints:
+                    s.problems.append("the write task left no checkpoint")
+            problems += [f"before the restart: {p}" for p in s.problems]
+            await _stop_engine(ctx, engine, problems)
+        if problems:
+            return CheckResult(False, "; ".join(problems))
+        async with headless_engine(ctx, problems) as engine:
+            if engine is None:
+                return CheckResult(False, "the engine did not start again: " + "; ".join(problems))
+            async with open_session(ctx, "--allow-write") as s:
+                goal = (await s.ok("shadow_goal", {"action": "get", "goal_id": goal_id})).get("goal") or {}
+                if goal.get("title") != "survive a restart":
+                    s.problems.append(f"goal {goal_id} after the restart: {goal}")
+                note = await s.ok("shadow_memory", {"action": "read"})
+                if marker not in str(note.get("content", "")):
+                    s.problems.append("the project note lost the appended text")
+                sessions = (await s.ok("shadow_sessions", {"limit": 50})).get("sessions") or []
+                if not any(
+                    task_id in (str(x.get("id")), str(x.get("task_id"))) for x in sessions if isinstance(x, dict)
+                ):
+                    s.problems.append(f"shadow_sessions does not list the task {task_id}")
+                listed = (await s.ok("shadow_checkpoint", {"task_id": task_id})).get("checkpoints") or []
+                if {str(c.get("id")) for c in listed if isinstance(c, dict)} != checkpoints:
+                    s.problems.append(f"the task's checkpoints changed across the restart: {listed}")
+                why = (await s.ok("shadow_why", {"path": _WRITE_PATH})).get("entries") or []
+                if not any(isinstance(e, dict) and e.get("task_id") == task_id for e in why):
+                    s.problems.append(f"shadow_why lost the task's write of {_WRITE_PATH}")
+                await s.ok("shadow_rollback", {"task_id": task_id, "confirm": True})
+                if target_file.read_text(encoding="utf-8") != original:
+                    s.problems.append(f"rolling back after the restart did not restore {_WRITE_PATH}")
+            problems += [f"after the restart: {p}" for p in s.problems]
+            await _stop_engine(ctx, engine, problems)
+    finally:
+        await anyio.to_thread.run_sync(kill_commands, ctx.project)
+    if problems:
+        return CheckResult(False, "; ".join(problems))
+    return CheckResult(True, "goal, note, session, checkpoint and history survived the restart; rollback restored")
+
+
+async def _wait_done(s: Any, task_id: str) -> str:
+    """The job's status once finished, polled for at most ``_JOB_WAIT_SECONDS`` ("?" when unknown)."""
+    status = "?"
+    if not task_id:
+        return status
+    with anyio.move_on_after(_JOB_WAIT_SECONDS):
+        while status not in _FINISHED:
+            status = str(((await s.job(task_id)).get("job") or {}).get("status", "?"))
+            if status not in _FINISHED:
+                await anyio.sleep(0.1)
+    return status
+
+
+@check("engine_lifecycle:second_engine_refused", covers=["ENG-03"], timeout_seconds=120)
+async def second_engine_refused(ctx: Context) -> CheckResult:
+    """A second ``<target> engine`` for a profile whose engine runs is refused (ENG-03).
+
+    It must exit non-zero with a message on stderr within a bounded time, and the first
+    engine must still run and answer ``engine status``; ``engine stop`` then ends it.
+    """
+    problems: list[str] = []
+    if await engine_running(ctx):
+        problems.append("`engine status` reports a running engine before any was started")
+    async with headless_engine(ctx, problems) as engine:
+        if engine is None:
+            return CheckResult(False, "; ".join(problems))
+        second = await ctx.run([*ctx.target, "engine"], timeout_seconds=_SECOND_ENGINE_SECONDS)
+        if second.timed_out:
+            problems.append(f"a second `engine` for the profile still ran after {_SECOND_ENGINE_SECONDS:g} s")
+        elif second.returncode == 0:
+            problems.append("a second `engine` for the profile exited 0")
+        elif not second.stderr.strip():
+            problems.append(f"a second `engine` exited {second.returncode} without a message on stderr")
+        if engine.returncode is not None:
+            problems.append(f"the first engine exited ({engine.returncode}) when the second one was started")
+        elif not await engine_running(ctx):
+            problems.append("`engine status` no longer reports the first engine after the second was refused")
+        await _stop_engine(ctx, engine, problems)
+    if problems:
+        return CheckResult(False, "; ".join(problems))
+    return CheckResult(True, f"the second engine exited {second.returncode}: {tail(second.stderr, 160)}")
+
+
+@check("engine_lifecycle:frontends_report_attached", covers=["ENG-03", "SRV-07"], timeout_seconds=120)
+async def frontends_report_attached(ctx: Context) -> CheckResult:
+    """A server reports its own temporary engine, or ``attached`` while ``<target> engine`` runs (ENG-03, SRV-07).
+
+    ``shadow_status`` gives ``engine.mode``: ``temporary`` without a running engine, and
+    ``attached`` for a server started while the profile's engine runs.
+    """
+    problems: list[str] = []
+    async with open_session(ctx) as s:
+        mode = _engine_mode(await s.ok("shadow_status"))
+        if mode != "temporary":
+            s.problems.append(f"without a running engine shadow_status reports engine mode {mode!r}, not temporary")
+    problems += s.problems
+    async with headless_engine(ctx, problems) as engine:
+        if engine is None:
+            return CheckResult(False, "; ".join(problems))
+        async with open_session(ctx) as s:
+            mode = _engine_mode(await s.ok("shadow_status"))
+            if mode != "attached":
+                s.problems.append(f"with the engine running shadow_status reports engine mode {mode!r}, not attached")
+        problems += s.problems
+        await _stop_engine(ctx, engine, problems)
+    if problems:
+        return CheckResult(False, "; ".join(problems))
+    return CheckResult(True, "temporary without an engine, attached while it runs")
