@@ -32,6 +32,7 @@ __all__ = [
     "REPO",
     "HeadlessEngine",
     "cli",
+    "cli_env",
     "configure_models",
     "group_gone",
     "headless_engine",
@@ -161,7 +162,8 @@ def group_gone(pid: int) -> bool:
     return not _pid_running(pid) and not pids_alive(pid)
 
 
-def _env(home: Path) -> dict[str, str]:
+def cli_env(home: Path) -> dict[str, str]:
+    """The environment for a CLI or engine process under ``home``."""
     return dict(os.environ, SHADOWCODE_HOME=str(home), PYTHONWARNDEFAULTENCODING="1")
 
 
@@ -172,7 +174,7 @@ def cli(
     prefix = ["--workspace", str(workspace)] if workspace is not None else []
     return subprocess.run(
         [PY, "-m", "shadowcode", *prefix, *args],
-        env=_env(home),
+        env=cli_env(home),
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -192,7 +194,7 @@ class HeadlessEngine:
         self._stderr = self.stderr_path.open("wb")
         self.proc = subprocess.Popen(
             [PY, "-m", "shadowcode", "engine"],
-            env=_env(home),
+            env=cli_env(home),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
