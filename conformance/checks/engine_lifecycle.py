@@ -28,10 +28,8 @@ __all__ = ["frontends_report_attached", "restart_keeps_state", "second_engine_re
 
 _COMMAND_TIMEOUT_SECONDS = 30.0
 _STOP_WAIT_SECONDS = 20.0
-_JOB_WAIT_SECONDS = 30.0
 _SECOND_ENGINE_SECONDS = 20.0
 _WRITE_PATH = "notebook/render.py"
-_FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
 
 
 def _engine_mode(status: dict[str, Any]) -> Any:
@@ -83,7 +81,7 @@ async def restart_keeps_state(ctx: Context) -> CheckResult:
                 await s.ok("shadow_memory", {"action": "append", "text": marker})
                 job = await s.ok("shadow_run", {"prompt": "conformance write", "permission_level": "workspace"})
                 task_id = str(job.get("job_id", ""))
-                final = await _wait_done(s, task_id)
+                final = await s.wait_finished(task_id)
                 if final != "done":
                     s.problems.append(f"the write task ended {final!r}")
                 if target_file.read_text(encoding="utf-8") == original:
@@ -127,19 +125,6 @@ async def restart_keeps_state(ctx: Context) -> CheckResult:
     if problems:
         return CheckResult(False, "; ".join(problems))
     return CheckResult(True, "goal, note, session, checkpoint and history survived the restart; rollback restored")
-
-
-async def _wait_done(s: Any, task_id: str) -> str:
-    """The job's status once finished, polled for at most ``_JOB_WAIT_SECONDS`` ("?" when unknown)."""
-    status = "?"
-    if not task_id:
-        return status
-    with anyio.move_on_after(_JOB_WAIT_SECONDS):
-        while status not in _FINISHED:
-            status = str(((await s.job(task_id)).get("job") or {}).get("status", "?"))
-            if status not in _FINISHED:
-                await anyio.sleep(0.1)
-    return status
 
 
 @check("engine_lifecycle:second_engine_refused", covers=["ENG-03"], timeout_seconds=120)

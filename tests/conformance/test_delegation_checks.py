@@ -104,14 +104,15 @@ def _run(name: str, target: list[str]):
         ("delegation:stdin_eof_cancels_task", "SRV-21"),
         ("delegation:detached_task_survives_owner_eof", "ENG-08"),
         ("delegation:owner_job_limit", "SRV-24"),
+        ("delegation:background_outlives_owner", "SRV-23"),
         ("engine_lifecycle:restart_keeps_state", "ENG-03"),
     ],
 )
-def test_checks_fail_a_target_that_refuses_every_command_srv21_srv24_eng03_eng08(name: str, ident: str) -> None:
+def test_checks_fail_a_target_that_refuses_every_command_srv21_srv23_srv24_eng03_eng08(name: str, ident: str) -> None:
     records = _run(name, ["false"])
     assert ident in records[0].covers
     assert not records[0].ok
-    assert "trust --level workspace" in records[0].detail
+    assert "`trust --level " in records[0].detail
 
 
 def test_eof_check_fails_a_target_whose_task_never_waits_for_approval_srv21_srv22(lying_target: list[str]) -> None:
@@ -132,12 +133,19 @@ def test_job_limit_check_fails_a_target_that_accepts_a_65th_job_srv24(lying_targ
         "engine_lifecycle:restart_keeps_state",
         "engine_lifecycle:second_engine_refused",
         "delegation:detached_task_survives_owner_eof",
+        "delegation:owner_socket_limit",
     ],
 )
 def test_engine_checks_fail_a_target_whose_engine_never_runs_eng03_eng08(lying_target: list[str], name: str) -> None:
     records = _run(name, lying_target)
     assert not records[0].ok
     assert "did not become ready" in records[0].detail
+
+
+def test_background_check_fails_a_target_whose_task_never_asks_to_start_one_srv23(lying_target: list[str]) -> None:
+    [record] = _run("delegation:background_outlives_owner", lying_target)
+    assert not record.ok
+    assert "temporary engine: job job_1 ended" in record.detail
 
 
 def test_attach_check_fails_a_server_that_reports_no_temporary_engine_eng03(lying_target: list[str]) -> None:
