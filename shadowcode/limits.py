@@ -48,7 +48,7 @@ __all__ = [
     "MCP_ENABLED_SERVERS_MAX",
     "MCP_FRAMES_PER_SECOND_MAX",
     "MCP_FRAME_MAX_BYTES",
-    "MCP_INLINE_TOOLS_DEFAULT",
+    "MCP_INLINE_TOOLS_MAX",
     "MCP_STDERR_CAPTURE_BYTES",
     "MCP_TIMEOUT_DEFAULT_SECONDS",
     "MCP_TIMEOUT_MAX_SECONDS",
@@ -415,9 +415,10 @@ this, and the capture never enters task history (CLI-04, CLI-13)."""
 MCP_ENABLED_SERVERS_MAX: Final = 4
 """Servers one project may have enabled at once (CLI-02)."""
 
-MCP_INLINE_TOOLS_DEFAULT: Final = 40
-"""Enabled tools a Build task gets as first-class ``mcp__<server>__<tool>`` functions when
-``mcp.inline_tools`` is not set; past it only ``mcp_tools`` and ``mcp_call`` are offered (CLI-07)."""
+MCP_INLINE_TOOLS_MAX: Final = 40
+"""Enabled tools a Build task gets as first-class ``mcp__<server>__<tool>`` functions at most,
+unless the ``mcp.inline_tools`` setting says otherwise; past it only ``mcp_tools`` and
+``mcp_call`` are offered (CLI-07)."""
 
 MCP_TOOL_NAMES_PAGE_MAX: Final = 20
 """Tool names one ``mcp_tools`` page lists (CLI-07)."""
