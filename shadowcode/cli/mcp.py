@@ -6,11 +6,24 @@ from typing import Annotated
 
 import typer
 
+from shadowcode.cli import mcp_servers
 from shadowcode.cli.context import globals_of
 
 __all__ = ["app"]
 
-app = typer.Typer(help="The native MCP server and its registration.", no_args_is_help=True)
+app = typer.Typer(
+    help="The native MCP server, its registration, and the external servers tasks may call.",
+    invoke_without_command=True,
+)
+
+
+@app.callback()
+def _catalog(ctx: typer.Context) -> None:
+    """The native MCP server and external MCP servers; with no command, print the server catalog (CLI-01)."""
+    if ctx.invoked_subcommand is None:
+        from shadowcode.cli.mcp_servers import print_catalog
+
+        print_catalog(ctx)
 
 
 @app.command("serve")
@@ -119,3 +132,6 @@ def register(
         json_output=g.json,
     )
     sys.stdout.write(snippet.text)
+
+
+mcp_servers.register(app)

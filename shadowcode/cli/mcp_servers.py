@@ -1,0 +1,119 @@
+"""``shadowcode mcp add|enable|disable|remove`` and the ``shadowcode [--json] mcp`` catalog (CLI-01, CLI-02, CLI-05).
+
+None of these commands starts a server or contacts anything: they read definition files and
+change registrations and grants in the profile store. Grants apply to the ``--workspace``
+project (canonical path), which must be trusted to enable a server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from shadowcode.cli.context import emit, globals_of
+
+__all__ = ["print_catalog", "register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the server-management verbs to the ``mcp`` typer app."""
+    app.command("add")(add)
+    app.command("enable")(enable)
+    app.command("disable")(disable)
+    app.command("remove")(remove)
+
+
+def _open(ctx: typer.Context) -> Any:
+    from shadowcode.engine import Engine
+    from shadowcode.profile import Profile
+
+    return Engine.open(Profile.select(globals_of(ctx).profile))
+
+
+def _catalog_text(doc: dict[str, Any]) -> str:
+    trust = "trusted" if doc["trusted"] else "untrusted"
+    lines = [f"MCP servers for {doc['project']} ({trust}; at most {doc['enabled_max']} enabled)"]
+    if not doc["servers"]:
+        lines.append("  none registered; add one with `shadowcode mcp add FILE` or a file in .shadowcode/mcp/")
+    for server in doc["servers"]:
+        state = server["grant"]["state"]
+        what = " ".join(server.get("command") or []) or server.get("url") or server.get("error") or ""
+        lines.append(f"  {server['id']:<40} {state:<9} {server.get('hash') or '-'}")
+        if what:
+            lines.append(f"      {what}")
+        if server.get("env_names"):
+            lines.append(f"      env: {', '.join(server['env_names'])}")
+    return "\n".join(lines)
+
+
+def print_catalog(ctx: typer.Context) -> None:
+    """Print the catalog of the workspace project: ids, hashes, grant states, variable names only (CLI-01)."""
+    from shadowcode.mcp.client.grants import McpRegistry
+
+    g = globals_of(ctx)
+    with _open(ctx) as engine:
+        project = engine.project(g.workspace_path())
+        doc = McpRegistry(engine.store).catalog(project.path, trusted=project.trusted)
+    emit(g, doc, _catalog_text(doc))
+
+
+def add(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A .json, .yaml or .yml server definition.")],
+    hash_: Annotated[
+        str | None, typer.Option("--hash", help="Current hash, required to replace a registration.")
+    ] = None,
+) -> None:
+    """Register a server definition globally as config:NAME; nothing is started (CLI-01, CLI-05)."""
+    from shadowcode.mcp.client.grants import McpRegistry
+
+    g = globals_of(ctx)
+    with _open(ctx) as engine:
+        definition = McpRegistry(engine.store).add(file, replace_hash=hash_)
+    doc = definition.describe()
+    emit(g, doc, f"registered {definition.id} (hash {definition.sha256}); review it, then `mcp enable`")
+
+
+def enable(
+    ctx: typer.Context,
+    server_id: Annotated[str, typer.Argument(metavar="ID", help="config:NAME or project:PATH.")],
+    hash_: Annotated[str, typer.Option("--hash", help="The reviewed hash from the catalog.")],
+) -> None:
+    """Enable a server for the workspace project at its reviewed hash (CLI-02, CLI-05)."""
+    from shadowcode.mcp.client.grants import McpRegistry
+
+    g = globals_of(ctx)
+    with _open(ctx) as engine:
+        project = engine.project(g.workspace_path())
+        doc = McpRegistry(engine.store).enable(project.path, server_id, hash_, trusted=project.trusted)
+    emit(g, doc, f"enabled {server_id} for {doc['project']}")
+
+
+def disable(
+    ctx: typer.Context,
+    server_id: Annotated[str, typer.Argument(metavar="ID", help="config:NAME or project:PATH.")],
+) -> None:
+    """Disable a server for the workspace project; running tasks keep theirs (CLI-05, CLI-06)."""
+    from shadowcode.engine import canonical_project
+    from shadowcode.mcp.client.grants import McpRegistry
+
+    g = globals_of(ctx)
+    with _open(ctx) as engine:
+        doc = McpRegistry(engine.store).disable(canonical_project(g.workspace_path()), server_id)
+    emit(g, doc, f"disabled {server_id} for {doc['project']}")
+
+
+def remove(
+    ctx: typer.Context,
+    server_id: Annotated[str, typer.Argument(metavar="ID", help="config:NAME.")],
+    hash_: Annotated[str, typer.Option("--hash", help="Its current hash.")],
+) -> None:
+    """Remove a global registration and revoke its grants in every project (CLI-05)."""
+    from shadowcode.mcp.client.grants import McpRegistry
+
+    g = globals_of(ctx)
+    with _open(ctx) as engine:
+        doc = McpRegistry(engine.store).remove(server_id, hash_)
+    emit(g, doc, f"removed {server_id} ({doc['grants_revoked']} grants revoked)")

@@ -1,0 +1,399 @@
+"""External MCP server definitions: their shape, ids, content hashes and project files (CLI-01, CLI-03).
+
+A definition is a small JSON or YAML object naming one server:
+
+- stdio: ``name``, ``command`` (an array of literal arguments, never a shell string),
+  optional ``description``, ``timeout_sec``, ``env_refs`` (child variable → secret or
+  environment name) and the legacy literal ``env`` (child variable → value);
+- Streamable HTTP: ``name``, ``url``, optional ``api_key_env``, ``timeout_sec``, ``description``.
+
+Unknown fields, a definition with both ``command`` and ``url`` (or neither), and ``env`` /
+``env_refs`` on an HTTP definition are refused with the source and the field named.
+
+Ids: ``config:NAME`` for a global registration (``shadowcode mcp add FILE``), and
+``project:<relative path>`` for a file directly inside ``.shadowcode/mcp/`` or ``.shadow/mcp/``
+of the project (``.json``, ``.yaml`` or ``.yml``; sub-folders are not read and a link must not
+lead outside its folder). A definition's hash is the SHA-256 of its exact bytes. Reading
+definitions starts nothing and contacts nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from shadowcode.errors import ConfigError
+from shadowcode.limits import MCP_DEFINITION_MAX_BYTES, MCP_TIMEOUT_MAX_SECONDS, MCP_TIMEOUT_MIN_SECONDS
+
+__all__ = [
+    "PROJECT_FOLDERS",
+    "DefinitionProblem",
+    "HttpSpec",
+    "ServerDefinition",
+    "StdioSpec",
+    "parse_definition",
+    "project_definitions",
+    "read_definition_file",
+    "read_project_definition",
+    "sha256_hex",
+]
+
+PROJECT_FOLDERS: tuple[str, ...] = (".shadowcode/mcp", ".shadow/mcp")
+"""Folders of a project whose files are server definitions (CLI-03)."""
+
+_SUFFIXES = (".json", ".yaml", ".yml")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}")
+_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_ERRORS_SHOWN = 3
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_name(value: str) -> str:
+    if not _NAME.fullmatch(value) or value.endswith("_"):
+        raise ValueError(
+            "use 1-32 letters, digits, '-' or single '_' (not at the end), starting with a letter or digit"
+        )
+    return value
+
+
+def _check_vars(value: dict[str, str], what: str) -> dict[str, str]:
+    for key, item in value.items():
+        if not _VAR.fullmatch(key):
+            raise ValueError(f"{key!r} is not a valid environment variable name")
+        if "\x00" in item:
+            raise ValueError(f"the {what} of {key!r} contains a NUL byte")
+    return value
+
+
+class StdioSpec(BaseModel):
+    """A stdio server: the literal command and what its environment gets (CLI-03, CLI-12)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Server name; tools appear as ``mcp__<name>__<tool>``."""
+    command: tuple[str, ...] = Field(min_length=1)
+    """Program and arguments, passed literally (no shell)."""
+    description: str | None = None
+    """What the server is for, shown in catalogs."""
+    timeout_sec: float | None = Field(default=None, ge=MCP_TIMEOUT_MIN_SECONDS, le=MCP_TIMEOUT_MAX_SECONDS)
+    """Seconds for initialization, discovery and each call; None: MCP_TIMEOUT_DEFAULT_SECONDS."""
+    env_refs: dict[str, str] = Field(default_factory=dict)
+    """Child variable name → name of a stored secret or environment variable (resolved at connection start)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Legacy literal child variables; catalogs show the names only."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("must be an array of literal arguments, not a shell command string")
+        if isinstance(value, list | tuple):
+            for arg in value:  # pyright: ignore[reportUnknownVariableType]
+                if not isinstance(arg, str) or not arg or "\x00" in arg:
+                    raise ValueError("every argument must be a non-empty string without NUL bytes")
+        return value
+
+    @field_validator("env_refs")
+    @classmethod
+    def _env_refs(cls, value: dict[str, str]) -> dict[str, str]:
+        for ref in value.values():
+            if not _VAR.fullmatch(ref):
+                raise ValueError(f"{ref!r} is not a valid secret or variable name")
+        return _check_vars(value, "reference")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_vars(value, "value")
+
+
+class HttpSpec(BaseModel):
+    """A Streamable HTTP server (CLI-03); its client is not part of this build."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Server name."""
+    url: str = Field(min_length=1)
+    """The endpoint."""
+    description: str | None = None
+    """What the server is for."""
+    api_key_env: str | None = None
+    """Name of the stored secret or environment variable holding a bearer token."""
+    timeout_sec: float | None = Field(default=None, ge=MCP_TIMEOUT_MIN_SECONDS, le=MCP_TIMEOUT_MAX_SECONDS)
+    """Seconds for initialization, discovery and each call."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return _check_name(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, value: str | None) -> str | None:
+        if value is not None and not _VAR.fullmatch(value):
+            raise ValueError(f"{value!r} is not a valid secret or variable name")
+        return value
+
+
+@dataclass(frozen=True)
+class ServerDefinition:
+    """A valid definition and where it came from.
+
+    Attributes:
+        id: ``config:NAME`` or ``project:<relative path>``.
+        scope: ``"config"`` (global registration) or ``"project"`` (a project file).
+        path: the project-relative file path for project definitions, else None.
+        sha256: hex SHA-256 of the definition's exact bytes.
+        spec: the validated content.
+    """
+
+    id: str
+    scope: Literal["config", "project"]
+    path: str | None
+    sha256: str
+    spec: StdioSpec | HttpSpec
+
+    @property
+    def name(self) -> str:
+        """The server name."""
+        return self.spec.name
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """``"stdio"`` or ``"http"``."""
+        return "stdio" if isinstance(self.spec, StdioSpec) else "http"
+
+    def describe(self) -> dict[str, Any]:
+        """The catalog view: everything but environment values (CLI-01, CLI-04).
+
+        Returns:
+            ``{"id", "name", "scope", "path", "hash", "transport", "description", "timeout_sec",
+            "command" | "url", "env_names": [str], "env_refs": {var: reference name},
+            "api_key_env"}`` (transport-specific keys only where they apply).
+        """
+        spec = self.spec
+        doc: dict[str, Any] = {
+            "id": self.id,
+            "name": spec.name,
+            "scope": self.scope,
+            "path": self.path,
+            "hash": self.sha256,
+            "transport": self.transport,
+            "description": spec.description,
+            "timeout_sec": spec.timeout_sec,
+        }
+        if isinstance(spec, StdioSpec):
+            doc["command"] = list(spec.command)
+            doc["env_names"] = sorted(set(spec.env) | set(spec.env_refs))
+            doc["env_refs"] = dict(sorted(spec.env_refs.items()))
+        else:
+            doc["url"] = spec.url
+            doc["api_key_env"] = spec.api_key_env
+        return doc
+
+
+@dataclass(frozen=True)
+class DefinitionProblem:
+    """A project file that is not a usable definition.
+
+    Attributes:
+        id: ``project:<relative path>``.
+        path: the project-relative path.
+        sha256: hash of its bytes, or None when they could not be read.
+        error: why it is refused (names the file and field).
+    """
+
+    id: str
+    path: str
+    sha256: str | None
+    error: str
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256 of ``data`` (the definition hash, CLI-02)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _format_errors(source: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:_ERRORS_SHOWN]:
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+        parts.append(f"field {where!r}: {message}")
+    more = len(exc.errors()) - _ERRORS_SHOWN
+    return f"{source}: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def parse_definition(data: bytes, source: str, *, fmt: str) -> StdioSpec | HttpSpec:
+    """Validate one definition's bytes (CLI-03).
+
+    Args:
+        data: the exact bytes (UTF-8 JSON or YAML).
+        source: how to name it in errors (a file name or id).
+        fmt: ``"json"`` or ``"yaml"``.
+
+    Returns:
+        The stdio or HTTP spec.
+
+    Raises:
+        ConfigError: too large, not JSON/YAML, not an object, unknown fields, an ambiguous
+            or missing transport, ``env``/``env_refs`` on HTTP, or an invalid field (named).
+    """
+    if len(data) > MCP_DEFINITION_MAX_BYTES:
+        raise ConfigError(f"{source}: the definition is {len(data)} bytes; the limit is {MCP_DEFINITION_MAX_BYTES}")
+    try:
+        text = data.decode("utf-8")
+        doc = json.loads(text) if fmt == "json" else yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - safe loader
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{source}: not valid {fmt.upper()} ({type(exc).__name__})") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: a definition must be an object")
+    has_command, has_url = "command" in doc, "url" in doc
+    if has_command and has_url:
+        raise ConfigError(f"{source}: fields 'command' and 'url' both present; a definition has one transport")
+    if not has_command and not has_url:
+        raise ConfigError(f"{source}: field 'command' (stdio) or 'url' (Streamable HTTP) is required")
+    if has_url:
+        for field in ("env", "env_refs"):
+            if field in doc:
+                raise ConfigError(f"{source}: field {field!r} applies to stdio servers only, not to an HTTP 'url'")
+    try:
+        return HttpSpec.model_validate(doc) if has_url else StdioSpec.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(source, exc)) from exc
+
+
+def _format_of(name: str) -> str:
+    return "json" if name.lower().endswith(".json") else "yaml"
+
+
+def read_definition_file(path: Path) -> tuple[bytes, str]:
+    """Read a definition file given to ``mcp add``: ``(bytes, format)``.
+
+    Raises:
+        ConfigError: missing, not a regular file, unreadable or over MCP_DEFINITION_MAX_BYTES.
+    """
+    data = _read_regular(path, str(path))
+    return data, _format_of(path.name)
+
+
+def _read_regular(path: Path, source: str) -> bytes:
+    try:
+        info = path.stat()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{source}: no such file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{source}: not a regular file")
+    if info.st_size > MCP_DEFINITION_MAX_BYTES:
+        raise ConfigError(f"{source}: the definition is {info.st_size} bytes; the limit is {MCP_DEFINITION_MAX_BYTES}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(MCP_DEFINITION_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def _load_project_file(project: Path, folder_real: Path, entry: Path) -> ServerDefinition | DefinitionProblem:
+    rel = entry.relative_to(project).as_posix()
+    def_id = f"project:{rel}"
+    try:
+        real = entry.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return DefinitionProblem(def_id, rel, None, f"{rel}: a broken or looping link")
+    if real.parent != folder_real:
+        return DefinitionProblem(def_id, rel, None, f"{rel}: a link leading outside {entry.parent.name}/ is refused")
+    try:
+        data = _read_regular(real, rel)
+    except ConfigError as exc:
+        return DefinitionProblem(def_id, rel, None, exc.message)
+    digest = sha256_hex(data)
+    try:
+        spec = parse_definition(data, rel, fmt=_format_of(entry.name))
+    except ConfigError as exc:
+        return DefinitionProblem(def_id, rel, digest, exc.message)
+    return ServerDefinition(id=def_id, scope="project", path=rel, sha256=digest, spec=spec)
+
+
+def _folder(project: Path, rel_folder: str) -> Path | None:
+    folder = project / rel_folder
+    if not folder.is_dir():
+        return None
+    real = folder.resolve()
+    return real if _inside(real, project) else None
+
+
+def project_definitions(project: Path) -> list[ServerDefinition | DefinitionProblem]:
+    """Every definition file directly inside the project's definition folders, by id (CLI-03).
+
+    Args:
+        project: the canonical project path.
+
+    Returns:
+        Valid definitions and problems (invalid, unreadable or escaping files), sorted by id.
+        A definition folder that itself leads outside the project is ignored.
+    """
+    found: list[ServerDefinition | DefinitionProblem] = []
+    for rel_folder in PROJECT_FOLDERS:
+        folder_real = _folder(project, rel_folder)
+        if folder_real is None:
+            continue
+        folder = project / rel_folder
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") or not name.lower().endswith(_SUFFIXES):
+                continue
+            entry = folder / name
+            if entry.is_dir():
+                continue
+            found.append(_load_project_file(project, folder_real, entry))
+    return sorted(found, key=lambda d: d.id)
+
+
+def read_project_definition(project: Path, def_id: str) -> ServerDefinition:
+    """Re-read one project definition by id, now (CLI-06, CLI-10).
+
+    Raises:
+        ConfigError: not a project id, the file is gone, escapes its folder, or is invalid.
+    """
+    if not def_id.startswith("project:"):
+        raise ConfigError(f"{def_id!r} is not a project definition id")
+    rel = def_id.removeprefix("project:")
+    parent = rel.rpartition("/")[0]
+    if parent not in PROJECT_FOLDERS or not rel.lower().endswith(_SUFFIXES):
+        raise ConfigError(f"{def_id!r} does not name a file directly in {' or '.join(PROJECT_FOLDERS)}")
+    folder_real = _folder(project, parent)
+    entry = project / rel
+    if folder_real is None or not (entry.exists() or entry.is_symlink()):
+        raise ConfigError(f"{rel}: the definition file is missing")
+    loaded = _load_project_file(project, folder_real, entry)
+    if isinstance(loaded, DefinitionProblem):
+        raise ConfigError(loaded.error)
+    return loaded

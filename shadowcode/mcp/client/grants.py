@@ -1,0 +1,287 @@
+"""Global registrations, per-project grants and cached tool catalogs (CLI-01, CLI-02, CLI-05, CLI-06, CLI-08).
+
+A grant binds a canonical project path, a definition id and the SHA-256 of the definition's
+content at review time. A definition whose current hash differs from its grant (``changed``),
+or that is gone (``missing``) or no longer valid (``invalid``), is not given to new Build tasks
+until it is enabled again with the new hash or disabled. At most MCP_ENABLED_SERVERS_MAX grants
+exist per project, whatever their state. Removing a global definition revokes its grants in
+every project, so registering identical content again starts disabled. Project files cannot
+grant anything: only :meth:`McpRegistry.enable` writes grants, for a trusted project.
+
+Grant states in the catalog: ``enabled``, ``disabled``, ``changed``, ``missing``, ``invalid``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
+from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
+from shadowcode.mcp.client.definitions import (
+    DefinitionProblem,
+    ServerDefinition,
+    parse_definition,
+    project_definitions,
+    read_definition_file,
+    sha256_hex,
+)
+from shadowcode.store import Store
+
+__all__ = ["McpRegistry", "Snapshot"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The servers a new Build task may use, fixed when the task is submitted (CLI-06).
+
+    Attributes:
+        project: the canonical project.
+        servers: enabled definitions whose current hash matches their grant, by id.
+        notes: one sentence per enabled server left out (changed, missing, invalid).
+    """
+
+    project: Path
+    servers: tuple[ServerDefinition, ...]
+    notes: tuple[str, ...]
+
+
+class McpRegistry:
+    """Reads and changes MCP registrations and grants in the profile store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- global definitions (CLI-01, CLI-05) --------------------------------------------
+
+    def _global(self, row: dict[str, Any]) -> ServerDefinition:
+        data = bytes(row["content"])
+        spec = parse_definition(data, f"config:{row['name']}", fmt=row["format"])
+        return ServerDefinition(id=f"config:{row['name']}", scope="config", path=None, sha256=row["sha256"], spec=spec)
+
+    def globals(self) -> list[ServerDefinition]:
+        """Every global registration, by name."""
+        return [self._global(r) for r in self._store.rows("SELECT * FROM mcp_definitions ORDER BY name")]
+
+    def add(self, path: Path, *, replace_hash: str | None = None) -> ServerDefinition:
+        """Register the definition file at ``path`` as ``config:NAME``; reads it, runs nothing (CLI-01, CLI-05).
+
+        Args:
+            path: a ``.json``, ``.yaml`` or ``.yml`` file.
+            replace_hash: the current hash, required when NAME is already registered with
+                other content.
+
+        Returns:
+            The stored definition.
+
+        Raises:
+            ConfigError: the file cannot be read or is not a valid definition.
+            ConflictError: NAME exists with different content and ``replace_hash`` is not its hash.
+        """
+        data, fmt = read_definition_file(path)
+        spec = parse_definition(data, path.name, fmt=fmt)
+        digest = sha256_hex(data)
+        now = int(time.time())
+        with self._store.atomic():
+            current = self._store.row("SELECT sha256 FROM mcp_definitions WHERE name = ?", (spec.name,))
+            if current is None:
+                self._store.execute(
+                    "INSERT INTO mcp_definitions (name, content, format, sha256, added_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (spec.name, data, fmt, digest, now, now),
+                )
+            elif current["sha256"] != digest:
+                if replace_hash != current["sha256"]:
+                    raise ConflictError(
+                        f"config:{spec.name} is already registered with other content; replace it with "
+                        "--hash set to its current hash (see `shadowcode --json mcp`)",
+                        definition_id=f"config:{spec.name}",
+                    )
+                self._store.execute(
+                    "UPDATE mcp_definitions SET content = ?, format = ?, sha256 = ?, updated_at = ? WHERE name = ?",
+                    (data, fmt, digest, now, spec.name),
+                )
+        return ServerDefinition(id=f"config:{spec.name}", scope="config", path=None, sha256=digest, spec=spec)
+
+    def remove(self, def_id: str, sha256: str) -> dict[str, Any]:
+        """Delete a global definition, its grants in every project and its cached catalogs (CLI-05).
+
+        Returns:
+            ``{"id", "removed": True, "grants_revoked": int}``.
+
+        Raises:
+            ConfigError: not a ``config:`` id (project files are removed by deleting them).
+            NotFound: no such registration.
+            ConflictError: ``sha256`` is not its current hash.
+        """
+        if not def_id.startswith("config:"):
+            raise ConfigError(f"{def_id!r}: only global (config:) definitions are removed here; delete the file")
+        name = def_id.removeprefix("config:")
+        with self._store.atomic():
+            row = self._store.row("SELECT sha256 FROM mcp_definitions WHERE name = ?", (name,))
+            if row is None:
+                raise NotFound(f"no registered server {def_id!r}", definition_id=def_id)
+            if row["sha256"] != sha256:
+                raise ConflictError(f"{def_id}: --hash is not its current hash", definition_id=def_id)
+            self._store.execute("DELETE FROM mcp_definitions WHERE name = ?", (name,))
+            revoked = self._store.execute("DELETE FROM mcp_grants WHERE definition_id = ?", (def_id,))
+            self._store.execute("DELETE FROM mcp_catalogs WHERE definition_id = ?", (def_id,))
+        return {"id": def_id, "removed": True, "grants_revoked": revoked}
+
+    # -- what a project sees (CLI-03, CLI-05) ------------------------------------------
+
+    def definitions(self, project: Path) -> list[ServerDefinition | DefinitionProblem]:
+        """Global definitions then the project's files, each by id."""
+        return [*self.globals(), *project_definitions(project)]
+
+    def grants(self, project: Path) -> dict[str, str]:
+        """The project's grants: definition id → granted hash."""
+        rows = self._store.rows("SELECT definition_id, sha256 FROM mcp_grants WHERE project = ?", (str(project),))
+        return {r["definition_id"]: r["sha256"] for r in rows}
+
+    def catalog(self, project: Path, *, trusted: bool) -> dict[str, Any]:
+        """The ``--json mcp`` document: definitions with hashes and grant states; nothing is started (CLI-01).
+
+        Returns:
+            ``{"project", "trusted", "enabled_max", "servers": [describe() + {"grant": {"state",
+            "hash"}, "error"?}]}``. Grants whose definition is gone are listed as ``missing``.
+        """
+        grants = self.grants(project)
+        servers: list[dict[str, Any]] = []
+        for item in self.definitions(project):
+            granted = grants.pop(item.id, None)
+            if isinstance(item, DefinitionProblem):
+                doc: dict[str, Any] = {"id": item.id, "path": item.path, "scope": "project", "hash": item.sha256}
+                doc["error"] = item.error
+                state = "invalid" if granted else "disabled"
+            else:
+                doc = item.describe()
+                state = "disabled" if granted is None else ("enabled" if granted == item.sha256 else "changed")
+            doc["grant"] = {"state": state, "hash": granted}
+            servers.append(doc)
+        for def_id, granted in sorted(grants.items()):
+            servers.append({"id": def_id, "hash": None, "grant": {"state": "missing", "hash": granted}})
+        return {
+            "project": str(project),
+            "trusted": trusted,
+            "enabled_max": MCP_ENABLED_SERVERS_MAX,
+            "servers": servers,
+        }
+
+    def _find(self, project: Path, def_id: str) -> ServerDefinition:
+        for item in self.definitions(project):
+            if item.id != def_id:
+                continue
+            if isinstance(item, DefinitionProblem):
+                raise ConfigError(item.error, definition_id=def_id)
+            return item
+        raise NotFound(f"no server definition {def_id!r} for this project", definition_id=def_id)
+
+    # -- grants (CLI-02, CLI-05, CLI-06) -------------------------------------------------
+
+    def enable(self, project: Path, def_id: str, sha256: str, *, trusted: bool) -> dict[str, Any]:
+        """Grant ``def_id`` at its reviewed hash to a trusted project (CLI-02, CLI-05).
+
+        Returns:
+            ``{"id", "project", "hash", "state": "enabled"}``.
+
+        Raises:
+            PolicyError: the project is not trusted.
+            NotFound: no such definition; ConfigError: it is invalid.
+            ConflictError: ``sha256`` is not its current hash, the project already has
+                MCP_ENABLED_SERVERS_MAX other grants, or another enabled server has the same name.
+        """
+        if not trusted:
+            raise PolicyError(f"enabling a server needs a trusted project: run `shadowcode trust {project}`")
+        definition = self._find(project, def_id)
+        if definition.sha256 != sha256:
+            raise ConflictError(
+                f"{def_id}: --hash does not match its current content (review it with `shadowcode --json mcp`)",
+                definition_id=def_id,
+            )
+        with self._store.atomic():
+            grants = self.grants(project)
+            others = {k: v for k, v in grants.items() if k != def_id}
+            if len(others) >= MCP_ENABLED_SERVERS_MAX:
+                raise ConflictError(
+                    f"this project already has {len(others)} servers enabled; the limit is "
+                    f"{MCP_ENABLED_SERVERS_MAX} (disable one first)",
+                    definition_id=def_id,
+                )
+            for item in self.definitions(project):
+                if isinstance(item, ServerDefinition) and item.id in others and item.name == definition.name:
+                    raise ConflictError(
+                        f"{item.id} is enabled under the same name {definition.name!r}", definition_id=def_id
+                    )
+            self._store.execute(
+                "INSERT INTO mcp_grants (project, definition_id, sha256, granted_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (project, definition_id) DO UPDATE SET sha256 = excluded.sha256, "
+                "granted_at = excluded.granted_at",
+                (str(project), def_id, sha256, int(time.time())),
+            )
+        return {"id": def_id, "project": str(project), "hash": sha256, "state": "enabled"}
+
+    def disable(self, project: Path, def_id: str) -> dict[str, Any]:
+        """Revoke the project's grant of ``def_id``; running tasks keep their snapshot (CLI-05, CLI-06).
+
+        Raises:
+            NotFound: the project has no grant for it.
+        """
+        changed = self._store.execute(
+            "DELETE FROM mcp_grants WHERE project = ? AND definition_id = ?", (str(project), def_id)
+        )
+        if not changed:
+            raise NotFound(f"{def_id!r} is not enabled for this project", definition_id=def_id)
+        return {"id": def_id, "project": str(project), "state": "disabled"}
+
+    def snapshot(self, project: Path) -> Snapshot:
+        """The enabled servers a new Build task gets, with notes on those left out (CLI-06)."""
+        grants = self.grants(project)
+        servers: list[ServerDefinition] = []
+        notes: list[str] = []
+        if not grants:
+            return Snapshot(project, (), ())
+        for item in self.definitions(project):
+            granted = grants.pop(item.id, None)
+            if granted is None:
+                continue
+            if isinstance(item, DefinitionProblem):
+                notes.append(f"MCP server {item.id} is enabled but invalid; review or disable it")
+            elif item.sha256 != granted:
+                notes.append(f"MCP server {item.id} changed since it was enabled; review it or disable it")
+            else:
+                servers.append(item)
+        notes.extend(f"MCP server {def_id} is enabled but missing; review or disable it" for def_id in sorted(grants))
+        return Snapshot(project, tuple(servers), tuple(notes))
+
+    # -- cached tool catalogs (CLI-08) ---------------------------------------------------
+
+    @staticmethod
+    def _catalog_key(project: Path, definition: ServerDefinition) -> str:
+        return str(project) if definition.scope == "project" else ""
+
+    def cached_tools(self, project: Path, definition: ServerDefinition) -> list[dict[str, Any]] | None:
+        """The tools last listed by a connection with this definition hash, or None."""
+        row = self._store.row(
+            "SELECT tools FROM mcp_catalogs WHERE project = ? AND definition_id = ? AND sha256 = ?",
+            (self._catalog_key(project, definition), definition.id, definition.sha256),
+        )
+        return None if row is None else list(json.loads(row["tools"]))
+
+    def save_tools(self, project: Path, definition: ServerDefinition, tools: list[dict[str, Any]]) -> None:
+        """Remember the (already redacted) tools a connection listed for this definition hash."""
+        self._store.execute(
+            "INSERT INTO mcp_catalogs (project, definition_id, sha256, tools, fetched_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (project, definition_id, sha256) DO UPDATE SET tools = excluded.tools, "
+            "fetched_at = excluded.fetched_at",
+            (
+                self._catalog_key(project, definition),
+                definition.id,
+                definition.sha256,
+                json.dumps(tools, ensure_ascii=False),
+                int(time.time()),
+            ),
+        )
