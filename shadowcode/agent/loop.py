@@ -52,7 +52,9 @@ async def run_agent(
         StepLimitReached: more than ``steps_max`` model turns.
         ProviderError: the model failed (HTTP error, timeout, exhausted script).
     """
-    tools = tool_schemas(env.allowed)
+    if env.mcp is not None:
+        await env.mcp.prepare(env)
+    tools = tool_schemas(env.allowed, env.mcp)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(env)},
         {"role": "user", "content": prompt},

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from shadowcode.engine.checkpoints import Checkpoints
     from shadowcode.engine.processes import ProcessManager
     from shadowcode.engine.tasks import TaskRecords
+    from shadowcode.mcp.client.pool import TaskServers
 
 __all__ = ["TaskEnv", "dispatch", "tool_schemas", "tools_for"]
 
@@ -63,10 +64,13 @@ def tools_for(mode: str, level: str) -> tuple[str, ...]:
     return _READ + _WRITE + _ELEVATED
 
 
-def tool_schemas(names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """OpenAI function-tool schemas for ``names``."""
+def tool_schemas(names: tuple[str, ...], mcp: TaskServers | None = None) -> list[dict[str, Any]]:
+    """OpenAI function-tool schemas for ``names``; names outside the native set come from ``mcp`` (CLI-07)."""
     out = []
     for name in names:
+        if name not in _SCHEMAS and mcp is not None:
+            out.append(mcp.schema(name))
+            continue
         description, props, required = _SCHEMAS[name]
         out.append({
             "type": "function",
@@ -94,11 +98,16 @@ class TaskEnv:
     checkpoints: Checkpoints
     processes: ProcessManager
     env: dict[str, str]
+    mcp: TaskServers | None = None
+    """The task's external MCP servers: only Build tasks above read_only in trusted projects (CLI-07, CLI-09)."""
 
     @property
     def allowed(self) -> tuple[str, ...]:
         """Tool names this task may call."""
-        return tools_for(self.mode, self.level)
+        native = tools_for(self.mode, self.level)
+        if self.mcp is None or self.mode != "build" or self.level == "read_only":
+            return native
+        return native + self.mcp.tool_names()
 
 
 async def dispatch(env: TaskEnv, call: ToolCall) -> str:
@@ -130,6 +139,8 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
     from shadowcode.agent import files
 
     root = env.project
+    if env.mcp is not None and env.mcp.handles(name):
+        return await env.mcp.run(env, name, args)
     if name == "read_file":
         return files.read_file(root, str(args["path"]), offset=int(args.get("offset", 0)))
     if name == "list_files":

@@ -38,6 +38,7 @@ from shadowcode.limits import (
 if TYPE_CHECKING:
     from shadowcode.agent.providers import ModelProvider
     from shadowcode.engine.scheduler import Scheduler
+    from shadowcode.mcp.client.grants import Snapshot
     from shadowcode.profile import ModelSettings
 
 __all__ = ["EngineCore"]
@@ -194,9 +195,12 @@ class EngineCore:
             owner.task_ids.add(task["id"])
         for note in notes:
             self.records.event(task["id"], "task.note", {"note": note})
+        servers = self._mcp_snapshot(project, mode, effective)
+        for note in servers.notes if servers is not None else ():
+            self.records.event(task["id"], "task.note", {"note": note})
         self.scheduler.submit(
             task["id"],
-            lambda: self._run_agent_task(task, chosen),
+            lambda: self._run_agent_task(task, chosen, servers),
             on_dequeued_cancel=lambda: self._finish_cancelled(task["id"], "cancelled while queued"),
         )
         return {
@@ -308,15 +312,46 @@ class EngineCore:
             env=child_env(),
         )
 
-    async def _run_agent_task(self, task: dict[str, Any], model: ModelSettings) -> None:
+    def _mcp_snapshot(self, project: Project, mode: str, level: str) -> Snapshot | None:
+        """The enabled MCP servers a Build task above read_only in a trusted project keeps (CLI-06, CLI-09)."""
+        if mode != "build" or level == "read_only" or not project.trusted:
+            return None
+        from shadowcode.mcp.client.grants import McpRegistry
+
+        return McpRegistry(self.engine.store).snapshot(project.path)
+
+    async def _run_agent_task(
+        self, task: dict[str, Any], model: ModelSettings, servers: Snapshot | None = None
+    ) -> None:
         from shadowcode.agent.loop import run_agent
 
         task_id = task["id"]
-        await self._guarded(task_id, self._agent_body(task, model, run_agent))
+        await self._guarded(task_id, self._agent_body(task, model, run_agent, servers))
 
-    async def _agent_body(self, task: dict[str, Any], model: ModelSettings, run_agent: Any) -> str:
+    async def _agent_body(
+        self, task: dict[str, Any], model: ModelSettings, run_agent: Any, servers: Snapshot | None = None
+    ) -> str:
+        from contextlib import AsyncExitStack
+
         env = self._task_env(task)
-        answer = await run_agent(env, self._provider(model), task["prompt"], self._limiter(model.name))
+        async with AsyncExitStack() as stack:
+            if servers is not None and servers.servers:
+                from shadowcode.mcp.client.grants import McpRegistry
+                from shadowcode.mcp.client.pool import TaskServers, inline_tools_setting
+
+                # Leaving the stack closes the task's MCP connections and waits for their cleanup,
+                # before _guarded records the outcome (CLI-19).
+                env.mcp = await stack.enter_async_context(
+                    TaskServers(
+                        snapshot=servers,
+                        registry=McpRegistry(self.engine.store),
+                        profile=self.engine.profile,
+                        task_id=task["id"],
+                        records=self.records,
+                        inline_tools=inline_tools_setting(self.engine.settings()),
+                    )
+                )
+            answer = await run_agent(env, self._provider(model), task["prompt"], self._limiter(model.name))
         if task["mode"] == "plan":
             self.records.event(task["id"], "plan", {"plan": answer, "prompt": task["prompt"]})
         return str(answer)

@@ -1,0 +1,381 @@
+"""One connection to an external stdio MCP server, under the SDK's client session (CLI-08, CLI-13..CLI-15, CLI-19).
+
+A :class:`Connection` runs in a task of its own (started by :meth:`Connection.start`): it takes
+one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
+:class:`~shadowcode.mcp.client.stdio.StdioServer`, negotiates with the legacy ``initialize``
+handshake, reads the tool catalog within one deadline (bounded pages, cursors, tools and
+bytes; duplicate names and repeated cursors fail) and then serves calls from any task until
+:meth:`Connection.close`. The permit is released only after cleanup.
+
+The client advertises no capability: no roots, sampling, elicitation or tasks. A sampling or
+roots request from the server is answered with an error and elicitation is declined. A tool
+result asking for more input (a task continuation) is refused. A failed call is reported and
+never retried; a connection that failed stays failed, and its old catalog is never served.
+Responses are not cached. Configured values are redacted from the catalog and from results.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter, ValidationError
+
+from shadowcode.limits import (
+    MCP_CATALOG_MAX_BYTES,
+    MCP_CATALOG_PAGES_MAX,
+    MCP_CATALOG_TOOLS_MAX,
+    MCP_CONNECTIONS_MAX,
+    MCP_CURSOR_MAX_BYTES,
+)
+from shadowcode.mcp.client.errors import LimitExceeded, UpstreamServerError
+from shadowcode.mcp.client.redaction import Redactor
+from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
+
+__all__ = ["CatalogLimits", "Connection", "ConnectionState", "connections_open"]
+
+logger = logging.getLogger(__name__)
+
+_CLIENT_INFO = types.Implementation(name="shadowcode", version="0.1.0")
+_CALL_RESULT: TypeAdapter[types.CallToolResult | types.InputRequiredResult] = TypeAdapter(
+    types.CallToolResult | types.InputRequiredResult
+)
+
+_permits_lock = threading.Lock()
+_permits_used = 0
+
+
+def connections_open() -> int:
+    """Connection permits held in this process right now (CLI-13)."""
+    with _permits_lock:
+        return _permits_used
+
+
+def _take_permit(limit: int) -> bool:
+    global _permits_used
+    with _permits_lock:
+        if _permits_used >= limit:
+            return False
+        _permits_used += 1
+        return True
+
+
+def _give_permit() -> None:
+    global _permits_used
+    with _permits_lock:
+        _permits_used -= 1
+
+
+class ConnectionState(enum.Enum):
+    """Where a connection is in its life."""
+
+    CONNECTING = "connecting"
+    READY = "ready"
+    FAILED = "failed"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class CatalogLimits:
+    """The CLI-13 catalog limits; defaults come from ``shadowcode.limits``."""
+
+    tools_max: int = MCP_CATALOG_TOOLS_MAX
+    catalog_max_bytes: int = MCP_CATALOG_MAX_BYTES
+    pages_max: int = MCP_CATALOG_PAGES_MAX
+    cursor_max_bytes: int = MCP_CURSOR_MAX_BYTES
+    connections_max: int = MCP_CONNECTIONS_MAX
+
+
+class _Session(ClientSession):
+    """The SDK session with an empty capability advertisement, whatever callbacks are set (CLI-15)."""
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        return types.ClientCapabilities()
+
+
+async def _refuse_sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="sampling is not offered by this client")
+
+
+async def _decline_elicitation(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="decline")
+
+
+async def _refuse_roots(context: ClientRequestContext) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="roots are not offered by this client")
+
+
+@dataclass
+class Connection:
+    """A live connection to one stdio server for one task.
+
+    Attributes:
+        server_id: the definition id (for messages).
+        argv: the literal command; cwd: the canonical project; env: the complete child environment.
+        timeout_seconds: deadline for initialization, for discovery (all pages) and for each call.
+        redactor: removes configured values from the catalog, results and stderr.
+        state: the lifecycle state.
+        error: why it failed, once FAILED.
+        tools: the redacted catalog read at connection time (``tools/list`` entries as JSON).
+        protocol_version: what ``initialize`` negotiated.
+    """
+
+    server_id: str
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    timeout_seconds: float
+    redactor: Redactor = field(default_factory=Redactor)
+    limits: ClientLimits = field(default_factory=ClientLimits)
+    catalog_limits: CatalogLimits = field(default_factory=CatalogLimits)
+    state: ConnectionState = ConnectionState.CONNECTING
+    error: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    protocol_version: str | None = None
+    pid: int | None = None
+    cleanup: str | None = None
+    stragglers: int = 0
+
+    def __post_init__(self) -> None:
+        self._ready = anyio.Event()
+        self._close = anyio.Event()
+        self._done = anyio.Event()
+        self._session: _Session | None = None
+        self._server: StdioServer | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Run the connection in ``tg`` and wait until it is READY (or FAILED).
+
+        Raises:
+            UpstreamServerError: it could not start, initialize or list its tools in time, or
+                MCP_CONNECTIONS_MAX connections are already open in this process.
+        """
+        tg.start_soon(self._run)
+        await self._ready.wait()
+        if self.state is not ConnectionState.READY:
+            raise UpstreamServerError(f"{self.server_id}: {self.error}", server=self.server_id)
+
+    def close(self) -> None:
+        """Ask the connection to stop; :meth:`wait_closed` waits for its cleanup."""
+        self._close.set()
+
+    async def wait_closed(self) -> None:
+        """Wait until the server's process group is cleaned up and the permit released."""
+        await self._done.wait()
+
+    def _set_failed(self, reason: str) -> None:
+        if self.state in (ConnectionState.CONNECTING, ConnectionState.READY):
+            self.state = ConnectionState.FAILED
+            self.error = self.redactor.text(reason)
+        self._close.set()
+
+    async def _run(self) -> None:
+        if not _take_permit(self.catalog_limits.connections_max):
+            self._set_failed(f"{self.catalog_limits.connections_max} MCP connections are already open")
+            self._ready.set()
+            self._done.set()
+            return
+        try:
+            await self._serve()
+        except UpstreamServerError as exc:
+            self._set_failed(exc.message)
+        except Exception as exc:  # noqa: BLE001 - a server's failure never escapes its connection
+            logger.exception("MCP connection failed unexpectedly")
+            self._set_failed(f"internal error ({type(exc).__name__})")
+        finally:
+            _give_permit()
+            if self.state is not ConnectionState.FAILED:
+                self.state = ConnectionState.CLOSED
+            self._ready.set()
+            self._done.set()
+
+    async def _serve(self) -> None:
+        server = StdioServer(self.argv, self.cwd, self.env, limits=self.limits, label=self.server_id)
+        self._server = server
+        failed: str | None = None
+        try:
+            async with server as (read, write):
+                self.pid = server.pid
+                session = _Session(
+                    read,
+                    write,
+                    sampling_callback=_refuse_sampling,
+                    elicitation_callback=_decline_elicitation,
+                    list_roots_callback=_refuse_roots,
+                    client_info=_CLIENT_INFO,
+                )
+                async with session:
+                    # Failures are returned, not raised, inside the session: its task group would
+                    # wrap them in an exception group.
+                    failed = await self._negotiate(session, server)
+                    if failed is None:
+                        self._session = session
+                        self.state = ConnectionState.READY
+                        self._ready.set()
+                        async with anyio.create_task_group() as watch:
+
+                            async def watch_failure() -> None:
+                                await server.failed.wait()
+                                self._set_failed(server.failure or "the connection failed")
+
+                            watch.start_soon(watch_failure)
+                            await self._close.wait()
+                            watch.cancel_scope.cancel()
+        finally:
+            self._session = None
+            self.cleanup = server.cleanup
+            self.stragglers = server.stragglers
+            if server.failure:
+                self._set_failed(server.failure)
+        if failed is not None:
+            raise UpstreamServerError(failed, server=self.server_id)
+
+    async def _negotiate(self, session: _Session, server: StdioServer) -> str | None:
+        """Initialize and read the catalog; returns why it failed, or None."""
+        failed: str | None = None
+        with anyio.move_on_after(self.timeout_seconds) as scope:
+            try:
+                result = await session.initialize()
+                self.protocol_version = result.protocol_version
+            except MCPError as exc:
+                failed = server.failure or f"initialization failed: {exc.error.message}"
+            except (ValidationError, RuntimeError) as exc:
+                failed = server.failure or f"initialization failed: {type(exc).__name__}"
+        if scope.cancelled_caught:
+            failed = server.failure or f"the server did not finish initialization within {self.timeout_seconds} s"
+        if failed is not None:
+            return failed
+        try:
+            self.tools = await self._discover(session, server)
+        except UpstreamServerError as exc:
+            return exc.message
+        return None
+
+    async def _discover(self, session: _Session, server: StdioServer) -> list[dict[str, Any]]:
+        """Read every page of ``tools/list`` within one deadline, enforcing the catalog limits (CLI-13).
+
+        Raises:
+            UpstreamServerError: a limit was crossed, the listing failed or ran out of time.
+        """
+        lim = self.catalog_limits
+        tools: list[dict[str, Any]] = []
+        names: set[str] = set()
+        cursors: set[str] = set()
+        size = 0
+        cursor: str | None = None
+        failed: str | None = None
+        with anyio.move_on_after(self.timeout_seconds) as scope:
+            try:
+                for _page in range(lim.pages_max):
+                    params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+                    result = await session.list_tools(params=params)
+                    for tool in result.tools:
+                        doc = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+                        size += len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+                        if size > lim.catalog_max_bytes:
+                            raise LimitExceeded(f"the tool catalog is larger than {lim.catalog_max_bytes} bytes")
+                        if tool.name in names:
+                            raise LimitExceeded(f"the server lists the tool name {tool.name!r} twice")
+                        names.add(tool.name)
+                        tools.append(doc)
+                        if len(tools) > lim.tools_max:
+                            raise LimitExceeded(f"the server lists more than {lim.tools_max} tools")
+                    cursor = result.next_cursor
+                    if cursor is None:
+                        return [self.redactor.redact(t) for t in tools]
+                    if len(cursor.encode("utf-8")) > lim.cursor_max_bytes:
+                        raise LimitExceeded(f"the server sent a cursor longer than {lim.cursor_max_bytes} bytes")
+                    if cursor in cursors:
+                        raise LimitExceeded("the server repeated a pagination cursor")
+                    cursors.add(cursor)
+                raise LimitExceeded(f"the tool listing has more than {lim.pages_max} pages")
+            except MCPError as exc:
+                failed = server.failure or f"tools/list failed: {exc.error.message}"
+            except ValidationError:
+                failed = server.failure or "the server's tools/list result is malformed"
+        if scope.cancelled_caught:
+            failed = server.failure or f"the tool listing did not finish within {self.timeout_seconds} s"
+        raise UpstreamServerError(failed or "tool discovery failed", server=self.server_id)
+
+    # -- calls ---------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Send one ``tools/call`` and return the redacted result; never retried (CLI-14, CLI-15).
+
+        Returns:
+            ``{"is_error": bool, "content": [blocks], "structured_content": any | None}`` with
+            the server's blocks and structured data as sent (configured values redacted).
+
+        Raises:
+            UpstreamServerError: the connection is not ready or failed, the call timed out, the
+                server answered with a JSON-RPC error, closed the connection, sent a malformed
+                result or asked for more input.
+        """
+        session, server = self._session, self._server
+        if self.state is not ConnectionState.READY or session is None or server is None:
+            raise UpstreamServerError(
+                f"{self.server_id}: the connection is {self.state.value}"
+                + (f" ({self.error})" if self.error else "")
+                + "; start a new task to reconnect",
+                server=self.server_id,
+            )
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
+        try:
+            result = await session.send_request(
+                request, _CALL_RESULT, request_read_timeout_seconds=self.timeout_seconds
+            )
+        except MCPError as exc:
+            if server.failure or exc.error.code == types.CONNECTION_CLOSED:
+                reason = server.failure or "the server closed the connection"
+                self._set_failed(reason)
+                raise UpstreamServerError(
+                    f"{self.server_id}: {self.redactor.text(reason)} during the call; it may have had effects "
+                    "and is not retried",
+                    server=self.server_id,
+                ) from None
+            if exc.error.code == types.REQUEST_TIMEOUT:
+                raise UpstreamServerError(
+                    f"{self.server_id}: the call did not finish within {self.timeout_seconds} s; it may have had "
+                    "effects and is not retried",
+                    server=self.server_id,
+                ) from None
+            raise UpstreamServerError(
+                f"{self.server_id}: the server answered error {exc.error.code}: "
+                + self.redactor.text(exc.error.message),
+                server=self.server_id,
+            ) from None
+        except ValidationError:
+            self._set_failed("the server sent a malformed tools/call result")
+            raise UpstreamServerError(
+                f"{self.server_id}: the server sent a malformed tools/call result", server=self.server_id
+            ) from None
+        if isinstance(result, types.InputRequiredResult) or result.result_type != "complete":
+            raise UpstreamServerError(
+                f"{self.server_id}: the tool asked for further input (a task continuation); this client refuses it",
+                server=self.server_id,
+            )
+        return self.redactor.redact(
+            {
+                "is_error": bool(result.is_error),
+                "content": [
+                    block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content
+                ],
+                "structured_content": result.structured_content,
+            }
+        )
+
+    def stderr_text(self) -> str:
+        """The server's captured stderr tail, redacted (for diagnostics; never stored in task history)."""
+        return "" if self._server is None else self.redactor.text(self._server.stderr_text())

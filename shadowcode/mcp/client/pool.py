@@ -1,0 +1,497 @@
+"""The external MCP servers of one Build task: tools, approvals, lazy connections (CLI-04, CLI-07..CLI-10, CLI-19).
+
+A :class:`TaskServers` is built from the :class:`~shadowcode.mcp.client.grants.Snapshot` taken
+when the task was submitted and lives exactly as long as the task's turn loop:
+
+- :meth:`TaskServers.prepare` loads each server's tool catalog from the last connection with
+  the same definition hash; without one it starts the server once to read it (and keeps that
+  connection for the task). Nothing else is started until a call is approved.
+- The model gets ``mcp_tools`` (servers; tool names in pages of MCP_TOOL_NAMES_PAGE_MAX; one
+  exact schema) and ``mcp_call``, plus ``mcp__<server>__<tool>`` functions carrying the
+  servers' own input schemas while the enabled servers offer at most ``inline_tools`` tools
+  (0 turns them off). A first-class call is the same request as ``mcp_call``.
+- Every call is checked before anything is sent (known tool, arguments an object within
+  MCP_TOOL_ARGUMENTS_MAX_BYTES and valid for the tool's schema), then parks on an approval of
+  kind ``mcp_call`` naming ``{"server": id, "tool": name, "arguments": {...}}``. A project
+  definition file is re-read and its hash compared with the task's snapshot before the
+  approval is asked and again after it was given; a change refuses the call.
+- Connections are reused within the task and never re-opened after a failure. Leaving the
+  context closes every connection and waits for its cleanup; ``mcp.connected`` and
+  ``mcp.closed`` events record the definition id, hash and cleanup outcome, never
+  environment values. Server stderr never enters task events.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError
+from shadowcode.limits import (
+    MCP_INLINE_TOOLS_MAX,
+    MCP_TIMEOUT_DEFAULT_SECONDS,
+    MCP_TOOL_ARGUMENTS_MAX_BYTES,
+    MCP_TOOL_NAMES_PAGE_MAX,
+)
+from shadowcode.mcp.client.connection import Connection, ConnectionState
+from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec, read_project_definition
+from shadowcode.mcp.client.grants import McpRegistry, Snapshot
+from shadowcode.mcp.client.redaction import Redactor
+
+if TYPE_CHECKING:
+    from shadowcode.agent.toolbox import TaskEnv
+    from shadowcode.profile import Profile
+
+__all__ = ["COMPACT_TOOLS", "TaskServers", "inline_tools_setting"]
+
+logger = logging.getLogger(__name__)
+
+COMPACT_TOOLS: tuple[str, ...] = ("mcp_tools", "mcp_call")
+"""The two tools every Build task with enabled servers gets (CLI-07)."""
+
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_STR = {"type": "string"}
+_COMPACT_SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
+    "mcp_tools": (
+        "Discover external MCP tools: no arguments lists the enabled servers; `server` lists its tool "
+        f"names ({MCP_TOOL_NAMES_PAGE_MAX} a page, `page` from 0); `server` with `tool` returns that tool's "
+        "exact input schema.",
+        {"server": _STR, "tool": _STR, "page": {"type": "integer", "minimum": 0}},
+        [],
+    ),
+    "mcp_call": (
+        "Call a tool of an enabled external MCP server with an argument object. Each call waits for the "
+        "user's approval of this exact server, tool and arguments.",
+        {"server": _STR, "tool": _STR, "arguments": {"type": "object"}},
+        ["server", "tool"],
+    ),
+}
+
+
+def inline_tools_setting(settings: Any) -> int:
+    """``mcp.inline_tools`` from the profile settings when present, else MCP_INLINE_TOOLS_MAX (CLI-07)."""
+    section = getattr(settings, "mcp", None)
+    value = getattr(section, "inline_tools", None) if section is not None else None
+    return MCP_INLINE_TOOLS_MAX if value is None else max(0, int(value))
+
+
+@dataclass
+class _Server:
+    definition: ServerDefinition
+    tools: list[dict[str, Any]] | None = None
+    conn: Connection | None = None
+    unavailable: str | None = None
+    closed_recorded: bool = False
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self.definition.spec.timeout_sec or MCP_TIMEOUT_DEFAULT_SECONDS
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        for tool in self.tools or ():
+            if tool.get("name") == name:
+                return tool
+        return None
+
+
+class TaskServers:
+    """The MCP servers of one Build task (CLI-07..CLI-10, CLI-19).
+
+    Args:
+        snapshot: the enabled servers fixed at submission.
+        registry: grants and cached catalogs.
+        profile: where ``env_refs`` secrets are looked up (with the environment first).
+        task_id: the task, for events.
+        records: the task records (events).
+        inline_tools: at most this many tools are offered as first-class functions; 0 turns them off.
+    """
+
+    def __init__(
+        self,
+        *,
+        snapshot: Snapshot,
+        registry: McpRegistry,
+        profile: Profile,
+        task_id: str,
+        records: Any,
+        inline_tools: int = MCP_INLINE_TOOLS_MAX,
+    ) -> None:
+        self.project = snapshot.project
+        self.registry = registry
+        self.profile = profile
+        self.task_id = task_id
+        self.records = records
+        self.inline_tools = inline_tools
+        self._servers = {d.name: _Server(d) for d in snapshot.servers}
+        self._by_id = {s.definition.id: s for s in self._servers.values()}
+        self._inline: dict[str, tuple[_Server, str]] = {}
+        self._prepared = False
+        self._base_env: dict[str, str] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> TaskServers:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._tg is not None
+        with anyio.CancelScope(shield=True):
+            await self.aclose()
+        self._tg.cancel_scope.cancel()
+        await self._tg.__aexit__(None, None, None)
+        return None
+
+    async def aclose(self) -> None:
+        """Close every connection of the task and wait for each cleanup (CLI-19)."""
+        live = [s for s in self._servers.values() if s.conn is not None]
+        for server in live:
+            assert server.conn is not None
+            server.conn.close()
+        for server in live:
+            assert server.conn is not None
+            await server.conn.wait_closed()
+            self._record_closed(server)
+
+    def _record_closed(self, server: _Server) -> None:
+        conn = server.conn
+        if conn is None or server.closed_recorded:
+            return
+        server.closed_recorded = True
+        self.records.event(
+            self.task_id,
+            "mcp.closed",
+            {
+                "server": server.definition.id,
+                "hash": server.definition.sha256,
+                "cleanup": conn.cleanup,
+                "stragglers": conn.stragglers,
+                "error": conn.error,
+            },
+        )
+
+    # -- catalog (CLI-07, CLI-08) ----------------------------------------------------------
+
+    async def prepare(self, env: TaskEnv) -> None:
+        """Load every server's tool catalog (cache, else one launch) and choose the inline tools.
+
+        Idempotent. A server that cannot provide its catalog is noted in the task's events and
+        offers no tools; the task goes on.
+        """
+        if self._prepared:
+            return
+        self._prepared = True
+        self._base_env = dict(env.env)
+        for server in self._servers.values():
+            definition = server.definition
+            if not isinstance(definition.spec, StdioSpec):
+                server.unavailable = "Streamable HTTP servers are not supported by this build"
+            else:
+                cached = self.registry.cached_tools(self.project, definition)
+                if cached is not None:
+                    server.tools = cached
+                    continue
+                try:
+                    conn = await self._connect(server)
+                except ShadowcodeError as exc:
+                    server.unavailable = exc.message
+                else:
+                    server.tools = conn.tools
+            if server.unavailable is not None:
+                self.records.event(
+                    self.task_id,
+                    "task.note",
+                    {"note": f"MCP server {definition.id} is unavailable: {server.unavailable}"},
+                )
+        total = sum(len(s.tools or ()) for s in self._servers.values())
+        if 0 < total <= self.inline_tools:
+            for server in self._servers.values():
+                for tool in server.tools or ():
+                    name = f"mcp__{server.definition.name}__{tool.get('name')}"
+                    if _FUNCTION_NAME.fullmatch(name):
+                        self._inline[name] = (server, str(tool["name"]))
+
+    def tool_names(self) -> tuple[str, ...]:
+        """Tool names this task's model may call: the compact tools, then the inline ones (CLI-07)."""
+        if not self._servers:
+            return ()
+        return COMPACT_TOOLS + tuple(self._inline)
+
+    def handles(self, name: str) -> bool:
+        """True for a tool name this object answers."""
+        return name in COMPACT_TOOLS or name in self._inline
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The OpenAI function schema of one of :meth:`tool_names` (servers' own input schemas)."""
+        if name in _COMPACT_SCHEMAS:
+            description, props, required = _COMPACT_SCHEMAS[name]
+            parameters: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+        else:
+            server, tool_name = self._inline[name]
+            tool = server.tool(tool_name) or {}
+            description = f"[MCP server {server.definition.name}] {tool.get('description') or tool_name}"
+            parameters = tool.get("inputSchema") or {"type": "object"}
+        return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+    # -- calls (CLI-09, CLI-10) ------------------------------------------------------------
+
+    async def run(self, env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Answer one call of ``mcp_tools``, ``mcp_call`` or an inline tool.
+
+        Returns:
+            The JSON object given back to the model.
+
+        Raises:
+            ToolError: unknown server or tool, bad or oversized arguments (nothing is sent).
+            PolicyError: the definition changed since the task started (nothing is sent).
+            UpstreamServerError: the server failed; the call is not retried.
+        """
+        if name == "mcp_tools":
+            return self._list(args)
+        if name == "mcp_call":
+            arguments = args.get("arguments", {})
+            return await self.call(env, str(args["server"]), str(args["tool"]), arguments)
+        server, tool_name = self._inline[name]
+        return await self.call(env, server.definition.name, tool_name, args)
+
+    def _server(self, key: str) -> _Server:
+        server = self._servers.get(key) or self._by_id.get(key)
+        if server is None:
+            known = ", ".join(sorted(self._servers)) or "none"
+            raise ToolError(f"no enabled MCP server {key!r} for this task (enabled: {known})")
+        return server
+
+    def _list(self, args: dict[str, Any]) -> dict[str, Any]:
+        if not args.get("server"):
+            return {
+                "servers": [
+                    {
+                        "server": s.definition.name,
+                        "id": s.definition.id,
+                        "description": s.definition.spec.description,
+                        "tools": None if s.tools is None else len(s.tools),
+                        "state": _state(s),
+                    }
+                    for s in self._servers.values()
+                ]
+            }
+        server = self._server(str(args["server"]))
+        if server.tools is None:
+            raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
+        if args.get("tool"):
+            tool = server.tool(str(args["tool"]))
+            if tool is None:
+                raise ToolError(f"MCP server {server.definition.name} has no tool {args['tool']!r}")
+            return {
+                "server": server.definition.name,
+                "tool": {
+                    "name": tool.get("name"),
+                    "description": tool.get("description"),
+                    "input_schema": tool.get("inputSchema"),
+                    "annotations": tool.get("annotations"),
+                },
+            }
+        page = int(args.get("page", 0))
+        if page < 0:
+            raise ToolError("page must be 0 or more")
+        names = [str(t.get("name")) for t in server.tools]
+        pages = max(1, math.ceil(len(names) / MCP_TOOL_NAMES_PAGE_MAX))
+        chunk = names[page * MCP_TOOL_NAMES_PAGE_MAX : (page + 1) * MCP_TOOL_NAMES_PAGE_MAX]
+        return {
+            "server": server.definition.name,
+            "tools": chunk,
+            "page": page,
+            "pages": pages,
+            "next_page": page + 1 if page + 1 < pages else None,
+        }
+
+    def _check_arguments(self, server: _Server, tool_name: str, arguments: Any) -> dict[str, Any]:
+        if server.tools is None:
+            raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
+        tool = server.tool(tool_name)
+        if tool is None:
+            raise ToolError(f"MCP server {server.definition.name} has no tool {tool_name!r}; nothing was sent")
+        if not isinstance(arguments, dict):
+            raise ToolError("arguments must be a JSON object; nothing was sent")
+        size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        if size > MCP_TOOL_ARGUMENTS_MAX_BYTES:
+            raise ToolError(
+                f"the arguments are {size} bytes; the limit is {MCP_TOOL_ARGUMENTS_MAX_BYTES} bytes; nothing was sent"
+            )
+        _validate(tool, arguments)
+        return arguments  # pyright: ignore[reportUnknownVariableType]
+
+    def _recheck(self, server: _Server) -> None:
+        """Re-read a project definition and compare its hash with the task's snapshot (CLI-10)."""
+        definition = server.definition
+        if definition.scope != "project":
+            return
+        try:
+            current = read_project_definition(self.project, definition.id)
+        except ConfigError as exc:
+            raise PolicyError(
+                f"{definition.id} can no longer be used by this task ({exc.message}); nothing was sent"
+            ) from exc
+        if current.sha256 != definition.sha256:
+            raise PolicyError(
+                f"{definition.id} changed since this task started; the call is refused and nothing was sent "
+                "(review the definition and start a new task)"
+            )
+
+    async def call(self, env: TaskEnv, server_key: str, tool_name: str, arguments: Any) -> dict[str, Any]:
+        """Check, approve, then send one tool call (CLI-09, CLI-10, CLI-14).
+
+        Returns:
+            ``{"server": id, "tool", "is_error", "content", "structured_content"}`` or
+            ``{"error", "approval_id"}`` when the user did not approve.
+        """
+        server = self._server(server_key)
+        checked = self._check_arguments(server, tool_name, arguments)
+        self._recheck(server)
+        action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
+        approval = env.approvals.request(env.task_id, env.owner, "mcp_call", action)
+        env.records.event(
+            env.task_id,
+            "approval.waiting",
+            {"approval_id": approval["id"], "kind": "mcp_call", "server": server.definition.id, "tool": tool_name},
+        )
+        env.records.set_status(env.task_id, "waiting")
+        try:
+            decision = await env.approvals.wait(approval["id"])
+        finally:
+            env.approvals.expire(env.task_id)
+        env.records.set_status(env.task_id, "running")
+        env.records.event(env.task_id, "approval.resolved", {"approval_id": approval["id"], "status": decision})
+        if decision != "approved":
+            return {"error": f"the user did not approve this MCP call ({decision})", "approval_id": approval["id"]}
+        self._recheck(server)
+        conn = server.conn
+        if conn is None:
+            conn = await self._connect(server)
+        if conn.state is not ConnectionState.READY:
+            raise ToolError(
+                f"MCP server {server.definition.id} is not connected ({conn.error or conn.state.value}); "
+                "start a new task to reconnect"
+            )
+        if not any(t.get("name") == tool_name for t in conn.tools):
+            raise ToolError(f"MCP server {server.definition.name} no longer lists {tool_name!r}; nothing was sent")
+        env.records.event(
+            env.task_id, "mcp.call", {"server": server.definition.id, "tool": tool_name, "approval_id": approval["id"]}
+        )
+        try:
+            result = await conn.call(tool_name, checked)
+        finally:
+            if conn.state is not ConnectionState.READY:
+                await conn.wait_closed()
+                self._record_closed(server)
+        env.records.event(
+            env.task_id,
+            "mcp.result",
+            {"server": server.definition.id, "tool": tool_name, "is_error": result["is_error"]},
+        )
+        return {"server": server.definition.id, "tool": tool_name} | result
+
+    # -- connections (CLI-04, CLI-12, CLI-19) ------------------------------------------------
+
+    def _child_env(self, spec: StdioSpec) -> tuple[dict[str, str], Redactor]:
+        from shadowcode.secrets import resolve
+
+        extra = dict(spec.env)
+        for var, ref in sorted(spec.env_refs.items()):
+            value = resolve(self.profile, ref)
+            if value is None:
+                raise ConfigError(
+                    f"env_refs: {var} refers to {ref}, which is neither set in the environment nor stored "
+                    f"(store it with `shadowcode secret set {ref}`)"
+                )
+            extra[var] = value
+        env = dict(self._base_env)
+        env.update(extra)
+        return env, Redactor(extra.values())
+
+    async def _connect(self, server: _Server) -> Connection:
+        """Start the server under the task's task group and wait until it is ready (CLI-08, CLI-12)."""
+        if server.unavailable is not None and server.conn is not None:
+            raise ToolError(f"MCP server {server.definition.id} failed earlier in this task; start a new task")
+        assert self._tg is not None, "TaskServers is used outside its context"
+        self._recheck(server)
+        spec = server.definition.spec
+        assert isinstance(spec, StdioSpec)
+        env, redactor = self._child_env(spec)
+        conn = Connection(
+            server_id=server.definition.id,
+            argv=list(spec.command),
+            cwd=self.project,
+            env=env,
+            timeout_seconds=server.timeout_seconds,
+            redactor=redactor,
+        )
+        server.conn = conn
+        try:
+            await conn.start(self._tg)
+        except ShadowcodeError:
+            server.unavailable = conn.error
+            await conn.wait_closed()
+            self._record_closed(server)
+            raise
+        self.records.event(
+            self.task_id,
+            "mcp.connected",
+            {
+                "server": server.definition.id,
+                "hash": server.definition.sha256,
+                "pid": conn.pid,
+                "protocol_version": conn.protocol_version,
+                "tools": len(conn.tools),
+            },
+        )
+        self.registry.save_tools(self.project, server.definition, conn.tools)
+        if server.tools is not None and server.tools != conn.tools:
+            self.records.event(
+                self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}
+            )
+        server.tools = conn.tools
+        return conn
+
+
+def _state(server: _Server) -> str:
+    if server.conn is not None:
+        return server.conn.state.value
+    return "unavailable" if server.unavailable else "not connected"
+
+
+def _validate(tool: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """Refuse arguments that do not match the tool's input schema (CLI-14); nothing is sent."""
+    from jsonschema import SchemaError, ValidationError
+    from jsonschema.validators import validator_for
+
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict):
+        return
+    try:
+        validator_cls = validator_for(schema)
+        validator_cls.check_schema(schema)
+    except SchemaError:
+        logger.warning(
+            "the input schema of MCP tool %r is not valid JSON Schema; arguments are not checked", tool.get("name")
+        )
+        return
+    try:
+        validator_cls(schema).validate(arguments)
+    except ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise ToolError(
+            f"invalid arguments for {tool.get('name')} at {where}: {exc.message}; nothing was sent"
+        ) from None

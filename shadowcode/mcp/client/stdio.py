@@ -1,0 +1,318 @@
+"""The bounded stdio transport to an external MCP server, and the server's process group (CLI-12..CLI-14, CLI-19).
+
+Contract:
+- The server starts from its literal argv (no shell) in the given folder with exactly the
+  given environment, as the leader of its own session and process group, with the Linux
+  parent-death signal set (see :mod:`shadowcode.engine.processes`). stdin, stdout and stderr
+  are pipes read and written on the event loop.
+- Incoming stdout frames: at most ``frame_max_bytes`` per line (a longer line fails the
+  connection as soon as it is seen, without buffering it whole), ``lifetime_max_bytes`` per
+  connection, and ``frames_per_second_max`` lines per sliding one-second window, blank lines
+  counted. A line that is not one JSON-RPC 2.0 message, or a partial line at end of file,
+  fails the connection too. A failure ends the read stream, so every pending request of the
+  SDK session fails at once; :attr:`StdioServer.failure` names the cause.
+- stderr is drained until end of file; only the newest ``stderr_capture_bytes`` are kept, for
+  diagnostics that are redacted before display and never stored in task history.
+- Leaving the context stops the server: SIGTERM to the group, PROCESS_TERM_GRACE_SECONDS for
+  the leader, SIGKILL to the group, then the leader is reaped (never before the group was
+  signalled). The pipes are then drained for at most PROCESS_PIPE_DRAIN_SECONDS and closed.
+  :attr:`StdioServer.cleanup` tells how it ended (``exited``, ``terminated``, ``killed``,
+  ``unreaped``) and :attr:`StdioServer.stragglers` how many group members outlived it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from shadowcode.engine.processes import _Child, _pdeathsig_preexec, _Tail, pids_alive  # pyright: ignore[reportPrivateUsage]
+from shadowcode.limits import (
+    MCP_CONNECTION_MAX_BYTES,
+    MCP_FRAME_MAX_BYTES,
+    MCP_FRAMES_PER_SECOND_MAX,
+    MCP_STDERR_CAPTURE_BYTES,
+    PROCESS_PIPE_DRAIN_SECONDS,
+)
+from shadowcode.mcp.client.errors import UpstreamServerError
+
+__all__ = ["ClientLimits", "StdioServer"]
+
+logger = logging.getLogger(__name__)
+
+_READ_CHUNK_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """The CLI-13 transport limits; defaults come from ``shadowcode.limits``."""
+
+    frame_max_bytes: int = MCP_FRAME_MAX_BYTES
+    lifetime_max_bytes: int = MCP_CONNECTION_MAX_BYTES
+    frames_per_second_max: int = MCP_FRAMES_PER_SECOND_MAX
+    stderr_capture_bytes: int = MCP_STDERR_CAPTURE_BYTES
+
+
+class _Failed(Exception):
+    """The server broke the transport contract; the message names how."""
+
+
+class _ServerChild(_Child):
+    """A process group like a command's, but with three separate pipes for the protocol."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:  # noqa: D107
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=str(cwd),
+                env=dict(env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                preexec_fn=_pdeathsig_preexec(os.getpid()),
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            raise UpstreamServerError(f"cannot start {argv[0]!r}: {exc}", command=argv[0]) from exc
+        self.pid = self.proc.pid
+        self.started = time.monotonic()
+        self.ended: float | None = None
+        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        self.in_fd = self.proc.stdin.fileno()
+        self.out_fd = self.proc.stdout.fileno()
+        self.err_fd = self.proc.stderr.fileno()
+        for fd in (self.in_fd, self.out_fd, self.err_fd):
+            os.set_blocking(fd, False)
+        self.pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                self.pidfd = os.pidfd_open(self.pid)
+        self.reaped = False
+        self.term_sent = False
+        self.term_at = 0.0
+        self.kill_sent = False
+        self._stop_lock = anyio.Lock()
+
+    def close_pipes(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+async def _read_chunk(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, _READ_CHUNK_BYTES)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            return b""
+
+
+class StdioServer:
+    """One external stdio server process and its bounded newline transport (CLI-12, CLI-13, CLI-19).
+
+    Use as an async context manager; it yields ``(read_stream, write_stream)`` for
+    ``mcp.client.session.ClientSession``.
+
+    Args:
+        argv: the literal command.
+        cwd: the canonical project directory.
+        env: the child's complete environment.
+        limits: transport limits.
+        label: the definition id, for log lines.
+
+    Raises:
+        UpstreamServerError: on entry, when the command cannot be started.
+    """
+
+    def __init__(
+        self, argv: list[str], cwd: Path, env: dict[str, str], *, limits: ClientLimits | None = None, label: str = ""
+    ) -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.env = dict(env)
+        self.limits = limits or ClientLimits()
+        self.label = label or argv[0]
+        self.failure: str | None = None
+        self.failed = anyio.Event()
+        self.cleanup: str | None = None
+        self.stragglers = 0
+        self.received_bytes = 0
+        self._stderr = _Tail(self.limits.stderr_capture_bytes)
+        self._child: _ServerChild | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._read_send: MemoryObjectSendStream[SessionMessage | Exception] | None = None
+        self._write_recv: MemoryObjectReceiveStream[SessionMessage] | None = None
+        self._stdout_done = anyio.Event()
+        self._stderr_done = anyio.Event()
+        self._recent: deque[float] = deque()
+        self._closing = False
+        self._streams: tuple[Any, ...] = ()
+
+    @property
+    def pid(self) -> int | None:
+        """The leader's pid (also the process group id), once started."""
+        return None if self._child is None else self._child.pid
+
+    def stderr_text(self) -> str:
+        """The kept tail of the server's stderr (not redacted: redact before showing)."""
+        return self._stderr.text()
+
+    async def __aenter__(
+        self,
+    ) -> tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]:
+        self._child = _ServerChild(self.argv, self.cwd, self.env)
+        read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+        self._read_send, self._write_recv = read_send, write_recv
+        self._streams = (read_send, read_recv, write_send, write_recv)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._read_stdout)
+        self._tg.start_soon(self._write_stdin)
+        self._tg.start_soon(self._drain_stderr)
+        return read_recv, write_send
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        assert self._child is not None and self._tg is not None
+        child = self._child
+        self._closing = True
+        with anyio.CancelScope(shield=True):
+            alive = child.exit_status() is None
+            await child.stop()
+            status = child.exit_status()
+            if not child.reaped:
+                self.cleanup = "unreaped"
+            elif not alive:
+                self.cleanup = "exited"
+            elif status is not None and status[1] == signal.SIGKILL:
+                self.cleanup = "killed"
+            else:
+                self.cleanup = "terminated"
+            with anyio.move_on_after(PROCESS_PIPE_DRAIN_SECONDS):
+                await self._stdout_done.wait()
+                await self._stderr_done.wait()
+        # The task group is the innermost scope again: end its readers and writer, then close the pipes.
+        self._tg.cancel_scope.cancel()
+        await self._tg.__aexit__(None, None, None)
+        for stream in self._streams:
+            stream.close()
+        child.close_pipes()
+        self.stragglers = len(pids_alive(child.pid))
+        if self.stragglers:
+            logger.warning("MCP server %s left %d processes in its group", self.label, self.stragglers)
+
+    def _fail(self, reason: str) -> None:
+        if self.failure is None and not self._closing:
+            self.failure = reason
+            logger.warning("MCP server %s: closing the connection: %s", self.label, reason)
+        self.failed.set()
+        if self._read_send is not None:
+            self._read_send.close()
+
+    def _count_frame(self) -> None:
+        now = time.monotonic()
+        while self._recent and now - self._recent[0] >= 1.0:
+            self._recent.popleft()
+        if len(self._recent) >= self.limits.frames_per_second_max:
+            raise _Failed(f"the server sent more than {self.limits.frames_per_second_max} frames in one second")
+        self._recent.append(now)
+
+    async def _read_stdout(self) -> None:
+        assert self._child is not None and self._read_send is not None
+        fd = self._child.out_fd
+        buffer = bytearray()
+        scanned = 0
+        try:
+            while True:
+                data = await _read_chunk(fd)
+                if not data:
+                    if buffer.strip():
+                        raise _Failed("the server's output ended in the middle of a frame")
+                    raise _Failed("the server closed its output")
+                self.received_bytes += len(data)
+                if self.received_bytes > self.limits.lifetime_max_bytes:
+                    raise _Failed(f"the server sent more than {self.limits.lifetime_max_bytes} bytes")
+                buffer += data
+                while True:
+                    newline = buffer.find(b"\n", scanned)
+                    if newline < 0:
+                        scanned = len(buffer)
+                        if scanned > self.limits.frame_max_bytes + 1:
+                            raise _Failed(f"the server sent a frame longer than {self.limits.frame_max_bytes} bytes")
+                        break
+                    line = bytes(buffer[:newline])
+                    del buffer[: newline + 1]
+                    scanned = 0
+                    if line.endswith(b"\r"):
+                        line = line[:-1]
+                    if len(line) > self.limits.frame_max_bytes:
+                        raise _Failed(f"the server sent a frame longer than {self.limits.frame_max_bytes} bytes")
+                    self._count_frame()
+                    if not line.strip():
+                        continue
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except ValueError:
+                        raise _Failed("the server sent a frame that is not a JSON-RPC message") from None
+                    try:
+                        await self._read_send.send(SessionMessage(message))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return
+        except _Failed as exc:
+            self._fail(str(exc))
+        finally:
+            self._stdout_done.set()
+
+    async def _write_stdin(self) -> None:
+        assert self._child is not None and self._write_recv is not None
+        fd = self._child.in_fd
+        try:
+            async for item in self._write_recv:
+                data = item.message.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8") + b"\n"
+                view = memoryview(data)
+                while view:
+                    try:
+                        written = os.write(fd, view)
+                    except BlockingIOError:
+                        await anyio.wait_writable(fd)
+                        continue
+                    except OSError:
+                        self._fail("the server closed its input")
+                        return
+                    view = view[written:]
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+
+    async def _drain_stderr(self) -> None:
+        assert self._child is not None
+        try:
+            while True:
+                data = await _read_chunk(self._child.err_fd)
+                if not data:
+                    return
+                self._stderr.add(data)
+        finally:
+            self._stderr_done.set()

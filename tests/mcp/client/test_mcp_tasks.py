@@ -1,0 +1,428 @@
+"""Build tasks calling external MCP servers through the engine, with real server processes.
+
+Covers CLI-04, CLI-06..CLI-10, CLI-13..CLI-15, CLI-19.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from shadowcode.engine import Access, Engine, Project
+from shadowcode.engine.core import EngineCore
+from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
+from shadowcode.mcp.client.grants import McpRegistry
+from shadowcode.secrets import SecretStore
+from tests.mcp.client.mcp_client_support import (
+    PY,
+    PYTHON_SDK_SERVER,
+    approve_next,
+    events_of,
+    finished,
+    group_gone,
+    hostile_argv,
+    pid_gone,
+    project_definition,
+    running,
+    scripted,
+    wait_for,
+)
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc"),
+]
+
+WRITE = Access(allow_write=True)
+SECRET = "s3cr3t-value-7f1c2b9e"
+LITERAL = "literal-value-0d4e8a"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _trust(engine: Engine, folder: Path, level: str = "workspace") -> Project:
+    engine.project(folder)
+    return engine.projects.trust(engine.project(folder).path, level)  # type: ignore[arg-type]
+
+
+def _enable(engine: Engine, project: Project, def_id: str) -> None:
+    registry = McpRegistry(engine.store)
+    definition = next(d for d in registry.definitions(project.path) if d.id == def_id)
+    registry.enable(project.path, def_id, definition.sha256, trusted=True)  # type: ignore[union-attr]
+
+
+def _calls(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = [
+        {"content": f"step {i}", "tool_calls": [{"name": n, "arguments": a}]} for i, (n, a) in enumerate(calls)
+    ]
+    return [*turns, {"content": "finished"}]
+
+
+async def _submit(core: EngineCore, project: Project, prompt: str) -> str:
+    job = await core.submit_task(owner=None, project=project, prompt=prompt, level="workspace", access=WRITE)
+    return str(job["job_id"])
+
+
+def _results(core: EngineCore, task_id: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in events_of(core, task_id) if e["kind"] == "tool.result"]
+
+
+def _last_tool_message(engine: Engine, task_id: str) -> str:
+    """The last tool message the model was sent for the task (from the request log)."""
+    log = [json.loads(line) for line in (engine.profile.root / "model-requests.jsonl").read_text().splitlines()]
+    last = [r["last_message"] for r in log if r["task_id"] == task_id][-1]
+    assert last["role"] == "tool"
+    return str(last["content"])
+
+
+def _kinds(core: EngineCore, task_id: str) -> list[str]:
+    return [e["kind"] for e in events_of(core, task_id)]
+
+
+async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first_cli07_cli09_cli19(
+    engine: Engine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
+    SecretStore(engine.profile).set("MCP_TEST_TOKEN", SECRET)
+    project = _trust(engine, project_dir)
+    def_id = project_definition(
+        project_dir,
+        "pysdk",
+        {
+            "name": "pysdk",
+            "command": [PY, str(PYTHON_SDK_SERVER)],
+            "env_refs": {"FIXTURE_TOKEN": "MCP_TEST_TOKEN"},
+            "env": {"FIXTURE_LITERAL": LITERAL},
+        },
+    )
+    _enable(engine, project, def_id)
+    scripted(
+        engine,
+        tmp_path,
+        [
+            {
+                "match": "use the tools",
+                "turns": _calls(
+                    ("mcp_tools", {}),
+                    ("mcp_tools", {"server": "pysdk"}),
+                    ("mcp_tools", {"server": "pysdk", "tool": "add"}),
+                    ("mcp__pysdk__env_value", {"name": "FIXTURE_TOKEN"}),
+                    ("mcp_call", {"server": "pysdk", "tool": "add", "arguments": {"a": 2, "b": 3}}),
+                    ("mcp_call", {"server": "pysdk", "tool": "fail", "arguments": {"message": "boom"}}),
+                    ("mcp__pysdk__env_value", {"name": "FIXTURE_LITERAL"}),
+                ),
+            }
+        ],
+    )
+    async with running(engine) as core:
+        job = await core.submit_task(
+            owner=None, project=project, prompt="use the tools", level="workspace", access=WRITE
+        )
+        task_id = job["job_id"]
+        seen = []
+        for _ in range(4):
+            seen.append((await approve_next(core, task_id))["action"])
+        task = await finished(core, task_id)
+    assert task["status"] == "done", task
+    assert seen == [
+        {"server": def_id, "tool": "env_value", "arguments": {"name": "FIXTURE_TOKEN"}},
+        {"server": def_id, "tool": "add", "arguments": {"a": 2, "b": 3}},
+        {"server": def_id, "tool": "fail", "arguments": {"message": "boom"}},
+        {"server": def_id, "tool": "env_value", "arguments": {"name": "FIXTURE_LITERAL"}},
+    ]
+    results = _results(core, task_id)
+    assert [r["ok"] for r in results] == [True] * 7
+    listing = json.loads(results[0]["summary"])
+    assert listing["servers"][0]["id"] == def_id and listing["servers"][0]["tools"] == 6
+    assert json.loads(results[1]["summary"])["tools"] == ["echo", "add", "env_value", "fail", "crash", "record"]
+    schema = json.loads(results[2]["summary"])["tool"]["input_schema"]
+    assert schema["required"] == ["a", "b"]
+    assert "[redacted]" in results[3]["summary"] and SECRET not in results[3]["summary"]
+    added = json.loads(results[4]["summary"])
+    assert added["structured_content"] == {"total": 5} and added["is_error"] is False
+    failed = json.loads(results[5]["summary"])
+    assert failed["is_error"] is True and "boom" in failed["content"][0]["text"]
+    assert LITERAL not in results[6]["summary"] and "[redacted]" in results[6]["summary"]
+    kinds = _kinds(core, task_id)
+    assert kinds.count("mcp.connected") == 1 and kinds.count("mcp.closed") == 1
+    assert kinds.index("mcp.closed") < kinds.index("task.done")
+    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
+    connected = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.connected")
+    assert (
+        closed["server"] == def_id
+        and closed["hash"] == connected["hash"]
+        and closed["cleanup"] in ("terminated", "killed")
+    )
+    assert group_gone(connected["pid"])
+    for path in engine.profile.root.rglob("*"):
+        if path.is_file() and path.name != "secrets.json":
+            data = path.read_bytes()
+            assert SECRET.encode() not in data and LITERAL.encode() not in data, path
+
+
+async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_only_for_a_call_cli08(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    scripted(
+        engine,
+        tmp_path,
+        [
+            {"match": "first", "turns": _calls(("mcp_tools", {"server": "h"}))},
+            {"match": "second", "turns": _calls(("mcp_tools", {"server": "h"}))},
+            {"match": "third", "turns": _calls(("mcp__h__echo", {"text": "a"}), ("mcp__h__echo", {"text": "b"}))},
+        ],
+    )
+    async with running(engine) as core:
+        first = await _submit(core, project, "first")
+        await finished(core, first)
+        second = await _submit(core, project, "second")
+        await finished(core, second)
+        third = await _submit(core, project, "third")
+        await approve_next(core, third)
+        await approve_next(core, third)
+        assert (await finished(core, third))["status"] == "done"
+    assert _kinds(core, first).count("mcp.connected") == 1
+    assert _kinds(core, second).count("mcp.connected") == 0
+    assert json.loads(_results(core, second)[0]["summary"])["tools"][:2] == ["echo", "env"]
+    assert _kinds(core, third).count("mcp.connected") == 1
+    assert _kinds(core, third).count("mcp.call") == 2
+
+
+async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection_cli09(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    scripted(
+        engine,
+        tmp_path,
+        [{"match": "", "turns": _calls(("mcp_call", {"server": "h", "tool": "echo", "arguments": {"text": "x"}}))}],
+    )
+    async with running(engine) as core:
+        jobs = [
+            await core.submit_task(
+                owner=None, project=project, prompt="p", mode="plan", level="workspace", access=WRITE
+            ),
+            await core.submit_task(
+                owner=None, project=project, prompt="r", mode="review", level="workspace", access=WRITE
+            ),
+            await core.submit_task(
+                owner=None, project=project, prompt="b", mode="build", level="read_only", access=WRITE
+            ),
+        ]
+        engine.projects.untrust(project.path)
+        untrusted = engine.project(project_dir)
+        jobs.append(await core.submit_task(owner=None, project=untrusted, prompt="u", level="workspace", access=WRITE))
+        for job in jobs:
+            await finished(core, job["job_id"])
+    for job in jobs:
+        assert not any(k.startswith("mcp.") for k in _kinds(core, job["job_id"]))
+        assert "unknown or unavailable tool 'mcp_call'" in _last_tool_message(engine, job["job_id"])
+
+
+async def test_a_definition_edited_between_approval_and_call_is_refused_and_nothing_is_sent_cli10(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    doc = {"name": "h", "command": hostile_argv()}
+    def_id = project_definition(project_dir, "h", doc)
+    _enable(engine, project, def_id)
+    scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__record", {"text": "sent"}))}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        await wait_for(lambda: core.approvals.pending(task_id=task_id))
+        project_definition(project_dir, "h", doc | {"command": hostile_argv("ignore_term")})
+        await approve_next(core, task_id)
+        assert (await finished(core, task_id))["status"] == "done"
+    result = _results(core, task_id)[0]
+    assert result["ok"] is False and "changed since this task started" in result["summary"]
+    assert "mcp.call" not in _kinds(core, task_id)
+    assert not (project_dir / "calls.log").exists()
+
+
+async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed_cli06(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    project_definition(project_dir, "h", {"name": "h", "command": hostile_argv(), "description": "edited"})
+    scripted(engine, tmp_path, [{"match": "", "turns": [{"content": "nothing to do"}]}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        await finished(core, task_id)
+    notes = [e["data"]["note"] for e in events_of(core, task_id) if e["kind"] == "task.note"]
+    assert any(def_id in n and "changed" in n for n in notes)
+    assert "mcp.connected" not in _kinds(core, task_id)
+
+
+async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refused_unsent_cli13(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    fill = MCP_TOOL_ARGUMENTS_MAX_BYTES - len('{"text":""}')
+    results = []
+    for size in (fill + 1, fill):  # one script each: a model script holds at most 1 MiB
+        scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__echo", {"text": "x" * size}))}])
+        async with running(engine) as core:
+            task_id = await _submit(core, project, "x")
+            if size == fill:
+                approval = await approve_next(core, task_id)
+                assert len(approval["action"]["arguments"]["text"]) == fill
+            assert (await finished(core, task_id))["status"] == "done"
+        results.append((_results(core, task_id)[0], _kinds(core, task_id).count("mcp.call")))
+    (over, over_calls), (at, at_calls) = results
+    assert over["ok"] is False and f"limit is {MCP_TOOL_ARGUMENTS_MAX_BYTES} bytes" in over["summary"]
+    assert over_calls == 0
+    assert at["ok"] is True and at_calls == 1
+
+
+async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_any_approval_cli14(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    scripted(
+        engine,
+        tmp_path,
+        [
+            {
+                "match": "",
+                "turns": _calls(
+                    ("mcp_call", {"server": "h", "tool": "nope", "arguments": {}}),
+                    ("mcp_call", {"server": "other", "tool": "echo", "arguments": {}}),
+                    ("mcp_call", {"server": "h", "tool": "echo", "arguments": {"text": 5}}),
+                    ("mcp_call", {"server": "h", "tool": "echo", "arguments": ["not", "an", "object"]}),
+                    ("mcp__h__nope", {}),
+                ),
+            }
+        ],
+    )
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        assert (await finished(core, task_id))["status"] == "done"
+        assert core.approvals.pending(task_id=task_id) == []
+    results = _results(core, task_id)
+    assert [r["ok"] for r in results] == [False] * 4
+    assert "no tool 'nope'" in results[0]["summary"]
+    assert "no enabled MCP server 'other'" in results[1]["summary"]
+    assert "invalid arguments" in results[2]["summary"]
+    assert "must be a JSON object" in results[3]["summary"]
+    assert "unknown or unavailable tool 'mcp__h__nope'" in _last_tool_message(engine, task_id)
+    assert not any(e["kind"] == "approval.waiting" for e in events_of(core, task_id))
+
+
+async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected_cli15_cli19(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    scripted(
+        engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__crash", {}), ("mcp__h__echo", {"text": "again"}))}]
+    )
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        await approve_next(core, task_id)
+        await approve_next(core, task_id)
+        assert (await finished(core, task_id))["status"] == "done"
+    crashed, again = _results(core, task_id)
+    assert crashed["ok"] is False and "not retried" in crashed["summary"]
+    assert again["ok"] is False and "start a new task" in again["summary"]
+    kinds = _kinds(core, task_id)
+    assert kinds.count("mcp.call") == 1 and kinds.count("mcp.connected") == 1 and kinds.count("mcp.closed") == 1
+    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
+    assert closed["cleanup"] == "exited" and "closed its output" in closed["error"]
+
+
+async def test_a_denied_call_is_not_sent_and_the_task_goes_on_cli09(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__record", {"text": "no"}))}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        await approve_next(core, task_id, decision="deny")
+        assert (await finished(core, task_id))["status"] == "done"
+    assert "did not approve" in _results(core, task_id)[0]["summary"]
+    assert not (project_dir / "calls.log").exists()
+
+
+@pytest.mark.parametrize(("count", "inline"), [(MCP_INLINE_TOOLS_MAX, True), (MCP_INLINE_TOOLS_MAX + 1, False)])
+async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_compact_tools_past_it_cli07(
+    engine: Engine, project_dir: Path, tmp_path: Path, count: int, inline: bool
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("many_tools", str(count))})
+    _enable(engine, project, def_id)
+    scripted(
+        engine,
+        tmp_path,
+        [{"match": "", "turns": _calls(("mcp__h__t0", {}), ("mcp_tools", {"server": "h", "page": 2}))}],
+    )
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        if inline:
+            await approve_next(core, task_id)
+        assert (await finished(core, task_id))["status"] == "done"
+    results = _results(core, task_id)
+    assert len(results) == (2 if inline else 1)
+    if inline:
+        assert results[0]["ok"] is True
+    listed = json.loads(results[-1]["summary"])
+    start = 2 * MCP_TOOL_NAMES_PAGE_MAX
+    assert listed["tools"] == [f"t{i}" for i in range(start, min(count, start + MCP_TOOL_NAMES_PAGE_MAX))]
+    assert listed["next_page"] is None
+
+
+async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_before_it_reports_cli19(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("grandchild")})
+    _enable(engine, project, def_id)
+    scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__echo", {"text": "x"}))}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        await wait_for(lambda: core.approvals.pending(task_id=task_id))
+        note = project_dir / "grandchild.pid"
+        grandchild = int(await wait_for(lambda: note.is_file() and note.read_text()))
+        await core.cancel(task_id, owner=None, project=project.path)
+        assert core.records.get(task_id)["status"] == "cancelled"
+        kinds = _kinds(core, task_id)
+        assert kinds.index("mcp.closed") < kinds.index("task.cancelled")
+    connected = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.connected")
+    assert group_gone(connected["pid"]) and pid_gone(grandchild)
+
+
+async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_still_finishes_cli13_cli19(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("no_init"), "timeout_sec": 0.5})
+    _enable(engine, project, def_id)
+    scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp_tools", {"server": "h"}))}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        with anyio.fail_after(20):
+            assert (await finished(core, task_id))["status"] == "done"
+    notes = [e["data"]["note"] for e in events_of(core, task_id) if e["kind"] == "task.note"]
+    assert any("did not finish initialization within 0.5 s" in n for n in notes)
+    assert "no tool list" in _results(core, task_id)[0]["summary"]
