@@ -202,8 +202,9 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "project", root / "home"
 
 
+@pytest.mark.timeout(300)  # about 30 s alone; room for a loaded machine
 @settings(
-    max_examples=15,
+    max_examples=12,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
