@@ -1,0 +1,79 @@
+"""The `mcp add|enable|disable|remove` verbs and `--json mcp`, run as a user would (CLI-01, CLI-02, CLI-05)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.mcp.client.mcp_client_support import REPO
+
+
+def _cli(home: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SHADOWCODE_HOME=str(home))
+    return subprocess.run(
+        [sys.executable, "-m", "shadowcode", "--workspace", str(workspace), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+
+
+def _catalog(home: Path, workspace: Path) -> dict[str, Any]:
+    done = _cli(home, workspace, "--json", "mcp")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_anything_cli01_cli02_cli05(
+    home: Path, project_dir: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    definition = tmp_path / "tools.json"
+    definition.write_text(
+        json.dumps({"name": "tools", "command": ["touch", str(marker)], "env": {"TOKEN": "value-never-shown"}}),
+        encoding="utf-8",
+    )
+    added = _cli(home, project_dir, "--json", "mcp", "add", str(definition))
+    assert added.returncode == 0, added.stderr
+    digest = json.loads(added.stdout)["hash"]
+    catalog = _catalog(home, project_dir)
+    assert [s["id"] for s in catalog["servers"]] == ["config:tools"]
+    assert catalog["servers"][0]["hash"] == digest and catalog["servers"][0]["env_names"] == ["TOKEN"]
+    assert "value-never-shown" not in json.dumps(catalog)
+
+    untrusted = _cli(home, project_dir, "mcp", "enable", "config:tools", "--hash", digest)
+    assert untrusted.returncode == 3 and "trusted project" in untrusted.stderr
+    assert _cli(home, project_dir, "trust", "--level", "workspace").returncode == 0
+    stale = _cli(home, project_dir, "mcp", "enable", "config:tools", "--hash", "0" * 64)
+    assert stale.returncode == 1 and "does not match" in stale.stderr
+    assert _cli(home, project_dir, "mcp", "enable", "config:tools", "--hash", digest).returncode == 0
+    assert _catalog(home, project_dir)["servers"][0]["grant"] == {"state": "enabled", "hash": digest}
+    text = _cli(home, project_dir, "mcp")
+    assert text.returncode == 0 and "config:tools" in text.stdout and "enabled" in text.stdout
+
+    assert _cli(home, project_dir, "mcp", "disable", "config:tools").returncode == 0
+    assert _catalog(home, project_dir)["servers"][0]["grant"]["state"] == "disabled"
+    assert _cli(home, project_dir, "mcp", "enable", "config:tools", "--hash", digest).returncode == 0
+    wrong = _cli(home, project_dir, "mcp", "remove", "config:tools", "--hash", "0" * 64)
+    assert wrong.returncode == 1
+    assert _cli(home, project_dir, "mcp", "remove", "config:tools", "--hash", digest).returncode == 0
+    assert _cli(home, project_dir, "mcp", "add", str(definition)).returncode == 0
+    assert _catalog(home, project_dir)["servers"][0]["grant"]["state"] == "disabled"
+    assert not marker.exists()
+
+
+def test_an_invalid_definition_is_refused_with_the_file_and_field_named_and_exit_2_cli03(
+    home: Path, project_dir: Path, tmp_path: Path
+) -> None:
+    definition = tmp_path / "bad.yaml"
+    definition.write_text("name: bad\ncommand: server --stdio\n", encoding="utf-8")
+    done = _cli(home, project_dir, "mcp", "add", str(definition))
+    assert done.returncode == 2
+    assert "bad.yaml: field 'command'" in done.stderr and done.stdout == ""
