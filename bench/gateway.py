@@ -1,7 +1,7 @@
 """The HTTP gateway figure: requests/s and p99 with 8 callers, beside a bare SDK HTTP server.
 
-Pending: ShadowCode has no HTTP gateway yet, so :func:`gateway_figures` reports nulls
-with the reason. Extension point: once ``mcp serve --http`` exists, start it and a bare SDK
+Pending: the benchmark does not drive the HTTP gateway yet, so :func:`gateway_figures`
+reports nulls with the reason. Extension point: start ``mcp serve --http`` and a bare SDK
 server (the lowlevel ``Server``'s ``streamable_http_app(stateless_http=True,
 json_response=True)`` under uvicorn, on 127.0.0.1 port 0), drive both with the same load
 (8 callers, the same tool as the stdio figures) and fill the same keys.
@@ -16,7 +16,7 @@ __all__ = ["GATEWAY_CALLERS", "GATEWAY_PENDING_REASON", "gateway_figures"]
 GATEWAY_CALLERS: Final = 8
 """Concurrent callers in the gateway figure."""
 
-GATEWAY_PENDING_REASON: Final = "the HTTP gateway (`mcp serve --http`) does not exist yet"
+GATEWAY_PENDING_REASON: Final = "not measured yet: the benchmark does not drive the HTTP gateway (`mcp serve --http`)"
 """Why the gateway figures are null for now."""
 
 

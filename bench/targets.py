@@ -24,9 +24,10 @@ __all__ = [
 ]
 
 ATTACHED_PENDING_REASON: Final = (
-    "no headless engine exists yet (`shadowcode engine`); the attached fast path of `mcp serve` cannot be started"
+    "not measured yet: the benchmark does not start the profile's headless engine (`shadowcode engine`) "
+    "for the attached path of `mcp serve`"
 )
-"""Why the engine-attached start-up figure is null until the headless engine lands."""
+"""Why the engine-attached start-up figure is null until the benchmark starts the headless engine."""
 
 STATUS_TOOL: Final = "shadow_status"
 """ShadowCode's cheapest read-only tool, the one timed on ShadowCode."""
@@ -130,8 +131,9 @@ def _serve_args(layout: Layout) -> tuple[str, ...]:
 def attached_target(layout: Layout) -> Target:
     """The warm zipapp spawned while the profile's headless engine runs (the attached path).
 
-    Extension point: once ``shadowcode engine`` exists, start it over ``layout.home`` before
-    the rounds (and stop it after), and return this target without ``unavailable``.
+    Extension point: start ``shadowcode engine`` over a profile root of its own (so the other
+    ShadowCode targets keep measuring the temporary-engine path) before the rounds, stop it
+    after, give this target that ``SHADOWCODE_HOME`` and drop ``unavailable``.
     """
     return Target(
         name="shadowcode_pyz_attached",
