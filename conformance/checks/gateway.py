@@ -20,6 +20,7 @@ stderr, and talks to it:
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -260,7 +261,7 @@ async def _request_flood(gw: Gateway) -> tuple[int, int, float]:
 
     started = time.monotonic()
     async with anyio.create_task_group() as tg:
-        for _ in range(_REQUESTS_PER_SECOND_MAX + 24):
+        for _ in range(_REQUESTS_PER_SECOND_MAX + 64):
             tg.start_soon(one)
     elapsed = time.monotonic() - started
     return statuses.count(429), len(statuses) - statuses.count(429), elapsed
@@ -327,12 +328,14 @@ async def refusals(ctx: Context) -> CheckResult:
             got = await _connection_flood(gw)
             add("connection_33", ("GW-07",), got == 429, f"the 33rd connection was answered {got}")
             refused, others, seconds = await _request_flood(gw)
-            conclusive = seconds < 1.0
+            # The window slides: in a burst lasting T seconds at most 128 * ceil(T) are served.
+            bound = _REQUESTS_PER_SECOND_MAX * max(1, math.ceil(seconds))
             add(
                 "request_129_in_a_second",
                 ("GW-07",),
-                conclusive and refused > 0 and others <= _REQUESTS_PER_SECOND_MAX,
-                f"{refused} answered 429 and {others} served of {refused + others} sent in {seconds:.2f} s",
+                seconds < 2.0 and refused > 0 and others <= bound,
+                f"{refused} answered 429 and {others} served (at most {bound}) of {refused + others} sent "
+                f"in {seconds:.2f} s",
             )
             status, elapsed = await _slow_head(gw)
             add(
