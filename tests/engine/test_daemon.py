@@ -145,8 +145,8 @@ def test_engine_status_and_stop_eng03(home: Path, profile: Profile) -> None:
         shown = cli(home, "--json", "engine", "status")
         assert shown.returncode == 0, shown.stderr
         status = json.loads(shown.stdout)
-        assert status["running"] is True and status["pid"] == engine.proc.pid and status["mode"] == "headless"
-        assert status["owners"] == 0 and status["running"] is True
+        assert status["pid"] == engine.proc.pid and status["mode"] == "headless"
+        assert status["owners"] == 0 and status["queued"] == []
         stopped = cli(home, "engine", "stop")
         assert stopped.returncode == 0 and "stopping" in stopped.stdout
         assert engine.proc.wait(timeout=20) == 0
