@@ -359,6 +359,11 @@ class TaskServers:
         """
         server = self._server(server_key)
         checked = self._check_arguments(server, tool_name, arguments)
+        if server.conn is not None and server.conn.state is not ConnectionState.READY:
+            raise ToolError(
+                f"MCP server {server.definition.id} is not connected ({server.conn.error or server.conn.state.value}); "
+                "nothing was sent; start a new task to reconnect"
+            )
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
         approval = env.approvals.request(env.task_id, env.owner, "mcp_call", action)
