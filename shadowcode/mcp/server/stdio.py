@@ -16,8 +16,10 @@ Contract:
 - Outgoing: one JSON object per line; a write that cannot complete within
   ``write_deadline_seconds`` drops the client (connection closed). A write that fails
   (EPIPE: the client closed its end of stdout) closes the connection the same way.
-- EOF on stdin, mid-frame included, ends the read side; the SDK then finishes and the
-  transport returns.
+- EOF on stdin (a partial last frame is dropped) ends the read side once every request
+  already read has been answered, or after ``eof_drain_seconds``; then the SDK finishes and
+  the transport returns. A client that writes its requests and closes stdin still gets its
+  answers.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class StdioLimits:
     frames_per_second_max: int = limits.STDIO_FRAMES_PER_SECOND_MAX
     init_deadline_seconds: float = limits.STDIO_INIT_DEADLINE_SECONDS
     write_deadline_seconds: float = limits.STDIO_WRITE_DEADLINE_SECONDS
+    eof_drain_seconds: float = limits.OPERATION_DEADLINE_SECONDS
 
 
 class _LimitCrossed(Exception):
@@ -175,6 +178,28 @@ def _error_for(line: bytes) -> types.JSONRPCError:
     return _invalid_request(usable)
 
 
+class _Unanswered:
+    """Ids of requests read but not yet answered, so EOF can wait for their responses."""
+
+    def __init__(self) -> None:
+        self._ids: set[object] = set()
+        self._empty = anyio.Event()
+        self._empty.set()
+
+    def add(self, request_id: object) -> None:
+        self._ids.add(request_id)
+        if self._empty.is_set():
+            self._empty = anyio.Event()
+
+    def discard(self, request_id: object) -> None:
+        self._ids.discard(request_id)
+        if not self._ids:
+            self._empty.set()
+
+    async def drained(self) -> None:
+        await self._empty.wait()
+
+
 def decode_frame(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRPCError | None]:
     """Decode one non-blank frame into the message to serve or the error to answer it with.
 
@@ -240,6 +265,8 @@ async def stdio_transport(
     reader = _Reader(read_fd, lim)
     first_request = anyio.Event()
 
+    unanswered = _Unanswered()
+
     async def read_loop(tg: anyio.abc.TaskGroup) -> None:
         try:
             async with in_send:
@@ -251,7 +278,10 @@ async def stdio_transport(
                         continue
                     if isinstance(message, types.JSONRPCRequest):
                         first_request.set()
+                        unanswered.add(message.id)
                     await in_send.send(SessionMessage(message))
+                with anyio.move_on_after(lim.eof_drain_seconds):
+                    await unanswered.drained()
         except _LimitCrossed as exc:
             sys.stderr.write(f"shadowcode: closing the connection: {exc}\n")
             tg.cancel_scope.cancel()
@@ -274,6 +304,8 @@ async def stdio_transport(
                     payload = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
                     try:
                         await _write_all(write_fd, payload, lim.write_deadline_seconds)
+                        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+                            unanswered.discard(item.message.id)
                     except TimeoutError:
                         sys.stderr.write(
                             "shadowcode: closing the connection: a response write took longer than "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shadowcode.limits import STDIO_FRAME_MAX_BYTES, STDIO_FRAMES_PER_SECOND_MAX
-from tests.support.process import ServerProcess
+from tests.support.process import INIT, ServerProcess
 
 
 @pytest.fixture
@@ -108,3 +108,25 @@ def test_stdin_closed_mid_frame_ends_the_server_cleanly_srv25(server: ServerProc
     server.proc.stdin.close()  # type: ignore[union-attr]
     assert server.read_line(timeout=10) is None
     assert server.wait_exit() == 0
+
+
+def test_requests_read_before_stdin_eof_are_still_answered_srv01(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    server = ServerProcess(project, tmp_path / "home")
+    try:
+        def call(request_id: int, name: str) -> dict[str, object]:
+            params = {"name": name, "arguments": {}}
+            return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+        frames = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  call(1, "shadow_understand"), call(2, "shadow_status")]  # fmt: skip
+        server.send_raw(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
+        server.proc.stdin.close()  # type: ignore[union-attr]
+        seen = set()
+        while (line := server.read_line(timeout=20)) is not None:
+            seen.add(json.loads(line).get("id"))
+        assert {0, 1, 2} <= seen
+        assert server.wait_exit() == 0
+    finally:
+        server.close()
