@@ -84,7 +84,7 @@ def scripted_model(
     configure_models(profile, entry, default=name)
 
 
-async def wait_for(check: Callable[[], Any], *, timeout: float = 10.0, what: str = "a condition") -> Any:
+async def wait_for(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "a condition") -> Any:
     """Poll ``check`` until it returns something truthy; returns it. Fails after ``timeout`` seconds."""
     try:
         with anyio.fail_after(timeout):
@@ -97,7 +97,7 @@ async def wait_for(check: Callable[[], Any], *, timeout: float = 10.0, what: str
         raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
 
 
-def wait_for_sync(check: Callable[[], Any], *, timeout: float = 10.0, what: str = "a condition") -> Any:
+def wait_for_sync(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "a condition") -> Any:
     """The blocking form of :func:`wait_for`, for tests that drive processes."""
     deadline = time.monotonic() + timeout
     while True:
@@ -110,7 +110,7 @@ def wait_for_sync(check: Callable[[], Any], *, timeout: float = 10.0, what: str 
 
 
 async def wait_status(
-    records: TaskRecords, task_id: str, statuses: tuple[str, ...] = FINISHED, *, timeout: float = 10.0
+    records: TaskRecords, task_id: str, statuses: tuple[str, ...] = FINISHED, *, timeout: float = 30.0
 ) -> dict[str, Any]:
     """Wait until the task's status is one of ``statuses``; returns the task."""
 
@@ -121,7 +121,7 @@ async def wait_status(
     return await wait_for(check, timeout=timeout, what=f"{task_id} to reach {statuses}")  # type: ignore[no-any-return]
 
 
-async def wait_approval(approvals: Approvals, task_id: str, *, timeout: float = 10.0) -> dict[str, Any]:
+async def wait_approval(approvals: Approvals, task_id: str, *, timeout: float = 30.0) -> dict[str, Any]:
     """Wait for the task's first pending approval; returns it."""
 
     def check() -> dict[str, Any] | None:
@@ -143,7 +143,7 @@ def sleeper_argv(pidfile: Path, seconds: int = 60) -> list[str]:
     return [PY, "-c", code, str(pidfile)]
 
 
-async def wait_pidfile(pidfile: Path, *, timeout: float = 10.0) -> int:
+async def wait_pidfile(pidfile: Path, *, timeout: float = 30.0) -> int:
     """Wait for :func:`sleeper_argv` to report its pid; returns it."""
     text = await wait_for(lambda: pidfile.exists() and pidfile.read_text(), timeout=timeout, what=str(pidfile))
     return int(text)
@@ -200,7 +200,7 @@ class HeadlessEngine:
             stderr=self._stderr,
         )
 
-    def wait_ready(self, timeout: float = 15.0) -> None:
+    def wait_ready(self, timeout: float = 30.0) -> None:
         """Wait until the engine reports it is ready (it then accepts connections)."""
 
         def ready() -> bool:
@@ -247,7 +247,7 @@ def headless_engine(home: Path, *, ready: bool = True) -> Iterator[HeadlessEngin
 
 
 @contextmanager
-def openai_server(*args: str, timeout: float = 15.0) -> Iterator[str]:
+def openai_server(*args: str, timeout: float = 30.0) -> Iterator[str]:
     """Run ``fixtures/openai_server.py ARGS`` on a free loopback port; yields its base URL; always stopped."""
     proc = subprocess.Popen(
         [PY, str(REPO / "fixtures" / "openai_server.py"), "--port", "0", *args],

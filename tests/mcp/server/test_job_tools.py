@@ -27,6 +27,7 @@ from shadowcode.engine.core import EngineCore
 from shadowcode.limits import JOB_EVENTS_PAGE_MAX
 from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
+from shadowcode.profile import Profile
 from tests.support.engine import (
     FINISHED,
     cli,
@@ -90,7 +91,7 @@ async def harness(engine: Engine, project_dir: Path, level: str | None = "worksp
     root = engine.project(project_dir).path
     if level is not None:
         engine.projects.trust(root, level)  # type: ignore[arg-type]
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         core = EngineCore(engine)
         async with core.running():
             yield Harness(engine, core, root)
@@ -111,7 +112,7 @@ async def ok(client: Client, name: str, **arguments: Any) -> Any:
     return value
 
 
-async def job_state(client: Client, job_id: str, statuses: tuple[str, ...], timeout: float = 10.0) -> dict[str, Any]:
+async def job_state(client: Client, job_id: str, statuses: tuple[str, ...], timeout: float = 30.0) -> dict[str, Any]:
     """Poll shadow_jobs get until the job's status is one of ``statuses``; returns the reply."""
     found: dict[str, Any] = {}
     with anyio.fail_after(timeout):
@@ -471,7 +472,7 @@ def rpc(server: ServerProcess, request_id: int, name: str, **arguments: Any) -> 
     server.send(
         {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     )
-    reply = server.read_until_response(request_id, timeout=15)
+    reply = server.read_until_response(request_id, timeout=30)
     result = reply["result"]
     assert not result.get("isError"), result
     return result["structuredContent"]  # type: ignore[no-any-return]
@@ -483,8 +484,6 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
     detached_pid, owned_pid = tmp_path / "detached.pid", tmp_path / "owned.pid"
-    from shadowcode.profile import Profile
-
     profile = Profile(name="default", root=home / "profiles" / "default")
     scripted_model(
         profile,
@@ -513,29 +512,32 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
                 found = rpc(server, request_id, "shadow_jobs", action="get", job_id=job_id)["pending_approvals"]
                 return found[0]["id"] if found else None
 
-            approval = wait_for_sync(lambda: first_pending(owned, 3), what="the owned job's approval")
+            approval = wait_for_sync(lambda: first_pending(owned, 3), timeout=30, what="the owned job's approval")
             rpc(server, 4, "shadow_approve", approval_id=approval, decision="approve")
             parked = [rpc(server, 5 + n, "shadow_run", prompt="park", permission_level="workspace")["job_id"]
                       for n in range(2)]  # fmt: skip
             queued = rpc(server, 8, "shadow_run", prompt="queued one")["job_id"]
 
-            pending = json.loads(cli(home, "--json", "approvals").stdout)["approvals"]
-            mine = next(a for a in pending if a["task_id"] == detached_id)
-            assert cli(home, "approve", mine["id"]).returncode == 0
+            def detached_approval() -> str | None:
+                listed = json.loads(cli(home, "--json", "approvals").stdout)["approvals"]
+                return next((a["id"] for a in listed if a["task_id"] == detached_id), None)
+
+            assert cli(home, "approve", wait_for_sync(detached_approval, timeout=30, what="approval")).returncode == 0
             their_pid = int(wait_for_sync(lambda: detached_pid.exists() and detached_pid.read_text(), what="pid"))
             my_pid = int(wait_for_sync(lambda: owned_pid.exists() and owned_pid.read_text(), what="pid"))
 
             server.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the connection is gone
-            assert server.wait_exit(timeout=20) == 0
+            assert server.wait_exit(timeout=30) == 0
         finally:
             server.close()
 
         def statuses() -> dict[str, str]:
-            shown = json.loads(cli(home, "--json", "jobs", "--limit", "20").stdout)["jobs"]
-            return {j["id"]: j["status"] for j in shown}
+            with Engine.open(profile) as store_view:
+                rows = store_view.store.rows("SELECT id, status FROM tasks")
+            return {r["id"]: r["status"] for r in rows}
 
         ours = (owned, *parked, queued)
-        final = wait_for_sync(lambda: (s := statuses()) and all(s[t] in FINISHED for t in ours) and s, timeout=15,
+        final = wait_for_sync(lambda: (s := statuses()) and all(s[t] in FINISHED for t in ours) and s, timeout=30,
                               what="the connection's jobs to finish")  # fmt: skip
         assert [final[t] for t in ours] == ["cancelled"] * len(ours), final
         assert group_gone(my_pid)
