@@ -13,7 +13,8 @@ in the check's scratch folder so model requests can be counted.
 * ``stdin_eof_cancels_task``: closing the client's stdin while its task sits in an approved
   ``sleep 60`` ends the task and the child, checked by pid and process group (SRV-21).
 * ``detached_task_survives_owner_eof``: the same against a running ``<target> engine``,
-  while a detached ``run --detach`` task keeps running and finishes (ENG-08, SRV-22).
+  while a detached ``run --detach`` task, parked on an approval, is left alone and then
+  finishes once approved from the CLI (ENG-08, SRV-22).
 * ``owner_job_limit``: 64 jobs on one connection are accepted, the 65th is refused and the
   connection stays usable (SRV-24, SRV-25).
 * ``owner_socket_limit``: with the engine running, eight connections own jobs, a ninth is
@@ -50,6 +51,7 @@ from conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "McpSession",
+    "SessionEnded",
     "commands_in",
     "configure_model",
     "background_outlives_owner",
@@ -63,6 +65,7 @@ __all__ = [
     "open_session",
     "owner_job_limit",
     "owner_socket_limit",
+    "pending_approval",
     "stdin_eof_cancels_task",
 ]
 
@@ -122,6 +125,10 @@ async def configure_model(ctx: Context, level: str = "workspace") -> tuple[str, 
 # --- a raw JSON-RPC session over stdio ----------------------------------------------------
 
 
+class SessionEnded(Exception):
+    """The server closed stdout or stdin in the middle of an exchange; the message says how."""
+
+
 @dataclass(frozen=True)
 class Reply:
     """One tool result: error flag, structured content (``{}`` when absent) and text."""
@@ -153,16 +160,24 @@ class McpSession:
         ident = self._next_id
         self._next_id += 1
         frame = {"jsonrpc": "2.0", "id": ident, "method": method, "params": dict(params or {})}
-        with anyio.fail_after(_CALL_TIMEOUT_SECONDS):
-            await self.proc.stdin.send(json.dumps(frame).encode("utf-8") + b"\n")
-            while True:
-                while (cut := self._buffer.find(b"\n")) >= 0:
-                    line = bytes(self._buffer[:cut])
-                    del self._buffer[: cut + 1]
-                    message = json.loads(line)
-                    if isinstance(message, dict) and message.get("id") == ident:
-                        return message
-                self._buffer.extend(await self.proc.stdout.receive())
+        try:
+            with anyio.fail_after(_CALL_TIMEOUT_SECONDS):
+                await self.proc.stdin.send(json.dumps(frame).encode("utf-8") + b"\n")
+                while True:
+                    while (cut := self._buffer.find(b"\n")) >= 0:
+                        line = bytes(self._buffer[:cut])
+                        del self._buffer[: cut + 1]
+                        message = json.loads(line)
+                        if isinstance(message, dict) and message.get("id") == ident:
+                            return message
+                    self._buffer.extend(await self.proc.stdout.receive())
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            with anyio.move_on_after(1.0):
+                await self.proc.wait()
+            raise SessionEnded(
+                f"the server ended the session during {method} (exit {self.proc.returncode}; "
+                f"stderr: {tail(self.stderr)})"
+            ) from exc
 
     async def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Reply:
         """``tools/call``; a JSON-RPC error counts as an error result."""
@@ -339,8 +354,9 @@ async def engine_running(ctx: Context) -> bool:
 async def headless_engine(ctx: Context, problems: list[str]) -> AsyncIterator[anyio.abc.Process | None]:
     """``<target> engine`` running until the block ends (ENG-03).
 
-    Readiness is :func:`engine_running`. On exit the engine gets SIGTERM and a
-    bounded wait, then its process group is killed.
+    Readiness is :func:`engine_running`. An engine that has exited non-zero by the end of the
+    block is noted as a problem. On exit the engine gets SIGTERM and a bounded wait, then its
+    process group is killed.
 
     Yields:
         The engine process, or None (with a problem noted) when it never became ready.
@@ -358,6 +374,8 @@ async def headless_engine(ctx: Context, problems: list[str]) -> AsyncIterator[an
                 problems.append(f"`engine` did not become ready (exit {proc.returncode}; stderr: {tail(stderr)})")
             yield proc if ready else None
         finally:
+            if ready and proc.returncode not in (None, 0):
+                problems.append(f"the engine failed with exit {proc.returncode} (stderr: {tail(stderr)})")
             with anyio.CancelScope(shield=True):
                 with suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
@@ -517,18 +535,50 @@ async def stdin_eof_cancels_task(ctx: Context) -> CheckResult:
     return _result(problems, "the server exited 0 at EOF; the sleeping child and its group were gone; job cancelled")
 
 
+async def pending_approval(ctx: Context, job_id: str) -> str:
+    """The id of ``job_id``'s pending approval from ``<target> --json approvals`` ("" when none)."""
+    done = await ctx.run(ctx.target_argv("--json", "approvals"), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    try:
+        found = json.loads(done.stdout.decode("utf-8")).get("approvals") or []
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return ""
+    return next((str(a["id"]) for a in found if isinstance(a, dict) and a.get("task_id") == job_id), "")
+
+
+async def _detached_task(ctx: Context, problems: list[str]) -> tuple[str, str]:
+    """``run --detach`` a task and wait until it waits for approval; ``(job id, approval id)``."""
+    detached = await ctx.run(
+        ctx.target_argv("--json", "run", "--detach", "conformance detached: look around, then run a command"),
+        timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
+    )
+    try:
+        job_id = str(json.loads(detached.stdout.decode("utf-8"))["job_id"])
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        said = f"{tail(detached.stdout)} {tail(detached.stderr)}"
+        problems.append(f"`run --detach` exited {detached.returncode}: {said}")
+        return "", ""
+    approval = ""
+    with anyio.move_on_after(_WAIT_SECONDS):
+        while not (approval := await pending_approval(ctx, job_id)):
+            await anyio.sleep(0.3)
+    if not approval:
+        problems.append(f"the detached job {job_id} did not ask for approval within {_WAIT_SECONDS:g} s")
+    return job_id, approval
+
+
 @check(
     "delegation:detached_task_survives_owner_eof",
-    covers=["ENG-08", "ENG-03", "SRV-21", "SRV-22", "CONF-03"],
+    covers=["ENG-08", "ENG-07", "ENG-03", "SRV-21", "SRV-22", "CONF-03"],
     timeout_seconds=150,
 )
 async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
     """A detached CLI task runs on through another owner's EOF and finishes (ENG-08, SRV-21, SRV-22).
 
-    With ``<target> engine`` running, ``run --detach`` starts a slow scripted task; a stdio
-    server attached to the engine then runs a task blocked in an approved ``sleep 60`` and
-    its stdin is closed. The sleeping child must be gone and its job cancelled, while the
-    detached task is still running then and finishes ``done``.
+    With ``<target> engine`` running, ``run --detach`` starts a task that spends a moment
+    on the model and then waits for approval of a command. A stdio server attached to the
+    engine then runs a task blocked in an approved ``sleep 60`` and its stdin is closed:
+    the sleeping child must be gone and its job cancelled, while the detached task still
+    waits with its approval pending; approved with ``<target> approve ID`` it finishes ``done``.
     """
     problem, _ = await configure_model(ctx)
     if problem:
@@ -538,26 +588,24 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
         async with headless_engine(ctx, problems) as engine:
             if engine is None:
                 return _result(problems, "")
-            detached = await ctx.run(
-                ctx.target_argv("--json", "run", "--detach", "conformance slow: look around and report"),
-                timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
-            )
-            try:
-                slow = str(json.loads(detached.stdout.decode("utf-8"))["job_id"])
-            except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-                said = f"{tail(detached.stdout)} {tail(detached.stderr)}"
-                return _result([*problems, f"`run --detach` exited {detached.returncode}: {said}"], "")
+            job_id, approval = await _detached_task(ctx, problems)
+            if not approval:
+                return _result(problems, "")
             await _sleep_task_then_eof(ctx, problems, "attached to the engine")
-            during = await job_status(ctx, slow)
-            if during in _FINISHED:
-                problems.append(f"the detached job {slow} was already {during!r} right after the other owner's EOF")
-            final = during
-            with anyio.move_on_after(min(40.0, ctx.remaining())):
-                while final not in _FINISHED:
-                    await anyio.sleep(0.5)
-                    final = await job_status(ctx, slow)
-            if final != "done":
-                problems.append(f"the detached job {slow} ended {final!r}, expected 'done'")
+            during = await job_status(ctx, job_id)
+            if during in _FINISHED or await pending_approval(ctx, job_id) != approval:
+                problems.append(f"after the other owner's EOF the detached job is {during!r} without its approval")
+            else:
+                approved = await ctx.run(ctx.target_argv("approve", approval), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+                if approved.returncode != 0:
+                    problems.append(f"`approve {approval}` exited {approved.returncode}: {tail(approved.stderr)}")
+                final = during
+                with anyio.move_on_after(min(_WAIT_SECONDS, ctx.remaining())):
+                    while final not in _FINISHED:
+                        await anyio.sleep(0.3)
+                        final = await job_status(ctx, job_id)
+                if final != "done":
+                    problems.append(f"the detached job {job_id} ended {final!r}, expected 'done'")
             stopped = await ctx.run([*ctx.target, "engine", "stop"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
             if stopped.returncode != 0:
                 problems.append(f"`engine stop` exited {stopped.returncode}: {tail(stopped.stderr)}")
@@ -565,7 +613,7 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
         left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
     if left:
         problems.append(f"{len(left)} command process(es) were left in the project: {left}")
-    return _result(problems, "EOF cancelled the owner's sleeping task; the detached task kept running and finished")
+    return _result(problems, "EOF cancelled the owner's sleeping task; the detached task waited on and finished")
 
 
 # --- owner job limit (SRV-24, SRV-25) ----------------------------------------------------------
@@ -614,8 +662,8 @@ OWNER_SOCKETS = 8
 async def owner_socket_limit(ctx: Context) -> CheckResult:
     """Eight connections may own jobs at once; a ninth is refused until one closes (SRV-24).
 
-    With ``<target> engine`` running, eight stdio servers each delegate a quick job (which
-    opens their ownership). A ninth server's ``shadow_run`` must be refused while
+    With ``<target> engine`` running, eight stdio servers, started one after another, each
+    delegate a quick job (which opens their ownership). A ninth server's ``shadow_run`` must be refused while
     ``engine status`` and ``jobs`` still answer; once the first server's stdin closes, the
     ninth must be able to delegate.
     """
@@ -636,6 +684,8 @@ async def owner_socket_limit(ctx: Context) -> CheckResult:
                 ready[n].set()
                 await release[n].wait()
             problems.extend(s.problems)
+        except SessionEnded as exc:
+            problems.append(f"owner {n + 1}: {exc}")
         finally:
             ready[n].set()
             closed[n].set()
@@ -644,11 +694,10 @@ async def owner_socket_limit(ctx: Context) -> CheckResult:
         if engine is None:
             return _result(problems, "")
         async with anyio.create_task_group() as tg:
-            for n in range(OWNER_SOCKETS):
-                tg.start_soon(owner, n)
             try:
-                for event in ready:
-                    await event.wait()
+                for n in range(OWNER_SOCKETS):
+                    tg.start_soon(owner, n)
+                    await ready[n].wait()
                 if not problems:
                     await _ninth_owner(ctx, problems, release[0], closed[0])
             finally:

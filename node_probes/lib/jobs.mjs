@@ -58,6 +58,7 @@ const WAIT_STEP_MS = 100;
 const WAIT_BOUND_MS = 45000;
 const CLI_BOUND_MS = 30000;
 const CLOSE_GRACE_MS = 5000;
+const EOF_EXIT_WAIT_MS = 15000;
 const MAX_EVENT_PAGES = 40;
 const FINISHED = new Set(["done", "failed", "cancelled", "interrupted"]);
 
@@ -509,14 +510,30 @@ export async function runJobsProbe(meta, options, open, afterConnect) {
     run.record("crash", [], false, `${err?.name ?? "Error"}: ${err?.message ?? err}`);
   }
   if (primary) {
+    // End stdin ourselves and give the server EOF_EXIT_WAIT_MS to clean up and exit: the SDK's
+    // own close() sends SIGTERM after two seconds, which would hide a slow but orderly exit.
     const child = primary.child?.();
+    let waited = 0;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const started = Date.now();
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      try {
+        child.stdin?.end();
+      } catch {
+        // already closed
+      }
+      let timer;
+      await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, EOF_EXIT_WAIT_MS)))]);
+      clearTimeout(timer);
+      waited = Date.now() - started;
+    }
     await closeBounded(primary);
     if (child && run.checks.every((c) => c.name !== "crash")) {
       run.record(
         "server_exits_on_stdin_eof",
         ["SRV-01", "SRV-21"],
         child.exitCode === 0 && child.signalCode === null,
-        `exit code ${child.exitCode}, signal ${child.signalCode} after the client closed stdin`,
+        `exit code ${child.exitCode}, signal ${child.signalCode}, ${waited} ms after the client closed stdin`,
       );
     }
   }
