@@ -21,7 +21,7 @@ def run(argv: list[str] | None = None) -> None:
     from shadowcode.errors import ShadowcodeError
 
     try:
-        app(args=argv, prog_name="shadowcode", standalone_mode=False)
+        code = app(args=argv, prog_name="shadowcode", standalone_mode=False)
     except ShadowcodeError as exc:
         sys.stderr.write(f"shadowcode: {exc.message}\n")
         sys.exit(exc.exit_code)
@@ -39,4 +39,4 @@ def run(argv: list[str] | None = None) -> None:
         sys.exit(int(getattr(exc, "exit_code", 2)))
     except KeyboardInterrupt:
         sys.exit(130)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -74,7 +74,7 @@ def engine_status(ctx: typer.Context) -> None:
         raise typer.Exit(3)
     emit(g, {"running": True} | status,
          f"engine {status['id']} (pid {status['pid']}): {status['owners']} owners, "
-         f"{len(status['running'])} running, {len(status['queued'])} queued")  # fmt: skip
+         f"{len(status['running_jobs'])} running, {len(status['queued_jobs'])} queued")  # fmt: skip
 
 
 @engine_app.command("stop")

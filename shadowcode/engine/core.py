@@ -92,6 +92,11 @@ class EngineCore:
                     with anyio.CancelScope(shield=True):
                         await self._shutdown()
                     tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The frontend's own error, raised inside the task group: hand it back unwrapped.
+            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], ShadowcodeError):
+                raise group.exceptions[0] from None
+            raise
         finally:
             store.execute("UPDATE engines SET stopped_at = ? WHERE id = ?", (int(time.time()), self.id))
 
@@ -130,7 +135,9 @@ class EngineCore:
             return {"owner": owner.id, "reason": reason, "cancelled": []}
         owner.state = OwnerState.CLOSING
         cancelled = []
-        for task_id in sorted(owner.task_ids):
+        queued = set(self.scheduler.queued())
+        # Queued jobs first: cancelling a running one frees a slot a queued one would take.
+        for task_id in sorted(owner.task_ids, key=lambda t: (t not in queued, t)):
             if self.records.get(task_id)["status"] in ACTIVE:
                 await self.scheduler.cancel(task_id, wait_seconds=CLEANUP_DEADLINE_SECONDS)
                 cancelled.append(task_id)

@@ -196,8 +196,8 @@ class _Connection:
                 "mode": core.mode,
                 "profile": core.engine.profile.name,
                 "owners": len(core.owners.open),
-                "running": core.scheduler.running(),
-                "queued": core.scheduler.queued(),
+                "running_jobs": core.scheduler.running(),
+                "queued_jobs": core.scheduler.queued(),
             }
         if method == "engine/stop":
             return {"stopping": True}

@@ -146,7 +146,7 @@ def test_engine_status_and_stop_eng03(home: Path, profile: Profile) -> None:
         assert shown.returncode == 0, shown.stderr
         status = json.loads(shown.stdout)
         assert status["pid"] == engine.proc.pid and status["mode"] == "headless"
-        assert status["owners"] == 0 and status["queued"] == []
+        assert status["owners"] == 0 and status["queued_jobs"] == [] and status["running"] is True
         stopped = cli(home, "engine", "stop")
         assert stopped.returncode == 0 and "stopping" in stopped.stdout
         assert engine.proc.wait(timeout=20) == 0
