@@ -53,3 +53,22 @@ def test_readme_links_point_at_files_that_exist() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     for target in re.findall(r"\]\(([^)#]+)\)", readme):
         assert (REPO / target).exists(), target
+
+
+def test_cli_reference_is_generated_from_help_and_every_command_has_help() -> None:
+    done = subprocess.run(
+        [sys.executable, "ci/cli_doc.py", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    sys.path.insert(0, str(REPO / "ci"))
+    try:
+        import cli_doc
+    finally:
+        sys.path.remove(str(REPO / "ci"))
+    missing = [name for name, cmd, _ in cli_doc.commands() if not (getattr(cmd, "help", None) or "").strip()]
+    assert missing == []
