@@ -279,8 +279,33 @@ class GatewayServer:
         self.connections = 0
 
     async def serve(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
-        """Accept connections until cancelled; each is handled in its own task."""
-        await listener.serve(self.handle)
+        """Accept connections until cancelled; each is handled in its own task.
+
+        A connection accepted but not yet handled when the gateway stops is closed here,
+        so no socket outlives the server.
+        """
+        accepted: set[anyio.abc.SocketStream] = set()
+
+        async def handle(stream: anyio.abc.SocketStream) -> None:
+            try:
+                await self.handle(stream)
+            finally:
+                accepted.discard(stream)
+
+        async def accept_from(one: Any, tg: anyio.abc.TaskGroup) -> None:
+            while True:
+                stream = await one.accept()
+                accepted.add(stream)
+                tg.start_soon(handle, stream)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for one in getattr(listener, "listeners", [listener]):
+                    tg.start_soon(accept_from, one, tg)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for stream in list(accepted):
+                    await stream.aclose()
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
         """Serve one connection: at most one request, then close (GW-07)."""
