@@ -13,6 +13,8 @@ Every error the product raises on purpose derives from one base::
     ├── ToolError                   exit 1   a tool refused its input
     ├── NotAvailable                exit 1   built later; says so honestly
     └── ProtocolError               exit 1   a peer broke the wire protocol
+        └── UpstreamServerError              an external MCP server failed (CLI-13..CLI-15)
+            └── LimitExceeded                it crossed a CLI-13 limit
 
 A CLI maps ``exit_code`` straight to the process status; the MCP server turns a
 ``ShadowcodeError`` raised by a tool into a result with ``isError: true`` and the
@@ -27,6 +29,7 @@ from typing import ClassVar
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "LimitExceeded",
     "MigrationError",
     "NotAvailable",
     "NotFound",
@@ -35,6 +38,7 @@ __all__ = [
     "ShadowcodeError",
     "StoreError",
     "ToolError",
+    "UpstreamServerError",
     "UsageError",
 ]
 
@@ -112,3 +116,15 @@ class ProtocolError(ShadowcodeError):
     """A peer broke the wire protocol (bad frame, limit exceeded)."""
 
     code = -32600
+
+
+class UpstreamServerError(ProtocolError):
+    """An external MCP server failed: it could not start, broke the protocol, timed out or closed.
+
+    OS and SDK errors are translated into it at the ``shadowcode.mcp.client`` edge; ``fields``
+    carries ``server`` (the definition id) where known.
+    """
+
+
+class LimitExceeded(UpstreamServerError):
+    """An external server crossed a CLI-13 limit (frame, lifetime, rate, catalog); the connection fails."""

@@ -21,10 +21,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shadowcode.errors import ConfigError
-from shadowcode.limits import PROFILE_NAME_MAX_CHARS
+from shadowcode.limits import MCP_INLINE_TOOLS_MAX, PROFILE_NAME_MAX_CHARS
 from shadowcode.profile_paths import DEFAULT_PROFILE, home_root, profile_root, socket_path, valid_profile_name
 
-__all__ = ["DEFAULT_PROFILE", "ModelSettings", "Profile", "Settings", "home_root"]
+__all__ = ["DEFAULT_PROFILE", "McpSettings", "ModelSettings", "Profile", "Settings", "home_root"]
 
 
 class ModelSettings(BaseModel):
@@ -52,6 +52,19 @@ class ModelSettings(BaseModel):
     request_log: str | None = None
 
 
+class McpSettings(BaseModel):
+    """The ``mcp`` section of the settings (CLI-07).
+
+    Attributes:
+        inline_tools: external tools offered to a Build task as first-class functions at most;
+            past it only ``mcp_tools`` and ``mcp_call`` are offered; 0 turns first-class tools off.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    inline_tools: int = Field(MCP_INLINE_TOOLS_MAX, ge=0)
+
+
 class Settings(BaseModel):
     """A profile's settings file (``settings.json``); unknown keys are refused."""
 
@@ -59,6 +72,7 @@ class Settings(BaseModel):
 
     models: tuple[ModelSettings, ...] = ()
     default_model: str | None = None
+    mcp: McpSettings = McpSettings()
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def event_line(event: dict[str, Any]) -> str | None:
     if kind == "tool.result" and not data.get("ok"):
         return f"  ✗ {data['name']}: {data.get('summary')}"
     if kind == "approval.waiting":
-        argv = " ".join(data.get("argv") or [])
+        argv = " ".join(data.get("argv") or []) or f"{data.get('server')} {data.get('tool')} (MCP call)"
         return (
             f"⏸ waiting for approval {data['approval_id']}: {argv}  (in {data.get('cwd')})\n"
             f"  approve with: shadowcode approve {data['approval_id']}   or deny: shadowcode deny {data['approval_id']}"

@@ -154,12 +154,18 @@ def approvals(ctx: typer.Context) -> None:
     g = globals_of(ctx)
     with _engine(g) as engine:
         pending = Approvals(engine.store).pending()
-    lines = [
-        f"{a['id']}  {a['kind']:<10} job {a['task_id']}  {' '.join(a['action'].get('argv') or [])}  "
-        f"(in {a['action'].get('cwd')})"
-        for a in pending
-    ]
+    lines = [f"{a['id']}  {a['kind']:<10} job {a['task_id']}  {action_text(a['action'])}" for a in pending]
     emit(g, {"approvals": pending}, "\n".join(lines) or "no pending approvals")
+
+
+def action_text(action: dict[str, Any]) -> str:
+    """An approval's exact action in one line: argv and cwd, or server, tool and arguments."""
+    import json
+
+    if "argv" in action:
+        return f"{' '.join(action['argv'])}  (in {action.get('cwd')})"
+    arguments = json.dumps(action.get("arguments"), ensure_ascii=False, sort_keys=True)
+    return f"MCP {action.get('server')} {action.get('tool')} {arguments}"
 
 
 def _resolve(ctx: typer.Context, approval_id: str, decision: str) -> None:
@@ -168,7 +174,7 @@ def _resolve(ctx: typer.Context, approval_id: str, decision: str) -> None:
     g = globals_of(ctx)
     with _engine(g) as engine:
         done = Approvals(engine.store).resolve(approval_id, decision, by="cli")
-    emit(g, done, f"{done['id']} {done['status']}: {' '.join(done['action'].get('argv') or [])}")
+    emit(g, done, f"{done['id']} {done['status']}: {action_text(done['action'])}")
 
 
 def approve(ctx: typer.Context, approval_id: Annotated[str, typer.Argument(help="Exact approval id.")]) -> None:

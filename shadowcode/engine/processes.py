@@ -56,7 +56,7 @@ from shadowcode.limits import (
     PROCESS_TERM_GRACE_SECONDS,
 )
 
-__all__ = ["CommandResult", "ProcessManager", "pids_alive"]
+__all__ = ["CommandResult", "GroupChild", "OutputTail", "ProcessManager", "pdeathsig_preexec", "pids_alive"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def pids_alive(pgid: int) -> list[int]:
     return sorted(found)
 
 
-class _Tail:
+class OutputTail:
     """The last ``max_bytes`` bytes of a byte stream; safe to feed from one thread and read from another."""
 
     def __init__(self, max_bytes: int) -> None:
@@ -224,7 +224,7 @@ class _Forwarder:
                 return
 
 
-def _pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:
+def pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:
     """A ``preexec_fn`` that sets ``PR_SET_PDEATHSIG(SIGKILL)`` in the child, or None off Linux."""
     if not sys.platform.startswith("linux"):
         return None
@@ -255,7 +255,7 @@ def _check_argv(argv: list[str]) -> list[str]:
     return list(argv)
 
 
-class _Child:
+class GroupChild:
     """One started process group: its leader, the output pipe, and the stop sequence."""
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
@@ -270,7 +270,7 @@ class _Child:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=_pdeathsig_preexec(os.getpid()),
+                preexec_fn=pdeathsig_preexec(os.getpid()),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise ToolError(f"cannot start {argv[0]!r}: {exc}", command=argv[0]) from exc
@@ -369,7 +369,7 @@ class _Child:
         return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
 
-async def _pump(child: _Child, tail: _Tail, forwarder: _Forwarder | None, done: anyio.Event) -> None:
+async def _pump(child: GroupChild, tail: OutputTail, forwarder: _Forwarder | None, done: anyio.Event) -> None:
     """Read the child's pipe until end of file, feeding the tail and the forwarder."""
     try:
         while True:
@@ -391,7 +391,7 @@ async def _pump(child: _Child, tail: _Tail, forwarder: _Forwarder | None, done: 
         done.set()
 
 
-def _drain_thread(fd: int, wake_fd: int, tail: _Tail) -> None:
+def _drain_thread(fd: int, wake_fd: int, tail: OutputTail) -> None:
     """Background output reader: runs until end of file or until woken through ``wake_fd``."""
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
@@ -414,12 +414,12 @@ def _drain_thread(fd: int, wake_fd: int, tail: _Tail) -> None:
 @dataclass
 class _Background:
     id: str
-    child: _Child
+    child: GroupChild
     argv: list[str]
     cwd: Path
     project: Path
     started_at: int
-    tail: _Tail
+    tail: OutputTail
     thread: threading.Thread
     wake_r: int
     wake_w: int
@@ -448,7 +448,7 @@ class ProcessManager:
 
     def __init__(self) -> None:
         self._background: dict[str, _Background] = {}
-        self._running: set[_Child] = set()
+        self._running: set[GroupChild] = set()
         self._closed = False
 
     async def run(
@@ -492,9 +492,9 @@ class ProcessManager:
             raise ToolError(
                 f"output_max_bytes must be between 1 and {PROCESS_OUTPUT_MAX_BYTES}", output_max_bytes=output_max_bytes
             )
-        child = _Child(argv, cwd, env)
+        child = GroupChild(argv, cwd, env)
         self._running.add(child)
-        tail = _Tail(output_max_bytes)
+        tail = OutputTail(output_max_bytes)
         forwarder = _Forwarder(on_output, output_max_bytes) if on_output is not None else None
         read_done = anyio.Event()
         timed_out = False
@@ -557,8 +557,8 @@ class ProcessManager:
                 f"at most {BACKGROUND_PROCESSES_MAX} background processes may run; stop one first",
                 limit=BACKGROUND_PROCESSES_MAX,
             )
-        child = _Child(argv, cwd, env)
-        tail = _Tail(BACKGROUND_OUTPUT_MAX_BYTES)
+        child = GroupChild(argv, cwd, env)
+        tail = OutputTail(BACKGROUND_OUTPUT_MAX_BYTES)
         wake_r, wake_w = os.pipe()
         thread = threading.Thread(
             target=_drain_thread, args=(child.out_fd, wake_r, tail), name=f"bg-output-{child.pid}", daemon=True

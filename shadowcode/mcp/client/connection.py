@@ -31,6 +31,7 @@ from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter, ValidationError
 
+from shadowcode.errors import LimitExceeded, UpstreamServerError
 from shadowcode.limits import (
     MCP_CATALOG_MAX_BYTES,
     MCP_CATALOG_PAGES_MAX,
@@ -38,7 +39,6 @@ from shadowcode.limits import (
     MCP_CONNECTIONS_MAX,
     MCP_CURSOR_MAX_BYTES,
 )
-from shadowcode.mcp.client.errors import LimitExceeded, UpstreamServerError
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
 

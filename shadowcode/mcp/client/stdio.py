@@ -41,7 +41,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from shadowcode.engine.processes import _Child, _pdeathsig_preexec, _Tail, pids_alive  # pyright: ignore[reportPrivateUsage]
+from shadowcode.engine.processes import GroupChild, OutputTail, pdeathsig_preexec, pids_alive
+from shadowcode.errors import UpstreamServerError
 from shadowcode.limits import (
     MCP_CONNECTION_MAX_BYTES,
     MCP_FRAME_MAX_BYTES,
@@ -49,7 +50,6 @@ from shadowcode.limits import (
     MCP_STDERR_CAPTURE_BYTES,
     PROCESS_PIPE_DRAIN_SECONDS,
 )
-from shadowcode.mcp.client.errors import UpstreamServerError
 
 __all__ = ["ClientLimits", "StdioServer"]
 
@@ -72,7 +72,7 @@ class _Failed(Exception):
     """The server broke the transport contract; the message names how."""
 
 
-class _ServerChild(_Child):
+class _ServerChild(GroupChild):
     """A process group like a command's, but with three separate pipes for the protocol."""
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:  # noqa: D107
@@ -86,7 +86,7 @@ class _ServerChild(_Child):
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
-                preexec_fn=_pdeathsig_preexec(os.getpid()),
+                preexec_fn=pdeathsig_preexec(os.getpid()),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise UpstreamServerError(f"cannot start {argv[0]!r}: {exc}", command=argv[0]) from exc
@@ -158,7 +158,7 @@ class StdioServer:
         self.cleanup: str | None = None
         self.stragglers = 0
         self.received_bytes = 0
-        self._stderr = _Tail(self.limits.stderr_capture_bytes)
+        self._stderr = OutputTail(self.limits.stderr_capture_bytes)
         self._child: _ServerChild | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._read_send: MemoryObjectSendStream[SessionMessage | Exception] | None = None

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from shadowcode.engine.childenv import child_env
-from shadowcode.errors import ShadowcodeError
+from shadowcode.errors import ShadowcodeError, UpstreamServerError
 from shadowcode.limits import (
     MCP_CATALOG_MAX_BYTES,
     MCP_CATALOG_PAGES_MAX,
@@ -28,7 +28,6 @@ from shadowcode.limits import (
     MCP_STDERR_CAPTURE_BYTES,
 )
 from shadowcode.mcp.client.connection import Connection, ConnectionState, connections_open
-from shadowcode.mcp.client.errors import UpstreamServerError
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits
 from tests.mcp.client.mcp_client_support import group_gone, hostile_argv, pid_gone, wait_for
