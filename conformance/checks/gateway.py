@@ -13,6 +13,8 @@ stderr, and talks to it:
 * ``gateway:http_sdk1`` / ``gateway:http_sdk2``: the TypeScript SDK probes over HTTP
   (discovery, an exact approval, a native test job, a second connection sees the job).
 * ``gateway:inspector_cli``: ``@modelcontextprotocol/inspector-cli --cli`` lists the tools.
+* ``gateway:dropped_request_keeps_job``: a client that sends ``shadow_run`` and closes its
+  connection before the answer leaves a job that runs to its end, seen by a new connection.
 * ``gateway:kill_scenario``: CONF-03's SIGKILL of a gateway whose owner runs an approved
   long command and has a task queued behind a busy model, beside an unrelated detached task.
 """
@@ -41,7 +43,16 @@ from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
 from conformance.processes import kill_group, tail
 from conformance.registry import CheckResult, SubResult, check
 
-__all__ = ["http_sdk1", "http_sdk2", "inspector_cli", "kill_scenario", "python_sdk", "refusals", "startup"]
+__all__ = [
+    "dropped_request_keeps_job",
+    "http_sdk1",
+    "http_sdk2",
+    "inspector_cli",
+    "kill_scenario",
+    "python_sdk",
+    "refusals",
+    "startup",
+]
 
 _TOKEN_ENV = "SHADOW_MCP_HTTP_TOKEN"
 _READY_SECONDS = 30.0
@@ -694,3 +705,49 @@ async def _owned_command(client: Any, pidfile: Path) -> str:
         raise AssertionError(f"the approval does not name the exact command: {approval}")
     await _call(client, "shadow_approve", {"approval_id": approval["id"], "decision": "approve"})
     return job_id
+
+
+@check("gateway:dropped_request_keeps_job", covers=["GW-08", "GW-06"], timeout_seconds=120)
+async def dropped_request_keeps_job(ctx: Context) -> CheckResult:
+    """A ``shadow_run`` whose HTTP connection is closed before the answer still runs to its end."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    facts: dict[str, Any] = {}
+    log = ctx.scratch / "slow-requests.jsonl"
+    try:
+        trusted = await ctx.trust("workspace")
+        if trusted.returncode != 0:
+            raise AssertionError(f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
+        script = {"tasks": [{"match": "", "turns": [{"content": "thought it over", "delay_seconds": 1.5}]}]}
+        await _models(ctx, {"slow": log}, {"slow": script})
+        async with _gateway(ctx) as gw:
+            params = {"name": "shadow_run", "arguments": {"prompt": "take your time", "model": "slow"}}
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+            raw = _raw(gw, body=body, extra=(("MCP-Protocol-Version", LEGACY_REVISIONS[-1]),))
+            async with await anyio.connect_tcp(gw.host.strip("[]"), gw.port) as stream:
+                await stream.send(raw)  # and close at once, before any answer
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {gw.token}"}, timeout=_REQUEST_SECONDS)
+            async with http, Client(streamable_http_client(gw.url, http_client=http)) as client:
+
+                async def listed() -> Any:
+                    return (await _call(client, "shadow_jobs", {"action": "list"}))["jobs"]
+
+                jobs = await _wait("the dropped request's job", listed, 30)
+                job_id = str(jobs[0].get("id") or jobs[0].get("job_id"))
+                facts["job"] = job_id
+
+                async def finished() -> Any:
+                    state = await _call(client, "shadow_jobs", {"action": "get", "job_id": job_id})
+                    status = state["job"]["status"]
+                    return status if status in ("done", "failed", "cancelled", "interrupted") else None
+
+                facts["status"] = await _wait("the job to finish", finished, 45)
+            facts["model_requests"] = _logged(log, job_id)
+            facts["exit"] = await _stop(gw)
+    except AssertionError as exc:
+        return CheckResult(False, f"{exc} (facts: {facts})", facts)
+    ok = facts.get("status") == "done" and facts.get("model_requests", 0) >= 1
+    detail = f"job {facts.get('job')} ended {facts.get('status')} after its request was dropped"
+    return CheckResult(ok, detail, facts)
