@@ -54,6 +54,12 @@ class CallOptions:
     window_ms: int
 
 
+def _check_args(target: Target) -> list[str]:
+    if target.expect_text is None:
+        return []
+    return ["--tool", target.tool, "--args", json.dumps(target.tool_args), "--expect-text", target.expect_text]
+
+
 def _run(repo: Path, node: str, args: list[str], target: Target, env: dict[str, str], timeout: float) -> dict[str, Any]:
     argv = [node, str(repo / DRIVER), *args, "--", *target.argv]
     proc = subprocess.Popen(
@@ -106,15 +112,19 @@ def run_startup(
         warmup: untimed spawns first.
         timeout: seconds for the whole driver run.
 
+    With ``target.expect_text`` set, each spawn also calls ``target.tool`` once after the
+    clock stopped and the memory was read, and fails unless the answer contains that text.
+
     Returns:
         One dict per timed spawn: ``spawn_to_tools_list_ms``, ``spawn_to_initialize_ms``
         (floats, ms), ``tool_count``, ``rss_hwm_kib``, ``rss_kib``, ``tree_rss_hwm_kib``
         (ints, KiB, or None where /proc is unreadable), ``descendants`` (int).
 
     Raises:
-        BenchError: the server failed to start or answer, or the deadline passed.
+        BenchError: the server failed to start or answer, answered the check without
+            ``target.expect_text``, or the deadline passed.
     """
-    args = ["startup", "--runs", str(runs), "--warmup", str(warmup)]
+    args = ["startup", "--runs", str(runs), "--warmup", str(warmup), *_check_args(target)]
     if target.fresh_dir_env:
         args += ["--fresh-dir-env", target.fresh_dir_env]
     return list(_run(repo, node, args, target, env, timeout)["runs"])
@@ -140,7 +150,8 @@ def run_calls(
         fields of :func:`run_startup`, read after the calls.
 
     Raises:
-        BenchError: the server failed, a call answered ``isError``, or the deadline passed.
+        BenchError: the server failed, a call answered ``isError``, the first answer lacked
+            ``target.expect_text``, or the deadline passed.
     """
     args = [
         "calls",
@@ -159,4 +170,6 @@ def run_calls(
         "--window-ms",
         str(options.window_ms),
     ]
+    if target.expect_text is not None:
+        args += ["--expect-text", target.expect_text]
     return _run(repo, node, args, target, env, timeout)

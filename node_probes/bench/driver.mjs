@@ -13,8 +13,11 @@
 //   --warmup N           startup: untimed spawns first (default 1)
 //   --fresh-dir-env VAR  startup: point VAR at a new empty temporary folder for every spawn
 //                        (removed afterwards), e.g. SHIV_ROOT for an empty zipapp cache
-//   --tool NAME          calls: the tool to call (default echo)
-//   --args JSON          calls: its arguments (default {})
+//   --tool NAME          the tool to call (default echo)
+//   --args JSON          its arguments (default {})
+//   --expect-text TEXT   check which server answered: startup calls the tool once per spawn
+//                        after the clock and the memory reading, calls checks its first call;
+//                        the tool's first text must contain TEXT, else the run fails
 //   --calls N            calls: sequential round trips (default 1000)
 //   --inflight N         calls: calls in flight for the throughput figure (default 8)
 //   --burst-calls N      calls: calls in the throughput figure (default 480)
@@ -35,6 +38,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+
+import { FramePacer, busyMs } from "./pacing.mjs";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -62,6 +67,7 @@ function parse(argv) {
     freshDirEnv: undefined,
     tool: "echo",
     args: {},
+    expectText: undefined,
     calls: 1000,
     inflight: 8,
     burstCalls: 480,
@@ -91,6 +97,7 @@ function parse(argv) {
     } else if (flag === "--fresh-dir-env") o.freshDirEnv = value;
     else if (flag === "--tool") o.tool = value;
     else if (flag === "--args") o.args = JSON.parse(value);
+    else if (flag === "--expect-text") o.expectText = value;
     else throw new UsageError(`unknown option ${flag}`);
   }
   const rest = argv.slice(i + 1);
@@ -144,29 +151,6 @@ function memoryReport(pid) {
   let treeHwm = own.hwm ?? 0;
   for (const child of children) treeHwm += memoryKib(child).hwm ?? 0;
   return { rss_hwm_kib: own.hwm, rss_kib: own.rss, descendants: children.length, tree_rss_hwm_kib: treeHwm };
-}
-
-/** Waits so that no `windowMs` span holds more than `frames` client frames (0 = never waits). */
-class FramePacer {
-  constructor(frames, windowMs) {
-    this.frames = frames;
-    this.windowMs = windowMs;
-    this.sent = [];
-  }
-
-  async take(count = 1) {
-    if (this.frames === 0) return;
-    for (let k = 0; k < count; k++) {
-      for (;;) {
-        const now = performance.now();
-        while (this.sent.length && now - this.sent[0] >= this.windowMs) this.sent.shift();
-        if (this.sent.length < this.frames) break;
-        const wait = this.windowMs - (now - this.sent[0]) + 1;
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-      this.sent.push(performance.now());
-    }
-  }
 }
 
 function tail(chunks) {
@@ -227,7 +211,14 @@ async function startup(opts) {
     try {
       const h = await open(opts, env);
       const memory = memoryReport(h.pid);
-      await h.client.close();
+      try {
+        if (opts.expectText !== undefined) expectText(await callOnce(h, opts), opts);
+      } catch (error) {
+        error.stderrTail = tail(h.stderr);
+        throw error;
+      } finally {
+        await h.client.close();
+      }
       if (i >= opts.warmup) {
         runs.push({
           spawn_to_tools_list_ms: h.toolsListMs,
@@ -253,21 +244,15 @@ async function callOnce(h, opts) {
     const text = result.content?.[0]?.text ?? "";
     throw new Error(`${opts.tool} answered isError: ${text.slice(0, 300)}`);
   }
+  return result;
 }
 
-/** Total length of the union of [start, end] intervals, in ms. */
-function busyMs(intervals) {
-  const sorted = [...intervals].sort((a, b) => a[0] - b[0]);
-  let total = 0;
-  let [curStart, curEnd] = sorted[0] ?? [0, 0];
-  for (const [start, end] of sorted.slice(1)) {
-    if (start > curEnd) {
-      total += curEnd - curStart;
-      curStart = start;
-      curEnd = end;
-    } else if (end > curEnd) curEnd = end;
+/** Fails unless the tool's first text contains `opts.expectText` (the expected server answered). */
+function expectText(result, opts) {
+  const text = result.content?.[0]?.text ?? "";
+  if (!text.includes(opts.expectText)) {
+    throw new Error(`${opts.tool} answered without ${JSON.stringify(opts.expectText)}: ${text.slice(0, 300)}`);
   }
-  return total + (curEnd - curStart);
 }
 
 async function calls(opts) {
@@ -280,8 +265,9 @@ async function calls(opts) {
     for (let i = 0; i < opts.calls; i++) {
       await pacer.take();
       const start = performance.now();
-      await callOnce(h, opts);
+      const result = await callOnce(h, opts);
       latencies.push(performance.now() - start);
+      if (i === 0 && opts.expectText !== undefined) expectText(result, opts);
     }
     const sequentialWallMs = performance.now() - sequentialStart;
     const intervals = [];
