@@ -1,8 +1,10 @@
-"""``python -m bench``: measure ShadowCode's stdio server beside its peers, print a table, write JSON.
+"""``python -m bench``: measure ShadowCode's MCP servers beside their peers, print a table, write JSON.
 
 Run from the repository root with the project's virtualenv (``bash ci/bench`` does both).
-Exit status: 0 when every available target was measured, 1 when a target produced no
-figure at all (the table and the JSON are written either way), 2 on bad usage.
+Exit status: 0 when every available target was measured, 1 when a target or the gateway
+figure produced nothing (the table and the JSON are written either way), 2 on bad usage.
+Every process the run starts (servers, drivers, the headless engine, the HTTP servers) is
+stopped before it exits, on failure, Ctrl-C and SIGTERM too.
 """
 
 from __future__ import annotations
@@ -13,19 +15,23 @@ import logging
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, Final
 
-from bench.driver import CallOptions
-from bench.gateway import gateway_figures
+from bench.driver import BenchError, CallOptions
+from bench.engine import headless_engine
+from bench.gateway import GATEWAY_PENDING_REASON, GatewayOptions, gateway_figures, pending_gateway_figures
 from bench.report import compute_ratios, render_table, summarize_target, write_results
-from bench.runner import BenchOptions, run_rounds
-from bench.targets import Layout, base_python, build_targets
+from bench.runner import BenchOptions, Samples, run_rounds
+from bench.targets import ATTACHED_TARGETS, Layout, Target, base_python, build_targets, engine_argv
 
 __all__ = ["main"]
 
@@ -38,7 +44,10 @@ WINDOW_MARGIN_FRAMES: Final = 8
 WINDOW_MS: Final = 1050
 """The pacing window: the server's one second plus 50 ms of slack."""
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+
+GATEWAY_NAME: Final = "gateway"
+"""The name that selects the gateway figure in ``--targets``."""
 
 
 def _frames_per_second_bound() -> int:
@@ -47,6 +56,14 @@ def _frames_per_second_bound() -> int:
     except ImportError:
         return 128
     return STDIO_FRAMES_PER_SECOND_MAX
+
+
+def _requests_per_second_bound() -> int:
+    try:
+        from shadowcode.limits import GATEWAY_REQUESTS_PER_SECOND_MAX
+    except ImportError:
+        return 128
+    return GATEWAY_REQUESTS_PER_SECOND_MAX
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,7 +82,22 @@ def _parser() -> argparse.ArgumentParser:
         "closes the connection past its per-second frame bound)",
     )
     p.add_argument("--window-ms", type=int, default=WINDOW_MS, help="pacing window length")
-    p.add_argument("--targets", default="", help="comma-separated target names to run (default: all)")
+    p.add_argument("--gateway-rounds", type=int, default=3, help="HTTP load rounds per server (0: no gateway figure)")
+    p.add_argument("--gateway-requests", type=int, default=480, help="timed requests per gateway round")
+    p.add_argument("--gateway-warmup", type=int, default=8, help="untimed requests before each gateway round")
+    p.add_argument("--gateway-callers", type=int, default=8, help="concurrent callers in the gateway figure")
+    p.add_argument(
+        "--gateway-window-requests",
+        type=int,
+        default=_requests_per_second_bound() - WINDOW_MARGIN_FRAMES,
+        help="HTTP requests per pacing window, the same for both servers (0: no pacing; the gateway then "
+        "answers 429 past its per-second bound)",
+    )
+    p.add_argument(
+        "--targets",
+        default="",
+        help=f"comma-separated target names to run, `{GATEWAY_NAME}` for the HTTP figure (default: all)",
+    )
     p.add_argument("--pyz", type=Path, default=REPO / "dist" / "shadowcode.pyz", help="the zipapp under test")
     p.add_argument("--pyz-python", type=Path, default=None, help="interpreter for the zipapp (default: base python)")
     p.add_argument("--node", default=shutil.which("node") or "node", help="node executable")
@@ -98,18 +130,27 @@ def _version(argv: list[str]) -> str | None:
 
 
 def _check_counts(args: argparse.Namespace) -> str | None:
-    for name in ("rounds", "cold_rounds", "call_rounds", "calls", "burst_calls", "window_frames"):
+    for name in (
+        "rounds", "cold_rounds", "call_rounds", "calls", "burst_calls", "window_frames",
+        "gateway_rounds", "gateway_warmup", "gateway_window_requests",
+    ):  # fmt: skip
         if getattr(args, name) < 0:
             return f"--{name.replace('_', '-')} must not be negative"
     if args.calls < 1:
         return "--calls must be at least 1"
     if args.inflight < 1:
         return "--inflight must be at least 1"
+    if args.gateway_requests < 1 or args.gateway_callers < 1:
+        return "--gateway-requests and --gateway-callers must be at least 1"
     if args.window_frames and args.window_frames <= 3:
         return "--window-frames must be 0 or more than 3 (the handshake's frames)"
     if args.window_ms < 1:
         return "--window-ms must be positive"
     return None
+
+
+def _on_sigterm(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         argv: arguments (default: ``sys.argv[1:]``).
 
     Returns:
-        0 when every available target was measured, 1 when one produced nothing, 2 on bad usage.
+        0 when every available target was measured, 1 when one (or the gateway figure)
+        produced nothing, 2 on bad usage.
     """
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -129,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         sys.stderr.write(f"bench: {problem}\n")
         return 2
+    # SIGTERM unwinds like Ctrl-C, so the finally blocks below stop every process started.
+    signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
     root = Path(tempfile.mkdtemp(prefix="shadowcode-bench-"))
     try:
@@ -140,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             repo=REPO,
             workspace=_make_sample_project(root / "project"),
             home=root / "home",
+            attached_home=root / "home-attached",
             shiv_warm=root / "shiv-warm",
             pyz=pyz,
             venv_python=Path(sys.executable),
@@ -147,13 +192,15 @@ def main(argv: list[str] | None = None) -> int:
             node=args.node,
         )
         targets = build_targets(layout)
+        run_gateway = args.gateway_rounds > 0
         if args.targets:
             wanted = {n.strip() for n in args.targets.split(",") if n.strip()}
-            unknown = wanted - {t.name for t in targets}
+            unknown = wanted - {t.name for t in targets} - {GATEWAY_NAME}
             if unknown:
                 sys.stderr.write(f"bench: unknown targets: {', '.join(sorted(unknown))}\n")
                 return 2
             targets = [t for t in targets if t.name in wanted]
+            run_gateway = run_gateway and GATEWAY_NAME in wanted
         if not pyz.is_file():
             missing = f"{_shown(args.pyz)} is missing; build it with `bash ci/build`"
             targets = [replace(t, unavailable=t.unavailable or missing) if str(pyz) in t.argv else t for t in targets]
@@ -167,8 +214,22 @@ def main(argv: list[str] | None = None) -> int:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
         call = CallOptions(args.calls, args.inflight, args.burst_calls, args.window_frames, args.window_ms)
         options = BenchOptions(args.rounds, args.cold_rounds, args.call_rounds, call, args.timeout_seconds)
-        samples = run_rounds(REPO, args.node, targets, env, options)
-        results = _results(layout, targets, samples, args, options, started)
+        samples, engine = _stdio_figures(layout, targets, env, options, root)
+        gateway_options = GatewayOptions(
+            rounds=args.gateway_rounds,
+            requests=args.gateway_requests,
+            warmup=args.gateway_warmup,
+            callers=args.gateway_callers,
+            window_requests=args.gateway_window_requests,
+            window_ms=args.window_ms,
+            timeout_seconds=args.timeout_seconds,
+        )
+        if run_gateway:
+            logger.info("gateway: %d rounds of %d requests per server", args.gateway_rounds, args.gateway_requests)
+            gateway = gateway_figures(REPO, args.node, layout, env, gateway_options, root)
+        else:
+            gateway = pending_gateway_figures(GATEWAY_PENDING_REASON, gateway_options)
+        results = _results(layout, targets, samples, gateway, engine, args, options, started)
         results["pyz"]["path"] = _shown(args.pyz)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -180,7 +241,46 @@ def main(argv: list[str] | None = None) -> int:
         for name, entry in results["targets"].items()
         if not entry["unavailable"] and entry["startup"] is None and entry["calls"] is None
     ]
-    return 1 if missing else 0
+    gateway_failed = run_gateway and gateway["reason"] is not None
+    return 1 if missing or gateway_failed else 0
+
+
+def _stdio_figures(
+    layout: Layout, targets: list[Target], env: dict[str, str], options: BenchOptions, root: Path
+) -> tuple[dict[str, Samples], dict[str, Any]]:
+    """Run the stdio rounds, with the headless engine up while any attached target is measured.
+
+    Returns:
+        ``(samples by target name, engine document)``; when the engine cannot start, the
+        attached targets get that failure as their error and the others are still measured.
+    """
+    attached = [t for t in targets if t.name in ATTACHED_TARGETS and t.unavailable is None]
+    argv = engine_argv(layout)
+    engine: dict[str, Any] = {"command": layout.display(argv), "started": False, "reason": None}
+    if not attached:
+        engine["reason"] = "no attached target in this run"
+        return run_rounds(REPO, layout.node, targets, env, options), engine
+    engine_env = {**env, "SHADOWCODE_HOME": str(layout.attached_home), "SHIV_ROOT": str(layout.shiv_warm)}
+    with ExitStack() as stack:
+        logger.info("starting the headless engine for the attached targets")
+        try:
+            proc = stack.enter_context(
+                headless_engine(list(argv), env=engine_env, cwd=REPO, stderr_path=root / "engine.stderr")
+            )
+        except BenchError as exc:
+            logger.warning("%s", exc.message)
+            engine["reason"] = exc.message
+            others = [t for t in targets if t not in attached]
+            samples = run_rounds(REPO, layout.node, others, env, options)
+            for t in attached:
+                samples[t.name] = Samples(errors=[f"{t.name}: {exc.message}"])
+            return samples, engine
+        engine.update(started=True, pid=proc.pid, ready_ms=(proc.ready_seconds or 0.0) * 1000, ready=proc.memory())
+        samples = run_rounds(REPO, layout.node, targets, env, options)
+        engine["after"] = proc.memory()
+        engine["alive_after_rounds"] = proc.alive()
+    engine["exit_status"] = proc.proc.returncode if proc.proc else None
+    return samples, engine
 
 
 def _shown(path: Path) -> str:
@@ -193,12 +293,13 @@ def _results(
     layout: Layout,
     targets: list[Any],
     samples: dict[str, Any],
+    gateway: dict[str, Any],
+    engine: dict[str, Any],
     args: argparse.Namespace,
     options: BenchOptions,
     started: float,
 ) -> dict[str, Any]:
     entries = {t.name: summarize_target(t, samples.get(t.name), layout.display(t.argv)) for t in targets}
-    gateway = gateway_figures()
     ratios, reasons = compute_ratios(entries, gateway)
     pyz_size = layout.pyz.stat().st_size if layout.pyz.is_file() else None
     return {
@@ -225,6 +326,7 @@ def _results(
         },
         "pyz": {"path": None, "size_bytes": pyz_size},
         "targets": entries,
+        "engine": engine,
         "gateway": gateway,
         "ratios": ratios,
         "ratio_reasons": reasons,

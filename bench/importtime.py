@@ -7,6 +7,11 @@ so it starts, serves nothing and exits. The first start is untimed (it creates t
 writes bytecode); the second prints the most expensive imports: by cumulative time (a
 package with everything it pulled in) and by self time (the module's own body).
 
+With ``--attached`` the profile's headless engine (``python -m shadowcode engine`` from
+source) runs during both starts, so ``mcp serve`` takes the relay path; the engine is
+stopped afterwards. The report then also says whether the ``mcp`` SDK was imported (the
+relay should need none of it).
+
 The notes in ``bench/README.md`` were made with it.
 """
 
@@ -18,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -97,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     p = argparse.ArgumentParser(prog="python -m bench.importtime", description=__doc__.splitlines()[0])
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--attached", action="store_true", help="run the profile's headless engine during both starts")
     p.add_argument(
         "command",
         nargs="*",
@@ -105,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     repo = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory(prefix="shadowcode-importtime-") as tmp:
+    sys.path.insert(0, str(repo))
+    from bench.engine import headless_engine
+
+    with tempfile.TemporaryDirectory(prefix="shadowcode-importtime-") as tmp, ExitStack() as stack:
         sys.path.insert(0, str(repo / "fixtures"))
         from sample_project import make_sample_project
 
@@ -114,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         command = [a.replace("{workspace}", str(workspace)) for a in (args.command or default)]
         env = {**os.environ, "SHADOWCODE_HOME": str(Path(tmp) / "home"), "SHIV_ROOT": str(Path(tmp) / "shiv")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if args.attached:
+            engine = [sys.executable, "-m", "shadowcode", "engine"]
+            stack.enter_context(headless_engine(engine, env=env, cwd=repo, stderr_path=Path(tmp) / "engine.stderr"))
         # The first start creates the profile's store and writes bytecode; the second is measured.
         for extra in ({}, {"PYTHONPROFILEIMPORTTIME": "1"}):
             done = subprocess.run(
@@ -132,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"no import records; exit {done.returncode}; stderr tail:\n{done.stderr[-2000:]}\n")
         return 1
     total = sum(r.self_us for r in records)
-    sys.stdout.write(f"{len(records)} modules imported, {total / 1000:.0f} ms in module bodies in all\n\n")
+    sys.stdout.write(f"{len(records)} modules imported, {total / 1000:.0f} ms in module bodies in all\n")
+    sdk = any(r.module == "mcp" or r.module.startswith("mcp.") for r in records)
+    sys.stdout.write(f"exit status {done.returncode}; the mcp SDK was {'' if sdk else 'not '}imported\n\n")
     sys.stdout.write("by cumulative time:\n" + _table(top_imports(records, args.top, by="cumulative")) + "\n\n")
     sys.stdout.write("by self time:\n" + _table(top_imports(records, args.top, by="self")) + "\n")
     return 0

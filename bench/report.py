@@ -16,16 +16,28 @@ from bench.runner import Samples
 from bench.stats import percentile, ratio, spread
 from bench.targets import Target
 
-__all__ = ["PRIMARY_TARGET", "REQUIRED_RATIOS", "compute_ratios", "render_table", "summarize_target", "write_results"]
+__all__ = [
+    "ATTACHED_TARGET",
+    "PRIMARY_TARGET",
+    "REQUIRED_RATIOS",
+    "compute_ratios",
+    "render_table",
+    "summarize_target",
+    "write_results",
+]
 
 PRIMARY_TARGET: Final = "shadowcode_pyz_warm"
 """The ShadowCode variant the headline ratios use: the archive hosts run, cache warm."""
+
+ATTACHED_TARGET: Final = "shadowcode_pyz_attached"
+"""The variant the attached ratios use: the warm archive relaying into the running engine."""
 
 REQUIRED_RATIOS: Final = (
     "startup_ratio_vs_bare",
     "startup_attached_ratio_vs_ts",
     "call_p50_ratio_vs_bare",
     "rss_ratio_vs_bare",
+    "rss_attached_ratio_vs_bare",
     "gateway_rps_ratio_vs_bare",
 )
 """Ratio keys every results document holds (null when not measurable)."""
@@ -141,11 +153,16 @@ def compute_ratios(
     Returns:
         ``(ratios, reasons)``: ``ratios`` maps each key of :data:`REQUIRED_RATIOS` and a
         few more (``startup_ratio_vs_bare_source``, ``startup_cold_ratio_vs_bare``,
-        ``startup_ratio_vs_ts``, ``call_p99_ratio_vs_bare``, ``throughput_ratio_vs_bare``)
-        to a float or None; ``reasons`` maps each None key to a sentence.
+        ``startup_ratio_vs_ts``, ``call_p99_ratio_vs_bare``, ``throughput_ratio_vs_bare``,
+        ``startup_attached_source_ratio_vs_ts``, ``startup_attached_ratio_vs_bare``,
+        ``call_p50_attached_ratio_vs_bare``, ``call_p99_attached_ratio_vs_bare``,
+        ``gateway_p99_ratio_vs_bare``) to a float or None; ``reasons`` maps each None key
+        to a sentence. The ``rss`` ratios use the peak RSS after the call rounds; the
+        attached one is the relay process alone (the per-session cost), not the engine.
     """
     t = targets.get
     p = PRIMARY_TARGET
+    a = ATTACHED_TARGET
     spawn = ("startup", "spawn_to_tools_list_ms")
     specs: dict[str, tuple[float | None, float | None, tuple[str, ...]]] = {
         "startup_ratio_vs_bare": (_median(t(p), *spawn), _median(t("bare"), *spawn), (p, "bare")),
@@ -163,6 +180,11 @@ def compute_ratios(
             _median(t(p), "calls", "rss_hwm_kib"),
             _median(t("bare"), "calls", "rss_hwm_kib"),
             (p, "bare"),
+        ),
+        "rss_attached_ratio_vs_bare": (
+            _median(t(a), "calls", "rss_hwm_kib"),
+            _median(t("bare"), "calls", "rss_hwm_kib"),
+            (a, "bare"),
         ),
         "startup_ratio_vs_bare_source": (
             _median(t("shadowcode_source"), *spawn),
@@ -185,6 +207,22 @@ def compute_ratios(
             _median(t("bare"), "calls", "calls_per_second"),
             (p, "bare"),
         ),
+        "startup_attached_source_ratio_vs_ts": (
+            _median(t("shadowcode_source_attached"), *spawn),
+            _median(t("everything"), *spawn),
+            ("shadowcode_source_attached", "everything"),
+        ),
+        "startup_attached_ratio_vs_bare": (_median(t(a), *spawn), _median(t("bare"), *spawn), (a, "bare")),
+        "call_p50_attached_ratio_vs_bare": (
+            _median(t(a), "calls", "p50_ms"),
+            _median(t("bare"), "calls", "p50_ms"),
+            (a, "bare"),
+        ),
+        "call_p99_attached_ratio_vs_bare": (
+            _median(t(a), "calls", "p99_ms"),
+            _median(t("bare"), "calls", "p99_ms"),
+            (a, "bare"),
+        ),
     }
     ratios: dict[str, Any] = {}
     reasons: dict[str, str] = {}
@@ -192,9 +230,13 @@ def compute_ratios(
         ratios[key] = ratio(num, den)
         if ratios[key] is None:
             reasons[key] = _why(targets, *names)
-    ratios["gateway_rps_ratio_vs_bare"] = ratio(gateway["shadowcode_rps"], gateway["bare_rps"])
-    if ratios["gateway_rps_ratio_vs_bare"] is None:
-        reasons["gateway_rps_ratio_vs_bare"] = gateway["reason"] or "a gateway figure is missing"
+    for key, num, den in (
+        ("gateway_rps_ratio_vs_bare", gateway["shadowcode_rps"], gateway["bare_rps"]),
+        ("gateway_p99_ratio_vs_bare", gateway["shadowcode_p99_ms"], gateway["bare_p99_ms"]),
+    ):
+        ratios[key] = ratio(num, den)
+        if ratios[key] is None:
+            reasons[key] = gateway["reason"] or "a gateway figure is missing"
     return ratios, reasons
 
 
@@ -232,19 +274,16 @@ def render_table(results: dict[str, Any]) -> str:
                 _fmt_spread(rss, scale=1024, digits=1),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = _aligned(rows)
     lines.append("")
     lines.append("median (min-max) of repeated runs; RSS is VmHWM after the call rounds (after start-up otherwise)")
+    lines.append(_engine_line(results.get("engine")))
     size = results["pyz"]["size_bytes"]
     lines.append(
         f"shadowcode.pyz: {size / (1024 * 1024):.1f} MiB ({size} bytes)" if size else "shadowcode.pyz: missing"
     )
-    gw = results["gateway"]
-    lines.append(
-        f"gateway rps: {gw['shadowcode_rps']} (bare SDK HTTP: {gw['bare_rps']}); {gw['reason'] or ''}".rstrip()
-    )
+    lines.append("")
+    lines += _gateway_lines(results["gateway"])
     lines.append("")
     lines.append("ratios (ShadowCode / peer, same run; reported, not asserted):")
     for key, value in results["ratios"].items():
@@ -256,6 +295,53 @@ def render_table(results: dict[str, Any]) -> str:
         for message in entry["errors"][:3]:
             lines.append(f"error [{name}]: {message[:400]}")
     return "\n".join(lines) + "\n"
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _engine_line(engine: dict[str, Any] | None) -> str:
+    if not engine or not engine.get("started"):
+        reason = (engine or {}).get("reason") or "not needed by the selected targets"
+        return f"headless engine (attached rows): not running ({reason})"
+    end = (engine.get("after") or {}).get("rss_hwm_kib")
+    ready = (engine.get("ready") or {}).get("rss_kib")
+    shown = f"{end / 1024:.1f} MiB peak RSS by the end" if end else "peak RSS unreadable"
+    if ready:
+        shown += f" ({ready / 1024:.1f} MiB resident when ready)"
+    return f"headless engine (attached rows, shared by every session): {shown}, ready in {engine['ready_ms']:.0f} ms"
+
+
+def _gateway_lines(gw: dict[str, Any]) -> list[str]:
+    opts = gw.get("options") or {}
+    title = f"HTTP gateway, {gw['callers']} callers, one tools/call POST per connection"
+    if opts.get("window_requests"):
+        title += f", paced to {opts['window_requests']} requests per {opts['window_ms']} ms window"
+    servers = gw.get("servers") or {}
+    if not servers:
+        return [f"{title}: null ({gw['reason']})"]
+    labels = {"shadowcode": "shadowcode.pyz mcp serve --http", "bare": "bare mcp 2.3 SDK HTTP (uvicorn)"}
+    rows = [("server", "requests/s (busy time)", "p50 ms", "p99 ms", "peak RSS MiB")]
+    for side, doc in servers.items():
+        rss = doc.get("rss_hwm_kib")
+        rows.append(
+            (
+                labels.get(side, side),
+                _fmt_spread(doc.get("requests_per_second")),
+                _fmt_spread(doc.get("p50_ms"), digits=3),
+                _fmt_spread(doc.get("p99_ms"), digits=3),
+                f"{rss / 1024:.1f}" if rss else "null",
+            )
+        )
+    lines = [title + ":", *_aligned(rows)]
+    for side, doc in servers.items():
+        for message in doc.get("errors", [])[:3]:
+            lines.append(f"error [gateway {side}]: {message[:400]}")
+    return lines
 
 
 def write_results(path: Path, results: dict[str, Any]) -> None:

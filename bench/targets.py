@@ -1,9 +1,15 @@
 """The servers the benchmark runs side by side, and how each one is spawned.
 
-A :class:`Target` is one spawn recipe. Those that cannot be measured yet carry the reason
-in ``unavailable``; the report then shows ``null`` for their figures with that reason.
-Adding a figure later (the headless engine's attached path) means returning a Target
-without ``unavailable`` from :func:`attached_target`.
+A :class:`Target` is one spawn recipe. One that cannot be measured in a run (its archive is
+missing, the headless engine did not start) carries the reason in ``unavailable``; the
+report then shows ``null`` for its figures with that reason.
+
+The attached targets spawn ``mcp serve`` with ``SHADOWCODE_HOME`` pointing at the profile
+root whose headless engine the benchmark runs (:attr:`Layout.attached_home`), so they take
+the relay path; every other ShadowCode target uses a profile root without an engine and
+serves in its own process. Each ShadowCode target names the engine mode its
+``shadow_status`` must report (``expect_text``), so a relay that silently fell back to
+serving in-process (or the reverse) fails the figure instead of skewing it.
 """
 
 from __future__ import annotations
@@ -15,19 +21,27 @@ from pathlib import Path
 from typing import Any, Final
 
 __all__ = [
-    "ATTACHED_PENDING_REASON",
+    "ATTACHED_EXPECT_TEXT",
+    "ATTACHED_TARGETS",
+    "ECHO_TOOL",
+    "IN_PROCESS_EXPECT_TEXT",
     "Layout",
+    "STATUS_TOOL",
     "Target",
-    "attached_target",
+    "attached_targets",
     "base_python",
     "build_targets",
+    "engine_argv",
 ]
 
-ATTACHED_PENDING_REASON: Final = (
-    "not measured yet: the benchmark does not start the profile's headless engine (`shadowcode engine`) "
-    "for the attached path of `mcp serve`"
-)
-"""Why the engine-attached start-up figure is null until the benchmark starts the headless engine."""
+ATTACHED_TARGETS: Final = ("shadowcode_pyz_attached", "shadowcode_source_attached")
+"""Targets that need the headless engine running."""
+
+ATTACHED_EXPECT_TEXT: Final = '"mode": "headless"'
+"""What ``shadow_status`` says when the session is served by the running headless engine."""
+
+IN_PROCESS_EXPECT_TEXT: Final = '"mode": "temporary"'
+"""What ``shadow_status`` says when ``mcp serve`` serves in its own process (temporary engine)."""
 
 STATUS_TOOL: Final = "shadow_status"
 """ShadowCode's cheapest read-only tool, the one timed on ShadowCode."""
@@ -45,7 +59,8 @@ class Layout:
     Attributes:
         repo: the repository root.
         workspace: the sample project served by ShadowCode.
-        home: the SHADOWCODE_HOME of the run (a fresh profile root).
+        home: the SHADOWCODE_HOME of the in-process targets (a fresh profile root, no engine).
+        attached_home: the SHADOWCODE_HOME whose headless engine the attached targets use.
         shiv_warm: the SHIV_ROOT kept between warm zipapp spawns.
         pyz: the zipapp under test (the run's private copy, so a rebuild meanwhile cannot
             pull it away).
@@ -57,6 +72,7 @@ class Layout:
     repo: Path
     workspace: Path
     home: Path
+    attached_home: Path
     shiv_warm: Path
     pyz: Path
     venv_python: Path
@@ -98,9 +114,11 @@ class Target:
         env: variables added to the benchmark's environment for this server.
         fresh_dir_env: a variable pointed at a new empty folder for every spawn (an empty
             zipapp cache), or None.
-        measure_calls: False when only start-up is measured (the cold zipapp: its calls are
-            those of the warm one).
-        unavailable: why this target cannot be measured yet, or None.
+        measure_calls: False when only start-up is measured (the cold zipapp and the
+            attached source entry: their calls are those of the warm archive's rows).
+        expect_text: text the timed tool's first answer must contain (checked once per spawn,
+            outside the timed part), or None.
+        unavailable: why this target cannot be measured in this run, or None.
     """
 
     name: str
@@ -111,6 +129,7 @@ class Target:
     env: dict[str, str] = field(default_factory=dict)
     fresh_dir_env: str | None = None
     measure_calls: bool = True
+    expect_text: str | None = None
     unavailable: str | None = None
 
 
@@ -128,22 +147,53 @@ def _serve_args(layout: Layout) -> tuple[str, ...]:
     return ("--workspace", str(layout.workspace), "mcp", "serve")
 
 
-def attached_target(layout: Layout) -> Target:
-    """The warm zipapp spawned while the profile's headless engine runs (the attached path).
+def engine_argv(layout: Layout) -> tuple[str, ...]:
+    """The command that runs the profile's headless engine: from the archive when it is there.
 
-    Extension point: start ``shadowcode engine`` over a profile root of its own (so the other
-    ShadowCode targets keep measuring the temporary-engine path) before the rounds, stop it
-    after, give this target that ``SHADOWCODE_HOME`` and drop ``unavailable``.
+    Args:
+        layout: paths of this run.
+
+    Returns:
+        ``(<python>, <pyz>, "engine")``, or ``(<venv-python>, "-m", "shadowcode", "engine")``
+        when the archive is missing.
     """
-    return Target(
-        name="shadowcode_pyz_attached",
-        label="shadowcode.pyz warm, engine running",
-        argv=(str(layout.pyz_python), str(layout.pyz), *_serve_args(layout)),
-        tool=STATUS_TOOL,
-        tool_args={},
-        env={"SHIV_ROOT": str(layout.shiv_warm)},
-        unavailable=ATTACHED_PENDING_REASON,
-    )
+    if layout.pyz.is_file():
+        return (str(layout.pyz_python), str(layout.pyz), "engine")
+    return (str(layout.venv_python), "-m", "shadowcode", "engine")
+
+
+def attached_targets(layout: Layout) -> list[Target]:
+    """The warm archive and the source entry spawned while the headless engine runs.
+
+    Args:
+        layout: paths of this run.
+
+    Returns:
+        ``shadowcode_pyz_attached`` (start-up and calls: the relay's latency and per-session
+        memory) and ``shadowcode_source_attached`` (start-up only).
+    """
+    env = {"SHADOWCODE_HOME": str(layout.attached_home)}
+    return [
+        Target(
+            name="shadowcode_pyz_attached",
+            label="shadowcode.pyz warm, engine running",
+            argv=(str(layout.pyz_python), str(layout.pyz), *_serve_args(layout)),
+            tool=STATUS_TOOL,
+            tool_args={},
+            env={**env, "SHIV_ROOT": str(layout.shiv_warm)},
+            expect_text=ATTACHED_EXPECT_TEXT,
+        ),
+        Target(
+            name="shadowcode_source_attached",
+            label="shadowcode (source), engine running",
+            argv=(str(layout.venv_python), "-m", "shadowcode", *_serve_args(layout)),
+            tool=STATUS_TOOL,
+            tool_args={},
+            env=env,
+            measure_calls=False,
+            expect_text=ATTACHED_EXPECT_TEXT,
+        ),
+    ]
 
 
 def build_targets(layout: Layout) -> list[Target]:
@@ -154,7 +204,8 @@ def build_targets(layout: Layout) -> list[Target]:
 
     Returns:
         Targets named ``shadowcode_source``, ``shadowcode_pyz_cold``, ``shadowcode_pyz_warm``,
-        ``shadowcode_pyz_attached``, ``bare``, ``everything``, ``floor``.
+        ``shadowcode_pyz_attached``, ``shadowcode_source_attached``, ``bare``, ``everything``,
+        ``floor``.
     """
     everything = layout.repo / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
     pyz_argv = (str(layout.pyz_python), str(layout.pyz), *_serve_args(layout))
@@ -165,6 +216,7 @@ def build_targets(layout: Layout) -> list[Target]:
             argv=(str(layout.venv_python), "-m", "shadowcode", *_serve_args(layout)),
             tool=STATUS_TOOL,
             tool_args={},
+            expect_text=IN_PROCESS_EXPECT_TEXT,
         ),
         Target(
             name="shadowcode_pyz_cold",
@@ -174,6 +226,7 @@ def build_targets(layout: Layout) -> list[Target]:
             tool_args={},
             fresh_dir_env="SHIV_ROOT",
             measure_calls=False,
+            expect_text=IN_PROCESS_EXPECT_TEXT,
         ),
         Target(
             name="shadowcode_pyz_warm",
@@ -182,8 +235,9 @@ def build_targets(layout: Layout) -> list[Target]:
             tool=STATUS_TOOL,
             tool_args={},
             env={"SHIV_ROOT": str(layout.shiv_warm)},
+            expect_text=IN_PROCESS_EXPECT_TEXT,
         ),
-        attached_target(layout),
+        *attached_targets(layout),
         Target(
             name="bare",
             label="bare mcp 2.3 SDK server",
