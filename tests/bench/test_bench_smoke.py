@@ -1,8 +1,10 @@
-"""The benchmark's code runs (issue 7): statistics, the floor server, the report, and a tiny run.
+"""The benchmark's code runs (issue 7): statistics, the floor server, the report, and tiny runs.
 
 The ``slow`` tests spawn the real servers through the Node driver with tiny repetition
-counts; they check the shape of ``latest.json`` and that the pacing keeps a ShadowCode
-connection under its frame-rate bound (SRV-25), never a timing figure.
+counts; they check the shape of ``latest.json``, that the attached rows really went through
+the headless engine, that the pacing keeps ShadowCode under its frame-rate (SRV-25) and
+request-rate (GW-07) bounds, and that every process the run starts is stopped, never a
+timing figure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +46,30 @@ def _node_skip_reason() -> str | None:
 
 _NODE_REASON = _node_skip_reason()
 needs_node = pytest.mark.skipif(_NODE_REASON is not None, reason=_NODE_REASON or "")
+
+
+def _gone(pid: int, marker: bytes = b"shadowcode") -> bool:
+    """True when ``pid`` names no live process (a zombie, or an unrelated one that reused it, count as gone).
+
+    ``marker`` is a part of the expected process's command line.
+    """
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z" or marker not in cmdline
+
+
+def _wait(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def _bench(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any] | None, str]:
@@ -109,7 +137,7 @@ def test_floor_server_answers_the_handshake_and_echo_with_canned_lines_issue7(be
 
 
 def test_ratios_are_null_with_a_reason_when_a_side_is_missing_issue7(bench_modules: None) -> None:
-    from bench.gateway import gateway_figures
+    from bench.gateway import pending_gateway_figures
     from bench.report import REQUIRED_RATIOS, compute_ratios
 
     def entry(spawn_ms: float | None, p50: float | None) -> dict[str, Any]:
@@ -119,13 +147,15 @@ def test_ratios_are_null_with_a_reason_when_a_side_is_missing_issue7(bench_modul
 
     targets = {"shadowcode_pyz_warm": entry(600.0, 0.6), "bare": entry(500.0, 0.8), "everything": entry(300.0, 0.3)}
     targets["shadowcode_pyz_attached"] = {**entry(None, None), "unavailable": "pending"}
-    ratios, reasons = compute_ratios(targets, gateway_figures())
+    ratios, reasons = compute_ratios(targets, pending_gateway_figures("the gateway was left out"))
     assert set(REQUIRED_RATIOS) <= set(ratios)
     assert ratios["startup_ratio_vs_bare"] == pytest.approx(1.2)
     assert ratios["call_p50_ratio_vs_bare"] == pytest.approx(0.75)
     assert ratios["rss_ratio_vs_bare"] == pytest.approx(1.0)
     assert ratios["startup_attached_ratio_vs_ts"] is None
     assert "pending" in reasons["startup_attached_ratio_vs_ts"]
+    assert ratios["rss_attached_ratio_vs_bare"] is None
+    assert "pending" in reasons["rss_attached_ratio_vs_bare"]
     assert ratios["gateway_rps_ratio_vs_bare"] is None
     assert "gateway" in reasons["gateway_rps_ratio_vs_bare"]
     assert "not run" in reasons["startup_ratio_vs_bare_source"]
@@ -158,16 +188,17 @@ def test_importtime_parser_reads_self_cumulative_and_depth_issue7(bench_modules:
 def test_tiny_bench_run_measures_the_peers_and_writes_every_ratio_key_issue7(tmp_path: Path) -> None:
     code, results, output = _bench(
         tmp_path,
-        "--targets", "floor,bare,everything,shadowcode_pyz_attached",
+        "--targets", "floor,bare,everything",
         "--rounds", "2", "--cold-rounds", "0", "--call-rounds", "1", "--calls", "5", "--burst-calls", "8",
     )  # fmt: skip
     assert code == 0, output
     assert results is not None, output
     for key in ("startup_ratio_vs_bare", "startup_attached_ratio_vs_ts", "call_p50_ratio_vs_bare",
-                "rss_ratio_vs_bare", "gateway_rps_ratio_vs_bare"):  # fmt: skip
+                "rss_ratio_vs_bare", "rss_attached_ratio_vs_bare", "gateway_rps_ratio_vs_bare"):  # fmt: skip
         assert key in results["ratios"]
     assert results["ratios"]["startup_ratio_vs_bare"] is None  # ShadowCode was left out of this run
-    assert results["ratio_reasons"]["startup_attached_ratio_vs_ts"]
+    assert "not run" in results["ratio_reasons"]["startup_attached_ratio_vs_ts"]
+    assert results["engine"]["started"] is False  # no attached target: no engine
     for name in ("floor", "bare", "everything"):
         entry = results["targets"][name]
         assert entry["errors"] == [], entry["errors"]
@@ -176,10 +207,7 @@ def test_tiny_bench_run_measures_the_peers_and_writes_every_ratio_key_issue7(tmp
         run = entry["calls"]["runs"][0]
         assert run["calls"] == 5 and len(run["latencies_ms"]) == 5
         assert run["burst_calls"] == 8 and run["calls_per_second"] > 0
-    attached = results["targets"]["shadowcode_pyz_attached"]
-    assert attached["unavailable"] and attached["startup"] is None
     assert results["gateway"]["shadowcode_rps"] is None and results["gateway"]["reason"]
-    assert "<workspace>" in " ".join(results["targets"]["shadowcode_pyz_attached"]["command"])
     assert "ratios (ShadowCode / peer" in output
 
 
@@ -215,3 +243,180 @@ def test_unpaced_calls_past_the_srv25_frame_rate_are_reported_as_a_failed_figure
     assert entry["calls"] is None and entry["startup"] is None
     assert entry["errors"], output
     assert "null" in output
+
+
+def test_server_process_stops_its_whole_group_and_refuses_one_that_never_gets_ready_issue7(
+    bench_modules: None, tmp_path: Path
+) -> None:
+    from bench.driver import BenchError
+    from bench.process import ServerProcess
+
+    # The leader starts a child in its own process group, then says it is ready.
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "sys.stderr.write(f'up child {child.pid}\\n'); sys.stderr.flush()\n"
+        "time.sleep(600)\n"
+    )
+    server = ServerProcess(
+        "fake", [sys.executable, "-c", script], env=dict(os.environ), cwd=tmp_path,
+        stderr_path=tmp_path / "fake.stderr", ready=r"up child (\d+)", ready_timeout_seconds=60,
+    )  # fmt: skip
+    with server:
+        child = int(server.ready_value or 0)
+        leader = server.pid
+        assert server.alive() and not _gone(child, b"sleep(600)") and not _gone(leader, b"sleep(600)")
+        assert (server.memory()["rss_hwm_kib"] or 0) > 0
+    assert _wait(
+        lambda: _gone(child, b"sleep(600)") and _gone(leader, b"sleep(600)"), timeout=30, what="the group to be gone"
+    )
+
+    silent = ServerProcess(
+        "silent", [sys.executable, "-c", "import time; time.sleep(600)"], env=dict(os.environ), cwd=tmp_path,
+        stderr_path=tmp_path / "silent.stderr", ready="never", ready_timeout_seconds=0.5,
+    )  # fmt: skip
+    with pytest.raises(BenchError, match="not ready within"), silent:
+        pass
+    assert silent.proc is not None and silent.proc.returncode is not None
+
+    early = ServerProcess(
+        "early", [sys.executable, "-c", "import sys; sys.exit(3)"], env=dict(os.environ), cwd=tmp_path,
+        stderr_path=tmp_path / "early.stderr", ready="never", ready_timeout_seconds=60,
+    )  # fmt: skip
+    with pytest.raises(BenchError, match="exited 3"), early:
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@needs_node
+def test_a_figure_fails_when_the_server_that_answered_is_not_the_expected_one_issue7(
+    bench_modules: None, tmp_path: Path
+) -> None:
+    from bench.driver import BenchError, run_startup
+    from bench.targets import ATTACHED_EXPECT_TEXT, STATUS_TOOL, Target
+
+    sys.path.insert(0, str(REPO_ROOT / "fixtures"))
+    from sample_project import make_sample_project
+
+    workspace = make_sample_project(tmp_path / "project")
+    # No headless engine runs under this profile root, so `mcp serve` serves in-process and
+    # its status reports a temporary engine: a row that expects the relay must fail.
+    target = Target(
+        name="relay_expected",
+        label="relay expected",
+        argv=(sys.executable, "-m", "shadowcode", "--workspace", str(workspace), "mcp", "serve"),
+        tool=STATUS_TOOL,
+        tool_args={},
+        expect_text=ATTACHED_EXPECT_TEXT,
+    )
+    env = {**os.environ, "SHADOWCODE_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    with pytest.raises(BenchError, match="answered without"):
+        run_startup(REPO_ROOT, NODE or "node", target, env, runs=1, warmup=0, timeout=RUN_TIMEOUT_SECONDS)
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@needs_node
+def test_attached_rows_relay_into_a_headless_engine_that_the_run_stops_issue7(tmp_path: Path) -> None:
+    code, results, output = _bench(
+        tmp_path, "--targets", "shadowcode_source_attached,shadowcode_pyz_attached,shadowcode_source",
+        "--rounds", "1", "--cold-rounds", "0", "--call-rounds", "1", "--calls", "5", "--burst-calls", "8",
+    )  # fmt: skip
+    assert code == 0, output
+    assert results is not None, output
+    engine = results["engine"]
+    assert engine["started"] and engine["alive_after_rounds"], engine
+    assert engine["after"]["rss_hwm_kib"] > 0
+    assert _gone(engine["pid"]), "the headless engine outlived the run"
+    # Each row checked which engine served it: the relay rows the headless one, the
+    # in-process row its own temporary one; a wrong answer would be an error here.
+    names = ["shadowcode_source_attached", "shadowcode_source"]
+    if results["pyz"]["size_bytes"]:
+        names.append("shadowcode_pyz_attached")
+        calls = results["targets"]["shadowcode_pyz_attached"]["calls"]
+        assert len(calls["runs"][0]["latencies_ms"]) == 5
+        assert calls["rss_hwm_kib"]["median"] > 0
+        assert "<workspace>" in " ".join(results["targets"]["shadowcode_pyz_attached"]["command"])
+    for name in names:
+        entry = results["targets"][name]
+        assert entry["errors"] == [], entry["errors"]
+        assert entry["startup"]["spawn_to_tools_list_ms"]["n"] == 1
+    assert results["targets"]["shadowcode_source_attached"]["calls"] is None  # start-up only
+    assert "headless engine (attached rows" in output
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@needs_node
+def test_paced_gateway_load_stays_under_the_gw07_request_rate_and_fills_the_gateway_ratio_issue7(
+    tmp_path: Path,
+) -> None:
+    # 140 timed requests and 2 warm-up ones exceed the gateway's 128 requests per second
+    # when sent back to back; the default pacing spreads them and every one is answered.
+    code, results, output = _bench(
+        tmp_path, "--targets", "gateway",
+        "--gateway-rounds", "1", "--gateway-requests", "140", "--gateway-warmup", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    assert results is not None, output
+    gateway = results["gateway"]
+    assert gateway["reason"] is None, gateway["reason"]
+    assert gateway["callers"] == 8
+    for side in ("shadowcode", "bare"):
+        doc = gateway["servers"][side]
+        assert doc["errors"] == [], doc["errors"]
+        (run,) = doc["runs"]
+        assert run["requests"] == 140 and len(run["latencies_ms"]) == 140
+        assert run["requests_per_second"] > 0 and run["p99_ms"] >= run["p50_ms"] > 0
+        assert doc["rss_hwm_kib"] > 0
+    assert results["ratios"]["gateway_rps_ratio_vs_bare"] is not None
+    assert "--token-env" in gateway["servers"]["shadowcode"]["command"]
+    assert "HTTP gateway, 8 callers" in output
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@needs_node
+def test_sigterm_to_the_bench_stops_the_headless_engine_it_started_issue7(tmp_path: Path) -> None:
+    # The bench's folder goes under TMPDIR, so the test can read the engine's ready line;
+    # a short one, since the engine's socket path must fit a unix socket address.
+    short = Path(tempfile.mkdtemp(prefix="sb-"))
+    try:
+        _sigterm_run(tmp_path, short)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _sigterm_run(tmp_path: Path, tmpdir: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench", "--quiet", "--output", str(tmp_path / "latest.json"),
+         "--targets", "shadowcode_source_attached", "--rounds", "500", "--cold-rounds", "0", "--call-rounds", "0",
+         "--gateway-rounds", "0"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+
+        def engine_pid() -> int | None:
+            for path in tmpdir.glob("shadowcode-bench-*/engine.stderr"):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                if "engine ready" in text:
+                    return int(text.split(" pid ", 1)[1].split(",", 1)[0])
+            assert proc.poll() is None, "the bench ended before its engine was ready"
+            return None
+
+        pid = _wait(engine_pid, timeout=90, what="the bench's headless engine")
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    assert proc.returncode != 0, stderr
+    assert _gone(pid), "the headless engine outlived a SIGTERM to the bench"
+    assert list(tmpdir.glob("shadowcode-bench-*")) == []
