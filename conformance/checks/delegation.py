@@ -17,11 +17,6 @@ in the check's scratch folder so model requests can be counted.
   finishes once approved from the CLI (ENG-08, SRV-22).
 * ``owner_job_limit``: 64 jobs on one connection are accepted, the 65th is refused and the
   connection stays usable (SRV-24, SRV-25).
-* ``owner_socket_limit``: with the engine running, eight connections own jobs, a ninth is
-  refused while control requests still work, and it gets room once one owner closes (SRV-24).
-* ``background_outlives_owner``: an approved background process outlives its task and its
-  connection until ``bg stop`` or the engine's close; a temporary engine stops it when its
-  server exits; a read-only task cannot start one (SRV-23).
 
 Command children are found by their working directory (the check's private project) in
 ``/proc``; any that a failing target leaves behind are killed and reported. The set-up,
@@ -54,7 +49,6 @@ __all__ = [
     "SessionEnded",
     "commands_in",
     "configure_model",
-    "background_outlives_owner",
     "detached_task_survives_owner_eof",
     "engine_running",
     "headless_engine",
@@ -64,9 +58,10 @@ __all__ = [
     "kill_commands",
     "open_session",
     "owner_job_limit",
-    "owner_socket_limit",
+    "process_alive",
     "pending_approval",
     "stdin_eof_cancels_task",
+    "wait_for",
 ]
 
 SCRIPT = Path("fixtures") / "scripts" / "conformance_jobs.yaml"
@@ -76,7 +71,6 @@ OWNER_JOBS = 64
 """Jobs one owner may delegate over its lifetime (SRV-24, SRV-25)."""
 
 _SLEEP_ARGV = ["sleep", "60"]
-_BACKGROUND_ARGV = ["sleep", "120"]
 _CALL_TIMEOUT_SECONDS = 30.0
 _COMMAND_TIMEOUT_SECONDS = 30.0
 _ENGINE_READY_SECONDS = 30.0
@@ -314,8 +308,8 @@ def kill_commands(root: Path) -> list[int]:
     return pids
 
 
-async def _wait_for(predicate: Any, seconds: float) -> bool:
-    """Poll ``predicate()`` (run in a thread) until true or ``seconds`` pass."""
+async def wait_for(predicate: Any, seconds: float) -> bool:
+    """Poll ``predicate()`` (run in a thread) until true or ``seconds`` pass; whether it became true."""
     with anyio.move_on_after(seconds):
         while not await anyio.to_thread.run_sync(predicate):
             await anyio.sleep(_POLL_SECONDS)
@@ -472,7 +466,7 @@ async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) ->
             if action.get("argv") != _SLEEP_ARGV or action.get("cwd") != str(ctx.project):
                 s.problems.append(f"the approval names {action}, not {_SLEEP_ARGV} in the project")
             await s.ok("shadow_approve", {"approval_id": approval["id"], "decision": "approve"})
-            if await _wait_for(lambda: bool(commands_in(ctx.project, _SLEEP_ARGV)), _WAIT_SECONDS):
+            if await wait_for(lambda: bool(commands_in(ctx.project, _SLEEP_ARGV)), _WAIT_SECONDS):
                 sleeper = commands_in(ctx.project, _SLEEP_ARGV)
             else:
                 s.problems.append(f"no `sleep 60` ran in the project within {_WAIT_SECONDS:g} s of the approval")
@@ -484,8 +478,8 @@ async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) ->
                 s.problems.append(f"the server still ran {_EXIT_WAIT_SECONDS:g} s after its stdin closed")
             elif code != 0:
                 s.problems.append(f"the server exited {code} at end of input, expected 0")
-            gone = await _wait_for(
-                lambda: not any(_alive(p) for p in sleeper) and not any(_group_alive(g) for g in groups),
+            gone = await wait_for(
+                lambda: not any(process_alive(p) for p in sleeper) and not any(_group_alive(g) for g in groups),
                 _GONE_WAIT_SECONDS,
             )
             if not gone:
@@ -505,7 +499,8 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (Linux ``/proc``)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
@@ -650,175 +645,3 @@ async def owner_job_limit(ctx: Context) -> CheckResult:
     return _result(
         s.problems, f"{OWNER_JOBS} jobs accepted, job {OWNER_JOBS + 1} refused; the connection stayed usable"
     )
-
-
-# --- owner socket limit (SRV-24) ------------------------------------------------------------
-
-OWNER_SOCKETS = 8
-"""Ownership sockets one profile's engine accepts at once (SRV-24)."""
-
-
-@check("delegation:owner_socket_limit", covers=["SRV-24", "ENG-03"], timeout_seconds=150)
-async def owner_socket_limit(ctx: Context) -> CheckResult:
-    """Eight connections may own jobs at once; a ninth is refused until one closes (SRV-24).
-
-    With ``<target> engine`` running, eight stdio servers, started one after another, each
-    delegate a quick job (which opens their ownership). A ninth server's ``shadow_run`` must be refused while
-    ``engine status`` and ``jobs`` still answer; once the first server's stdin closes, the
-    ninth must be able to delegate.
-    """
-    problem, _ = await configure_model(ctx)
-    if problem:
-        return CheckResult(False, problem)
-    problems: list[str] = []
-    ready = [anyio.Event() for _ in range(OWNER_SOCKETS)]
-    release = [anyio.Event() for _ in range(OWNER_SOCKETS)]
-    closed = [anyio.Event() for _ in range(OWNER_SOCKETS)]
-
-    async def owner(n: int) -> None:
-        try:
-            async with open_session(ctx) as s:
-                reply = await s.call("shadow_run", {"prompt": f"conformance quick: owner {n + 1}"})
-                if reply.is_error:
-                    problems.append(f"owner {n + 1} of {OWNER_SOCKETS} was refused: {reply.text[:200]}")
-                ready[n].set()
-                await release[n].wait()
-            problems.extend(s.problems)
-        except SessionEnded as exc:
-            problems.append(f"owner {n + 1}: {exc}")
-        finally:
-            ready[n].set()
-            closed[n].set()
-
-    async with headless_engine(ctx, problems) as engine:
-        if engine is None:
-            return _result(problems, "")
-        async with anyio.create_task_group() as tg:
-            try:
-                for n in range(OWNER_SOCKETS):
-                    tg.start_soon(owner, n)
-                    await ready[n].wait()
-                if not problems:
-                    await _ninth_owner(ctx, problems, release[0], closed[0])
-            finally:
-                for event in release:
-                    event.set()
-    return _result(problems, f"{OWNER_SOCKETS} owners held; a ninth refused, then accepted once one closed")
-
-
-async def _ninth_owner(
-    ctx: Context, problems: list[str], release_first: anyio.Event, first_closed: anyio.Event
-) -> None:
-    async with open_session(ctx) as ninth:
-        extra = await ninth.call("shadow_run", {"prompt": "conformance quick: ninth owner"})
-        if not extra.is_error:
-            problems.append(f"a ninth connection could delegate while {OWNER_SOCKETS} owners were open")
-        if not await engine_running(ctx):
-            problems.append(f"`engine status` failed while {OWNER_SOCKETS} owners were open")
-        listed = await ctx.run(ctx.target_argv("--json", "jobs"), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-        if listed.returncode != 0:
-            problems.append(f"`jobs` exited {listed.returncode} while {OWNER_SOCKETS} owners were open")
-        release_first.set()
-        await first_closed.wait()
-        accepted = False
-        with anyio.move_on_after(_GONE_WAIT_SECONDS):
-            while not accepted:
-                accepted = not (await ninth.call("shadow_run", {"prompt": "conformance quick: now"})).is_error
-                if not accepted:
-                    await anyio.sleep(0.25)
-        if not accepted:
-            problems.append("the ninth connection still could not delegate after another owner closed")
-    problems.extend(ninth.problems)
-
-
-# --- background processes (SRV-23) ---------------------------------------------------------
-
-
-async def _start_background(ctx: Context, s: McpSession) -> list[int]:
-    """An elevated task starts ``sleep 120`` in the background after approval; its pids ([] on failure)."""
-    submitted = await s.ok("shadow_run", {"prompt": "conformance background", "permission_level": "elevated"})
-    job_id = str(submitted.get("job_id", ""))
-    approval = await s.wait_approval(job_id) if job_id else None
-    if approval is None:
-        return []
-    action = approval.get("action") or approval
-    if action.get("argv") != _BACKGROUND_ARGV:
-        s.problems.append(f"the background approval names {action}, not {_BACKGROUND_ARGV}")
-    await s.ok("shadow_approve", {"approval_id": approval["id"], "decision": "approve"})
-    status = await s.wait_finished(job_id)
-    if status != "done":
-        s.problems.append(f"the background task ended {status!r}")
-    if not await _wait_for(lambda: bool(commands_in(ctx.project, _BACKGROUND_ARGV)), _WAIT_SECONDS):
-        s.problems.append("no background `sleep 120` ran in the project after the approval")
-        return []
-    return commands_in(ctx.project, _BACKGROUND_ARGV)
-
-
-async def _gone(pids: list[int]) -> bool:
-    return await _wait_for(lambda: not any(_alive(p) for p in pids), _GONE_WAIT_SECONDS)
-
-
-async def _background_in_temporary_engine(ctx: Context, problems: list[str]) -> None:
-    async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
-        pids = await _start_background(ctx, s)
-    problems += [f"temporary engine: {p}" for p in s.problems]
-    if pids and not await _gone(pids):
-        problems.append("temporary engine: the background process outlived the server that started it")
-
-
-async def _background_in_headless_engine(ctx: Context, problems: list[str]) -> None:
-    async with headless_engine(ctx, problems) as engine:
-        if engine is None:
-            return
-        async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
-            submitted = await s.ok("shadow_run", {"prompt": "conformance background", "permission_level": "read_only"})
-            status = await s.wait_finished(str(submitted.get("job_id", "")))
-            if status != "done" or commands_in(ctx.project, _BACKGROUND_ARGV):
-                s.problems.append(f"a read_only task started a background process or did not finish ({status!r})")
-            pids = await _start_background(ctx, s)
-        problems += [f"engine: {p}" for p in s.problems]
-        if not pids:
-            return
-        if not all(_alive(p) for p in pids):
-            problems.append("engine: the background process ended with the connection that started it")
-            return
-        listed = await ctx.run([*ctx.target, "--json", "bg", "list"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-        try:
-            found = json.loads(listed.stdout.decode("utf-8")).get("processes") or []
-            ident = next(str(p["id"]) for p in found if p.get("pid") in pids or p.get("argv") == _BACKGROUND_ARGV)
-        except (UnicodeDecodeError, ValueError, AttributeError, KeyError, StopIteration):
-            problems.append(f"engine: `bg list` does not show the background process: {tail(listed.stdout)}")
-            return
-        stopped = await ctx.run([*ctx.target, "bg", "stop", ident], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-        if stopped.returncode != 0 or not await _gone(pids):
-            problems.append(f"engine: `bg stop {ident}` exited {stopped.returncode} and left {pids} running")
-        async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
-            pids = await _start_background(ctx, s)
-        problems += [f"engine, second start: {p}" for p in s.problems]
-        stopped = await ctx.run([*ctx.target, "engine", "stop"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-        if pids and (stopped.returncode != 0 or not await _gone(pids)):
-            problems.append(f"engine: `engine stop` exited {stopped.returncode} and left {pids} running")
-
-
-@check("delegation:background_outlives_owner", covers=["SRV-23", "ENG-04"], timeout_seconds=180)
-async def background_outlives_owner(ctx: Context) -> CheckResult:
-    """Approved background processes outlive their task and connection until stopped (SRV-23).
-
-    The project is trusted at ``elevated``. Without a running engine, a background process
-    started by a task must stop when the server (and its temporary engine) exits. With
-    ``<target> engine`` running, a ``read_only`` task cannot start one; one started by an
-    ``elevated`` task survives its connection's EOF, is listed by ``bg list`` and stops on
-    ``bg stop ID``; another stops with ``engine stop``.
-    """
-    problem, _ = await configure_model(ctx, "elevated")
-    if problem:
-        return CheckResult(False, problem)
-    problems: list[str] = []
-    try:
-        await _background_in_temporary_engine(ctx, problems)
-        await _background_in_headless_engine(ctx, problems)
-    finally:
-        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    if left:
-        problems.append(f"{len(left)} process(es) were left in the project: {left}")
-    return _result(problems, "background processes outlived their owners until bg stop or the engine's close")

@@ -104,7 +104,7 @@ def _run(name: str, target: list[str]):
         ("delegation:stdin_eof_cancels_task", "SRV-21"),
         ("delegation:detached_task_survives_owner_eof", "ENG-08"),
         ("delegation:owner_job_limit", "SRV-24"),
-        ("delegation:background_outlives_owner", "SRV-23"),
+        ("engine_lifecycle:background_outlives_owner", "SRV-23"),
         ("engine_lifecycle:restart_keeps_state", "ENG-03"),
     ],
 )
@@ -133,7 +133,7 @@ def test_job_limit_check_fails_a_target_that_accepts_a_65th_job_srv24(lying_targ
         "engine_lifecycle:restart_keeps_state",
         "engine_lifecycle:second_engine_refused",
         "delegation:detached_task_survives_owner_eof",
-        "delegation:owner_socket_limit",
+        "engine_lifecycle:owner_socket_limit",
     ],
 )
 def test_engine_checks_fail_a_target_whose_engine_never_runs_eng03_eng08(lying_target: list[str], name: str) -> None:
@@ -143,7 +143,7 @@ def test_engine_checks_fail_a_target_whose_engine_never_runs_eng03_eng08(lying_t
 
 
 def test_background_check_fails_a_target_whose_task_never_asks_to_start_one_srv23(lying_target: list[str]) -> None:
-    [record] = _run("delegation:background_outlives_owner", lying_target)
+    [record] = _run("engine_lifecycle:background_outlives_owner", lying_target)
     assert not record.ok
     assert "temporary engine: job job_1 ended" in record.detail
 
