@@ -129,6 +129,9 @@ def models_add(
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Variable or stored secret holding the key.")
     ] = None,
+    request_log: Annotated[
+        Path | None, typer.Option("--request-log", help="Append one JSON line per model request to this file.")
+    ] = None,
     default: Annotated[bool, typer.Option("--default", help="Make it the default model.")] = False,
 ) -> None:
     """Add (or replace) a model in the profile's settings (ENG-05)."""
@@ -144,7 +147,8 @@ def models_add(
     profile.ensure()
     try:
         entry = ModelSettings(name=name, provider=provider, model=model, base_url=base_url,
-                              script=str(script.resolve()) if script else None, api_key_env=api_key_env)  # fmt: skip
+                              script=str(script.resolve()) if script else None, api_key_env=api_key_env,
+                              request_log=str(request_log.resolve()) if request_log else None)  # fmt: skip
     except ValidationError as exc:
         raise UsageError(f"invalid model: {exc.errors()[0]['msg']}") from exc
     if provider == "scripted" and not entry.script:

@@ -139,7 +139,11 @@ class _Connection:
                         if reader.leftover():
                             reason = "protocol error: bytes sent before the attach reply"
                             return
-                        await send_frame(self.stream, {"id": frame.get("id"), "result": {"attached": True}})
+                        try:
+                            await send_frame(self.stream, {"id": frame.get("id"), "result": {"attached": True}})
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                            reason = "the relay left before its attach reply"
+                            return
                         reason = await self.attach(self.core, self.stream, frame.get("params") or {})
                         return
                     reply = await self.answer(frame)

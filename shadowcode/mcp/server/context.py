@@ -36,6 +36,16 @@ class ServerContext:
     owner_kind: str = "stdio"
     owner: Owner | None = field(default=None)
 
+    @property
+    def engine_mode(self) -> str:
+        """How this connection reaches its engine: ``temporary`` (one inside this process) or
+        ``attached`` (the profile's headless engine, over its socket or through the stdio relay)."""
+        if self.core is None:
+            return self.engine.mode
+        if self.owner_kind == "relay":
+            return "attached"
+        return str(self.core.mode)
+
     def project(self) -> Project:
         """The project's current trust record (re-read on each call: trust may change outside)."""
         return self.engine.projects.get(self.root)

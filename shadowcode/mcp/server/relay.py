@@ -22,7 +22,7 @@ __all__ = ["try_relay"]
 
 _CHUNK_BYTES = 65536
 _ATTACH_REPLY_MAX_BYTES = 4096
-_CONNECT_TIMEOUT_SECONDS = 2.0
+_ATTACH_TIMEOUT_SECONDS = 10.0
 
 
 def try_relay(socket_path: str, project: str, *, allow_write: bool, allow_approvals: bool) -> int | None:
@@ -33,7 +33,7 @@ def try_relay(socket_path: str, project: str, *, allow_write: bool, allow_approv
     """
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(_CONNECT_TIMEOUT_SECONDS)
+        sock.settimeout(_ATTACH_TIMEOUT_SECONDS)
         sock.connect(socket_path)
     except OSError:
         return None

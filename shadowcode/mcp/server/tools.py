@@ -54,7 +54,7 @@ async def _status(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
     return {
         "version": __version__,
         "profile": ctx.engine.profile.name,
-        "engine": {"mode": ctx.core.mode if ctx.core is not None else ctx.engine.mode},
+        "engine": {"mode": ctx.engine_mode},
         "project": ctx.project().as_dict(),
         "server": {"allow_write": ctx.access.allow_write, "allow_approvals": ctx.access.allow_approvals},
         "models": {"configured": len(settings.models), "default": settings.default_model},
