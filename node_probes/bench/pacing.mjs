@@ -1,4 +1,4 @@
-// Pacing and busy-time helpers shared by the stdio driver and the HTTP load client.
+// Pacing and busy-time functions shared by the stdio driver and the HTTP load client.
 
 import { performance } from "node:perf_hooks";
 
