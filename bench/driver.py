@@ -55,9 +55,10 @@ class CallOptions:
 
 
 def _check_args(target: Target) -> list[str]:
+    args = [] if target.forbid_mapped is None else ["--forbid-mapped", target.forbid_mapped]
     if target.expect_text is None:
-        return []
-    return ["--tool", target.tool, "--args", json.dumps(target.tool_args), "--expect-text", target.expect_text]
+        return args
+    return [*args, "--tool", target.tool, "--args", json.dumps(target.tool_args), "--expect-text", target.expect_text]
 
 
 def _run(repo: Path, node: str, args: list[str], target: Target, env: dict[str, str], timeout: float) -> dict[str, Any]:
@@ -113,7 +114,8 @@ def run_startup(
         timeout: seconds for the whole driver run.
 
     With ``target.expect_text`` set, each spawn also calls ``target.tool`` once after the
-    clock stopped and the memory was read, and fails unless the answer contains that text.
+    clock stopped and the memory was read, and fails unless the answer contains that text;
+    with ``target.forbid_mapped`` set, a spawn fails when the server maps such a file.
 
     Returns:
         One dict per timed spawn: ``spawn_to_tools_list_ms``, ``spawn_to_initialize_ms``
@@ -172,4 +174,6 @@ def run_calls(
     ]
     if target.expect_text is not None:
         args += ["--expect-text", target.expect_text]
+    if target.forbid_mapped is not None:
+        args += ["--forbid-mapped", target.forbid_mapped]
     return _run(repo, node, args, target, env, timeout)

@@ -8,8 +8,10 @@ The attached targets spawn ``mcp serve`` with ``SHADOWCODE_HOME`` pointing at th
 root whose headless engine the benchmark runs (:attr:`Layout.attached_home`), so they take
 the relay path; every other ShadowCode target uses a profile root without an engine and
 serves in its own process. Each ShadowCode target names the engine mode its
-``shadow_status`` must report (``expect_text``), so a relay that silently fell back to
-serving in-process (or the reverse) fails the figure instead of skewing it.
+``shadow_status`` must report (``expect_text``), and the attached ones a library the relay
+must never map (``forbid_mapped``: the SDK's pydantic core), so a relay that fell back to
+serving in its own process (attached to the engine or not) fails the figure instead of
+skewing it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "ECHO_TOOL",
     "IN_PROCESS_EXPECT_TEXT",
     "Layout",
+    "RELAY_FORBIDDEN_MAPPING",
     "STATUS_TOOL",
     "Target",
     "attached_targets",
@@ -37,8 +40,11 @@ __all__ = [
 ATTACHED_TARGETS: Final = ("shadowcode_pyz_attached", "shadowcode_source_attached")
 """Targets that need the headless engine running."""
 
-ATTACHED_EXPECT_TEXT: Final = '"mode": "headless"'
-"""What ``shadow_status`` says when the session is served by the running headless engine."""
+ATTACHED_EXPECT_TEXT: Final = '"mode": "attached"'
+"""What ``shadow_status`` says when the session reaches the running headless engine."""
+
+RELAY_FORBIDDEN_MAPPING: Final = "_pydantic_core"
+"""Part of a library path the stdlib-only relay never maps (the SDK's models need it)."""
 
 IN_PROCESS_EXPECT_TEXT: Final = '"mode": "temporary"'
 """What ``shadow_status`` says when ``mcp serve`` serves in its own process (temporary engine)."""
@@ -118,6 +124,8 @@ class Target:
             attached source entry: their calls are those of the warm archive's rows).
         expect_text: text the timed tool's first answer must contain (checked once per spawn,
             outside the timed part), or None.
+        forbid_mapped: part of a file path the server process must not map (checked with
+            the memory reading), or None.
         unavailable: why this target cannot be measured in this run, or None.
     """
 
@@ -130,6 +138,7 @@ class Target:
     fresh_dir_env: str | None = None
     measure_calls: bool = True
     expect_text: str | None = None
+    forbid_mapped: str | None = None
     unavailable: str | None = None
 
 
@@ -182,6 +191,7 @@ def attached_targets(layout: Layout) -> list[Target]:
             tool_args={},
             env={**env, "SHIV_ROOT": str(layout.shiv_warm)},
             expect_text=ATTACHED_EXPECT_TEXT,
+            forbid_mapped=RELAY_FORBIDDEN_MAPPING,
         ),
         Target(
             name="shadowcode_source_attached",
@@ -192,6 +202,7 @@ def attached_targets(layout: Layout) -> list[Target]:
             env=env,
             measure_calls=False,
             expect_text=ATTACHED_EXPECT_TEXT,
+            forbid_mapped=RELAY_FORBIDDEN_MAPPING,
         ),
     ]
 

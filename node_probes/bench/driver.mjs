@@ -18,6 +18,9 @@
 //   --expect-text TEXT   check which server answered: startup calls the tool once per spawn
 //                        after the clock and the memory reading, calls checks its first call;
 //                        the tool's first text must contain TEXT, else the run fails
+//   --forbid-mapped TEXT the server process must not have a file whose path contains TEXT
+//                        mapped (/proc/<pid>/maps, read with the memory), e.g. _pydantic_core
+//                        for a relay that must not load the SDK; Linux only
 //   --calls N            calls: sequential round trips (default 1000)
 //   --inflight N         calls: calls in flight for the throughput figure (default 8)
 //   --burst-calls N      calls: calls in the throughput figure (default 480)
@@ -68,6 +71,7 @@ function parse(argv) {
     tool: "echo",
     args: {},
     expectText: undefined,
+    forbidMapped: undefined,
     calls: 1000,
     inflight: 8,
     burstCalls: 480,
@@ -98,6 +102,7 @@ function parse(argv) {
     else if (flag === "--tool") o.tool = value;
     else if (flag === "--args") o.args = JSON.parse(value);
     else if (flag === "--expect-text") o.expectText = value;
+    else if (flag === "--forbid-mapped") o.forbidMapped = value;
     else throw new UsageError(`unknown option ${flag}`);
   }
   const rest = argv.slice(i + 1);
@@ -143,6 +148,19 @@ function descendants(root) {
     frontier = next;
   }
   return found;
+}
+
+/** Fails when the process maps a file whose path contains `text` (unreadable maps: no check). */
+function checkUnmapped(pid, text) {
+  if (text === undefined) return;
+  let maps;
+  try {
+    maps = readFileSync(`/proc/${pid}/maps`, "utf8");
+  } catch {
+    return;
+  }
+  const line = maps.split("\n").find((l) => l.includes(text));
+  if (line) throw new Error(`the server process maps ${JSON.stringify(text)}: ${line.trim().split(/\s+/).pop()}`);
 }
 
 function memoryReport(pid) {
@@ -212,6 +230,7 @@ async function startup(opts) {
       const h = await open(opts, env);
       const memory = memoryReport(h.pid);
       try {
+        checkUnmapped(h.pid, opts.forbidMapped);
         if (opts.expectText !== undefined) expectText(await callOnce(h, opts), opts);
       } catch (error) {
         error.stderrTail = tail(h.stderr);
@@ -286,6 +305,7 @@ async function calls(opts) {
     const wallMs = performance.now() - wallStart;
     const busy = busyMs(intervals);
     const memory = memoryReport(h.pid);
+    checkUnmapped(h.pid, opts.forbidMapped);
     return {
       spawn_to_tools_list_ms: h.toolsListMs,
       tool_count: h.toolCount,

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +295,7 @@ def test_a_figure_fails_when_the_server_that_answered_is_not_the_expected_one_is
     bench_modules: None, tmp_path: Path
 ) -> None:
     from bench.driver import BenchError, run_startup
-    from bench.targets import ATTACHED_EXPECT_TEXT, STATUS_TOOL, Target
+    from bench.targets import ATTACHED_EXPECT_TEXT, RELAY_FORBIDDEN_MAPPING, STATUS_TOOL, Target
 
     sys.path.insert(0, str(REPO_ROOT / "fixtures"))
     from sample_project import make_sample_project
@@ -313,6 +314,11 @@ def test_a_figure_fails_when_the_server_that_answered_is_not_the_expected_one_is
     env = {**os.environ, "SHADOWCODE_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
     with pytest.raises(BenchError, match="answered without"):
         run_startup(REPO_ROOT, NODE or "node", target, env, runs=1, warmup=0, timeout=RUN_TIMEOUT_SECONDS)
+    # A server that loaded the SDK (as an in-process one attached to the engine would) maps
+    # pydantic's core; a relay row refuses it whatever the status says.
+    loaded = replace(target, expect_text=None, forbid_mapped=RELAY_FORBIDDEN_MAPPING)
+    with pytest.raises(BenchError, match="maps"):
+        run_startup(REPO_ROOT, NODE or "node", loaded, env, runs=1, warmup=0, timeout=RUN_TIMEOUT_SECONDS)
 
 
 @pytest.mark.slow
