@@ -41,13 +41,18 @@ def socket_path(root: Path) -> Path:
     """The headless engine's socket for the profile at ``root``.
 
     ``run/control.sock`` in the profile, unless that path is too long for a unix socket
-    address; then a per-user folder under the system temp dir keyed by the profile's path.
+    address; then a per-user folder under the system temp dir (or ``/tmp`` when that is long
+    too) keyed by the profile's path.
     """
     natural = root / "run" / "control.sock"
     if len(os.fsencode(natural)) < _SOCKET_PATH_MAX_BYTES:
         return natural
     digest = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()[:20]
-    return Path(tempfile.gettempdir()) / f"shadowcode-{os.getuid()}" / f"{digest}.sock"
+    for base in (tempfile.gettempdir(), "/tmp"):
+        short = Path(base) / f"shadowcode-{os.getuid()}" / f"{digest}.sock"
+        if len(os.fsencode(short)) < _SOCKET_PATH_MAX_BYTES:
+            return short
+    return short
 
 
 def control_socket_for(name: str | None) -> str | None:
