@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from shadowcode.engine.tasks import TaskRecords
     from shadowcode.mcp.client.pool import TaskServers
 
-__all__ = ["TaskEnv", "dispatch", "tool_schemas", "tools_for"]
+__all__ = [
+    "TaskEnv",
+    "await_approval",
+    "detect_single_test_command",
+    "dispatch",
+    "run_approved_command",
+    "tool_schemas",
+    "tools_for",
+]
 
 _STR = {"type": "string"}
 _ARGV = {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Literal argv; no shell."}
@@ -212,12 +220,20 @@ def detect_single_test_command(root: Path) -> list[str]:
     raise ToolError(f"several test commands detected ({listed}); pass command explicitly")
 
 
-async def run_approved_command(env: TaskEnv, argv: list[str], cwd: Path, *, kind: str) -> dict[str, Any]:
-    """Park the task on an approval of exactly ``argv`` in ``cwd``, then run it if approved (ENG-07)."""
-    approval = env.approvals.request(env.task_id, env.owner, kind, {"argv": argv, "cwd": str(cwd)})
-    env.records.event(
-        env.task_id, "approval.waiting", {"approval_id": approval["id"], "kind": kind, "argv": argv, "cwd": str(cwd)}
-    )
+async def await_approval(env: TaskEnv, kind: str, action: dict[str, Any], shown: dict[str, Any]) -> tuple[str, str]:
+    """Park the task on an approval of exactly ``action`` until it is resolved (ENG-07).
+
+    Args:
+        env: the task.
+        kind: ``command``, ``test``, ``background`` or ``mcp_call``.
+        action: the exact action, stored with the approval.
+        shown: what the ``approval.waiting`` event tells a person (besides id and kind).
+
+    Returns:
+        ``(approval_id, decision)`` with decision ``approved``, ``denied`` or ``expired``.
+    """
+    approval = env.approvals.request(env.task_id, env.owner, kind, action)
+    env.records.event(env.task_id, "approval.waiting", {"approval_id": approval["id"], "kind": kind} | shown)
     env.records.set_status(env.task_id, "waiting")
     try:
         decision = await env.approvals.wait(approval["id"])
@@ -225,8 +241,15 @@ async def run_approved_command(env: TaskEnv, argv: list[str], cwd: Path, *, kind
         env.approvals.expire(env.task_id)
     env.records.set_status(env.task_id, "running")
     env.records.event(env.task_id, "approval.resolved", {"approval_id": approval["id"], "status": decision})
+    return approval["id"], decision
+
+
+async def run_approved_command(env: TaskEnv, argv: list[str], cwd: Path, *, kind: str) -> dict[str, Any]:
+    """Park the task on an approval of exactly ``argv`` in ``cwd``, then run it if approved (ENG-07)."""
+    action = {"argv": argv, "cwd": str(cwd)}
+    approval_id, decision = await await_approval(env, kind, action, action)
     if decision != "approved":
-        return {"error": f"the user did not approve this command ({decision})", "approval_id": approval["id"]}
+        return {"error": f"the user did not approve this command ({decision})", "approval_id": approval_id}
     env.records.event(env.task_id, "command.started", {"argv": argv, "cwd": str(cwd)})
     result = await env.processes.run(
         argv, cwd, env=env.env, timeout_seconds=COMMAND_TIMEOUT_SECONDS, output_max_bytes=COMMAND_OUTPUT_TAIL_BYTES
@@ -245,18 +268,8 @@ async def run_approved_command(env: TaskEnv, argv: list[str], cwd: Path, *, kind
 
 
 async def _background_start(env: TaskEnv, argv: list[str], cwd: Path) -> dict[str, Any]:
-    approval = env.approvals.request(env.task_id, env.owner, "background", {"argv": argv, "cwd": str(cwd)})
-    env.records.event(
-        env.task_id,
-        "approval.waiting",
-        {"approval_id": approval["id"], "kind": "background", "argv": argv, "cwd": str(cwd)},
-    )
-    env.records.set_status(env.task_id, "waiting")
-    try:
-        decision = await env.approvals.wait(approval["id"])
-    finally:
-        env.approvals.expire(env.task_id)
-    env.records.set_status(env.task_id, "running")
+    action = {"argv": argv, "cwd": str(cwd)}
+    _, decision = await await_approval(env, "background", action, action)
     if decision != "approved":
         return {"error": f"the user did not approve this background process ({decision})"}
     started = env.processes.start_background(argv, cwd, env.env, env.project)

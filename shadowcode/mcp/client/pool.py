@@ -366,21 +366,12 @@ class TaskServers:
             )
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
-        approval = env.approvals.request(env.task_id, env.owner, "mcp_call", action)
-        env.records.event(
-            env.task_id,
-            "approval.waiting",
-            {"approval_id": approval["id"], "kind": "mcp_call", "server": server.definition.id, "tool": tool_name},
-        )
-        env.records.set_status(env.task_id, "waiting")
-        try:
-            decision = await env.approvals.wait(approval["id"])
-        finally:
-            env.approvals.expire(env.task_id)
-        env.records.set_status(env.task_id, "running")
-        env.records.event(env.task_id, "approval.resolved", {"approval_id": approval["id"], "status": decision})
+        from shadowcode.agent.toolbox import await_approval
+
+        shown = {"server": server.definition.id, "tool": tool_name}
+        approval_id, decision = await await_approval(env, "mcp_call", action, shown)
         if decision != "approved":
-            return {"error": f"the user did not approve this MCP call ({decision})", "approval_id": approval["id"]}
+            return {"error": f"the user did not approve this MCP call ({decision})", "approval_id": approval_id}
         self._recheck(server)
         conn = server.conn
         if conn is None:
@@ -393,7 +384,7 @@ class TaskServers:
         if not any(t.get("name") == tool_name for t in conn.tools):
             raise ToolError(f"MCP server {server.definition.name} no longer lists {tool_name!r}; nothing was sent")
         env.records.event(
-            env.task_id, "mcp.call", {"server": server.definition.id, "tool": tool_name, "approval_id": approval["id"]}
+            env.task_id, "mcp.call", {"server": server.definition.id, "tool": tool_name, "approval_id": approval_id}
         )
         try:
             result = await conn.call(tool_name, checked)
