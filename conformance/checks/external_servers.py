@@ -367,7 +367,9 @@ async def hostile(ctx: Context) -> CheckResult:
             for mode, arg, _ in batch:
                 argv = [_PY, str(fixture), mode, *([arg] if arg else [])]
                 name = mode.replace("_", "-")
-                (folder / f"{name}.json").write_text(json.dumps({"name": name, "command": argv, "timeout_sec": 3}))
+                (folder / f"{name}.json").write_text(
+                    json.dumps({"name": name, "command": argv, "timeout_sec": 3}), encoding="utf-8"
+                )
                 await _enable(ctx, f"project:.shadowcode/mcp/{name}.json", workspace)
             calls = [("mcp_tools", {})]
             expected: list[dict[str, Any]] = []
@@ -402,7 +404,7 @@ async def hostile(ctx: Context) -> CheckResult:
         if index == 2:
             note = workspace / "grandchild.pid"
             if note.is_file():
-                grandchildren.append(int(note.read_text()))
+                grandchildren.append(int(note.read_text(encoding="utf-8")))
             else:
                 problems.append("grandchild: the fixture wrote no grandchild pid")
             results = [r["summary"] for r in _results(events)]
@@ -429,14 +431,16 @@ async def definitions(ctx: Context) -> CheckResult:
     folder.mkdir(parents=True)
     fixture = ctx.repo_root / "fixtures/servers/hostile_server.py"
     outside = ctx.scratch / "outside.json"
-    outside.write_text(json.dumps({"name": "outside", "command": [_PY, str(fixture)]}))
-    (folder / "shell.json").write_text(json.dumps({"name": "shell", "command": "server --stdio"}))
+    outside.write_text(json.dumps({"name": "outside", "command": [_PY, str(fixture)]}), encoding="utf-8")
+    (folder / "shell.json").write_text(json.dumps({"name": "shell", "command": "server --stdio"}), encoding="utf-8")
     (folder / "http-env.json").write_text(
-        json.dumps({"name": "web", "url": "https://example.com/mcp", "env": {"A": "b"}})
+        json.dumps({"name": "web", "url": "https://example.com/mcp", "env": {"A": "b"}}), encoding="utf-8"
     )
     (folder / "link.json").symlink_to(outside)
     for i in range(5):
-        (folder / f"s{i}.yaml").write_text(f"name: s{i}\ncommand: [{json.dumps(_PY)}, {json.dumps(str(fixture))}]\n")
+        (folder / f"s{i}.yaml").write_text(
+            f"name: s{i}\ncommand: [{json.dumps(_PY)}, {json.dumps(str(fixture))}]\n", encoding="utf-8"
+        )
     try:
         await _trust(ctx, ctx.project)
         catalog = await _json(ctx, "mcp")
@@ -458,7 +462,9 @@ async def definitions(ctx: Context) -> CheckResult:
             problems.append("a fifth server was enabled")
         except RuntimeError:
             pass
-        (folder / "s0.yaml").write_text((folder / "s0.yaml").read_text() + "description: edited\n")
+        (folder / "s0.yaml").write_text(
+            (folder / "s0.yaml").read_text(encoding="utf-8") + "description: edited\n", encoding="utf-8"
+        )
         catalog = await _json(ctx, "mcp")
         state = {s["id"]: s["grant"]["state"] for s in catalog["servers"]}
         if state.get("project:.shadowcode/mcp/s0.yaml") != "changed":
@@ -475,7 +481,7 @@ async def definitions(ctx: Context) -> CheckResult:
             problems.append("a changed definition was started by a new task")
         _leftovers(events, [], problems)
         global_file = ctx.scratch / "g.json"
-        global_file.write_text(json.dumps({"name": "g", "command": [_PY, str(fixture)]}))
+        global_file.write_text(json.dumps({"name": "g", "command": [_PY, str(fixture)]}), encoding="utf-8")
         code, _, _ = await _cli(ctx, "mcp", "disable", "project:.shadowcode/mcp/s1.yaml")
         added = await _json(ctx, "mcp", "add", str(global_file))
         await _enable(ctx, "config:g", ctx.project)
@@ -497,7 +503,7 @@ async def edited_definition(ctx: Context) -> CheckResult:
     folder = ctx.project / ".shadowcode/mcp"
     folder.mkdir(parents=True)
     target = folder / "rec.json"
-    target.write_text(json.dumps({"name": "rec", "command": [_PY, str(fixture), "plain"]}))
+    target.write_text(json.dumps({"name": "rec", "command": [_PY, str(fixture), "plain"]}), encoding="utf-8")
     try:
         await _trust(ctx, ctx.project)
         await _enable(ctx, "project:.shadowcode/mcp/rec.json", ctx.project)
@@ -506,7 +512,7 @@ async def edited_definition(ctx: Context) -> CheckResult:
         return CheckResult(False, f"set-up failed: {exc}")
 
     def edit(_approval: dict[str, Any]) -> None:
-        target.write_text(json.dumps({"name": "rec", "command": [_PY, str(fixture), "ignore_term"]}))
+        target.write_text(json.dumps({"name": "rec", "command": [_PY, str(fixture), "ignore_term"]}), encoding="utf-8")
 
     expected = [{"server": "project:.shadowcode/mcp/rec.json", "tool": "record", "arguments": {"text": "sent"}}]
     job, events = await _run_task(ctx, "record it", ctx.project, expected, problems, on_approval=edit)

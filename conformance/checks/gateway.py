@@ -611,7 +611,9 @@ async def kill_scenario(ctx: Context) -> CheckResult:
                         facts["command_job"] = await _owned_command(client, pidfile)
                         pid = int(
                             await _wait(
-                                "the command's pid", _sync(lambda: pidfile.exists() and pidfile.read_text()), 30
+                                "the command's pid",
+                                _sync(lambda: pidfile.exists() and pidfile.read_text(encoding="utf-8")),
+                                30,
                             )
                         )
                         facts["command_pid"] = pid

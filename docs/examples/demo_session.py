@@ -63,7 +63,7 @@ async def session(target: list[str], project: Path, env: dict[str, str]) -> None
         say(f"\n== project {status['project']['path']} (trusted: {status['project']['level']})")
         understood = await call("shadow_understand")
         say(f"\n== project map ({understood['files']} files)")
-        for line in str(understood["map"]).splitlines()[:18]:
+        for line in str(understood["map"]).splitlines()[:24]:
             say(f"  {line}")
         note = await call("shadow_memory", action="append", text="The notebook store keeps notes in data/app.db.")
         read = await call("shadow_memory", action="read")

@@ -73,7 +73,7 @@ def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports_conf01(
     if not (REPO_ROOT / "fixtures" / "sample_project.py").is_file():
         argv += ["--fixture", str(_stand_in_fixture(tmp_path))]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=150)
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=150, encoding="utf-8")
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -97,7 +97,7 @@ def test_a_failing_check_makes_the_exit_status_1_conf01(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "conformance", "--target", "true", "--only", "cli_usage:json_serve_refused"]
     argv += ["--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, encoding="utf-8")
     assert done.returncode == 1, done.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert {r["id"]: r["status"] for r in report["results"]}["SRV-02"] == "fail"

@@ -163,7 +163,12 @@ def _node_ready() -> bool:
 def test_jobs_probe_refuses_bad_usage_with_exit_2_conf02(probe: str) -> None:
     script = REPO_ROOT / "node_probes" / "probes" / f"{probe}.mjs"
     done = subprocess.run(
-        ["node", str(script), "--request-log"], capture_output=True, text=True, timeout=30, check=False
+        ["node", str(script), "--request-log"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        encoding="utf-8",
     )
     assert done.returncode == 2
     assert "usage:" in done.stderr and done.stdout == ""

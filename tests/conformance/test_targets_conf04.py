@@ -44,7 +44,14 @@ def _run_suite(target: str, out: Path) -> tuple[dict[str, Any], subprocess.Compl
     argv = [sys.executable, "-m", "conformance", "--target", target, "--out", str(out)]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
-        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, check=False
+        argv,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+        encoding="utf-8",
     )
     report_path = out / "report.json"
     assert report_path.is_file(), f"no report was written (exit {done.returncode}): {done.stderr[-3000:]}"

@@ -215,7 +215,12 @@ def _rollback_through_the_engine(home: Path, project: Path, job: str) -> Any:
         "anyio.run(main)\n"
     )
     return subprocess.run(
-        [PY, "-c", code, str(project), job], env=cli_env(home), capture_output=True, text=True, timeout=30
+        [PY, "-c", code, str(project), job],
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        encoding="utf-8",
     )
 
 
@@ -368,7 +373,9 @@ def test_a_background_process_survives_its_tasks_cancellation_and_stops_with_bg_
         approval = pending_approval(home, job)
         assert approval["kind"] == "background" and approval["action"]["argv"] == sleeper_argv(pidfile)
         assert cli(home, "approve", approval["id"]).returncode == 0
-        pid = int(wait_for_sync(lambda: pidfile.exists() and pidfile.read_text(), what="the background pid"))
+        pid = int(
+            wait_for_sync(lambda: pidfile.exists() and pidfile.read_text(encoding="utf-8"), what="the background pid")
+        )
         pending_approval(home, job)  # the task went on to its next step
         control = Conn(profile.control_socket_path)
         opened.append(control)

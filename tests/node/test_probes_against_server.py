@@ -55,8 +55,17 @@ def _run(
     cmd: list[str], env: dict[str, str], timeout: float, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in its own session; on timeout kill the whole group (the server included)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, encoding="utf-8", start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -85,21 +94,43 @@ def trusted_project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     env = dict(os.environ)
     env["SHADOWCODE_HOME"] = str(tmp_path / "home")
     env["PYTHONWARNDEFAULTENCODING"] = "1"
-    done = _run([sys.executable, "-m", "shadowcode", "--workspace", str(project), "trust", "--level", "workspace",
-                 str(project)], env, timeout=60)
+    done = _run(
+        [
+            sys.executable,
+            "-m",
+            "shadowcode",
+            "--workspace",
+            str(project),
+            "trust",
+            "--level",
+            "workspace",
+            str(project),
+        ],
+        env,
+        timeout=60,
+    )
     assert done.returncode == 0, f"trust failed ({done.returncode}): {done.stderr}"
     yield project, env
 
 
 def _probe(script: str, extra: list[str], server: list[str], env: dict[str, str]) -> tuple[int, dict[str, Any], str]:
-    cmd = [NODE or "node", str(PROBES_DIR / "probes" / script), "--timeout-ms", str(PROBE_TIMEOUT_MS), *extra,
-           "--", *server]
+    cmd = [
+        NODE or "node",
+        str(PROBES_DIR / "probes" / script),
+        "--timeout-ms",
+        str(PROBE_TIMEOUT_MS),
+        *extra,
+        "--",
+        *server,
+    ]
     done = _run(cmd, env, timeout=PROCESS_TIMEOUT_SECONDS, cwd=PROBES_DIR)
     try:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
-        pytest.fail(f"{script} printed no JSON report (exit {done.returncode})\nstdout:\n{done.stdout}\n"
-                    f"stderr:\n{done.stderr[-4000:]}")
+        pytest.fail(
+            f"{script} printed no JSON report (exit {done.returncode})\nstdout:\n{done.stdout}\n"
+            f"stderr:\n{done.stderr[-4000:]}"
+        )
     return done.returncode, report, done.stderr
 
 
@@ -126,8 +157,18 @@ def test_ts_sdk_probe_passes_against_source_server_srv01_srv03_srv04_srv05_srv06
     names = {c["name"] for c in report["checks"]}
     assert {"tools_list_seventeen", "tool_sqlite_query_bound_param_sees_wal", "tool_memory_append_read"} <= names
     covered = {rid for c in report["checks"] for rid in c["covers"]}
-    assert {"SRV-01", "SRV-03", "SRV-04", "SRV-05", "SRV-06", "SRV-12", "SRV-13", "SRV-14", "SRV-19",
-            "SRV-20"} <= covered
+    assert {
+        "SRV-01",
+        "SRV-03",
+        "SRV-04",
+        "SRV-05",
+        "SRV-06",
+        "SRV-12",
+        "SRV-13",
+        "SRV-14",
+        "SRV-19",
+        "SRV-20",
+    } <= covered
 
 
 @needs_node
@@ -143,8 +184,9 @@ def test_probe_reports_failure_as_json_when_the_server_exits_at_once_conf02(scri
 @needs_node
 @pytest.mark.parametrize("script", ["stdio_sdk1.mjs", "stdio_sdk2.mjs"])
 def test_probe_refuses_bad_usage_with_exit_2_conf02(script: str) -> None:
-    done = _run([NODE or "node", str(PROBES_DIR / "probes" / script), "--timeout-ms", "-5"], dict(os.environ),
-                timeout=60)
+    done = _run(
+        [NODE or "node", str(PROBES_DIR / "probes" / script), "--timeout-ms", "-5"], dict(os.environ), timeout=60
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert "usage" in done.stderr

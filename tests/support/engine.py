@@ -145,7 +145,9 @@ def sleeper_argv(pidfile: Path, seconds: int = 60) -> list[str]:
 
 async def wait_pidfile(pidfile: Path, *, timeout: float = 30.0) -> int:
     """Wait for :func:`sleeper_argv` to report its pid; returns it."""
-    text = await wait_for(lambda: pidfile.exists() and pidfile.read_text(), timeout=timeout, what=str(pidfile))
+    text = await wait_for(
+        lambda: pidfile.exists() and pidfile.read_text(encoding="utf-8"), timeout=timeout, what=str(pidfile)
+    )
     return int(text)
 
 

@@ -311,7 +311,13 @@ class GatewayServer:
         """Serve one connection: at most one request, then close (GW-07)."""
         if self.connections >= self.limits.connections_max:
             sys.stderr.write("shadowcode gateway: refusing a connection: too many open connections\n")
-            await self._refuse(stream, h11.Connection(h11.SERVER), BUSY)
+            try:
+                await self._refuse(stream, h11.Connection(h11.SERVER), BUSY)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
             return
         self.connections += 1
         try:

@@ -218,7 +218,7 @@ async def test_a_grandchild_holding_the_pipes_dies_with_the_group_cli19(tmp_path
     async with connected(hostile_argv("grandchild"), tmp_path) as conn:
         assert conn.state is ConnectionState.READY
         note = tmp_path / "grandchild.pid"
-        grandchild = int(await wait_for(lambda: note.is_file() and note.read_text()))
+        grandchild = int(await wait_for(lambda: note.is_file() and note.read_text(encoding="utf-8")))
         assert not pid_gone(grandchild)
     assert pid_gone(grandchild)
     assert conn.stragglers == 0
@@ -254,7 +254,7 @@ async def test_the_server_runs_the_literal_argv_in_the_project_with_a_scrubbed_e
     async with connected(argv, tmp_path, env=env) as conn:
         seen = json.loads((await conn.call("env", {}))["content"][0]["text"])
         await conn.call("record", {"text": "here"})
-    assert (tmp_path / "calls.log").read_text() == "here\n"
+    assert (tmp_path / "calls.log").read_text(encoding="utf-8") == "here\n"
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
     assert seen["EXPLICIT"] == "given" and "PATH" in seen
     assert not [v for v in seen.values() if v.startswith("leak-")]

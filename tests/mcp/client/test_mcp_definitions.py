@@ -86,11 +86,11 @@ def test_a_definition_of_the_size_limit_is_read_and_one_byte_more_is_refused_cli
 def test_project_files_are_read_directly_in_both_folders_in_json_and_yaml_only_cli03(project_dir: Path) -> None:
     (project_dir / ".shadowcode/mcp/sub").mkdir(parents=True)
     (project_dir / ".shadow/mcp").mkdir(parents=True)
-    (project_dir / ".shadowcode/mcp/a.json").write_text(json.dumps(STDIO | {"name": "a"}))
-    (project_dir / ".shadow/mcp/b.yaml").write_text("name: b\ncommand: [server]\n")
-    (project_dir / ".shadow/mcp/c.yml").write_text("name: c\ncommand: [server]\n")
-    (project_dir / ".shadowcode/mcp/sub/d.json").write_text(json.dumps(STDIO | {"name": "d"}))
-    (project_dir / ".shadowcode/mcp/notes.txt").write_text("ignored")
+    (project_dir / ".shadowcode/mcp/a.json").write_text(json.dumps(STDIO | {"name": "a"}), encoding="utf-8")
+    (project_dir / ".shadow/mcp/b.yaml").write_text("name: b\ncommand: [server]\n", encoding="utf-8")
+    (project_dir / ".shadow/mcp/c.yml").write_text("name: c\ncommand: [server]\n", encoding="utf-8")
+    (project_dir / ".shadowcode/mcp/sub/d.json").write_text(json.dumps(STDIO | {"name": "d"}), encoding="utf-8")
+    (project_dir / ".shadowcode/mcp/notes.txt").write_text("ignored", encoding="utf-8")
     found = project_definitions(project_dir)
     assert [d.id for d in found] == [
         "project:.shadow/mcp/b.yaml",
@@ -106,9 +106,9 @@ def test_a_symlinked_definition_pointing_outside_its_folder_is_refused_cli03(pro
     folder = project_dir / ".shadowcode/mcp"
     folder.mkdir(parents=True)
     outside = tmp_path / "outside.json"
-    outside.write_text(json.dumps(STDIO))
+    outside.write_text(json.dumps(STDIO), encoding="utf-8")
     (folder / "link.json").symlink_to(outside)
-    (folder / "real.json").write_text(json.dumps(STDIO | {"name": "real"}))
+    (folder / "real.json").write_text(json.dumps(STDIO | {"name": "real"}), encoding="utf-8")
     (folder / "alias.json").symlink_to(folder / "real.json")
     assert "leading outside" in _problem(project_dir, "project:.shadowcode/mcp/link.json")
     assert isinstance(
@@ -121,7 +121,7 @@ def test_a_symlinked_definition_pointing_outside_its_folder_is_refused_cli03(pro
 def test_a_definition_folder_that_leaves_the_project_is_ignored_cli03(project_dir: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "x.json").write_text(json.dumps(STDIO))
+    (elsewhere / "x.json").write_text(json.dumps(STDIO), encoding="utf-8")
     (project_dir / ".shadowcode").mkdir()
     (project_dir / ".shadowcode/mcp").symlink_to(elsewhere)
     assert project_definitions(project_dir) == []
@@ -142,7 +142,7 @@ def _registry(engine: Engine, project_dir: Path) -> tuple[McpRegistry, Path]:
 
 def _file(tmp_path: Path, doc: dict[str, object], name: str = "def.json") -> Path:
     path = tmp_path / name
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
 
@@ -226,14 +226,14 @@ def test_changed_missing_and_invalid_project_definitions_need_review_before_new_
     folder = project_dir / ".shadowcode/mcp"
     folder.mkdir(parents=True)
     for name in ("a", "b", "c"):
-        (folder / f"{name}.json").write_text(json.dumps(STDIO | {"name": name}))
+        (folder / f"{name}.json").write_text(json.dumps(STDIO | {"name": name}), encoding="utf-8")
     for item in project_definitions(path):
         assert isinstance(item, ServerDefinition)
         registry.enable(path, item.id, item.sha256, trusted=True)
     assert [d.name for d in registry.snapshot(path).servers] == ["a", "b", "c"]
-    (folder / "a.json").write_text(json.dumps(STDIO | {"name": "a", "description": "edited"}))
+    (folder / "a.json").write_text(json.dumps(STDIO | {"name": "a", "description": "edited"}), encoding="utf-8")
     (folder / "b.json").unlink()
-    (folder / "c.json").write_text("{not json")
+    (folder / "c.json").write_text("{not json", encoding="utf-8")
     snapshot = registry.snapshot(path)
     assert snapshot.servers == ()
     assert len(snapshot.notes) == 3
@@ -256,8 +256,8 @@ def test_a_project_file_cannot_grant_itself_or_borrow_a_global_grant_cli05(
     registry.enable(path, definition.id, definition.sha256, trusted=True)
     folder = project_dir / ".shadowcode/mcp"
     folder.mkdir(parents=True)
-    (folder / "tools.json").write_text(json.dumps(STDIO | {"command": ["other"], "grant": True}))
-    (folder / "same.json").write_text(json.dumps(STDIO | {"command": ["other"]}))
+    (folder / "tools.json").write_text(json.dumps(STDIO | {"command": ["other"], "grant": True}), encoding="utf-8")
+    (folder / "same.json").write_text(json.dumps(STDIO | {"command": ["other"]}), encoding="utf-8")
     assert "unknown field" in _problem(path, "project:.shadowcode/mcp/tools.json")
     snapshot = registry.snapshot(path)
     assert [(d.id, d.spec.command) for d in snapshot.servers] == [("config:tools", ("server", "--stdio"))]  # type: ignore[union-attr]

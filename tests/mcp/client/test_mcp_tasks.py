@@ -77,7 +77,10 @@ def _results(core: EngineCore, task_id: str) -> list[dict[str, Any]]:
 
 def _last_tool_message(engine: Engine, task_id: str) -> str:
     """The last tool message the model was sent for the task (from the request log)."""
-    log = [json.loads(line) for line in (engine.profile.root / "model-requests.jsonl").read_text().splitlines()]
+    log = [
+        json.loads(line)
+        for line in (engine.profile.root / "model-requests.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     last = [r["last_message"] for r in log if r["task_id"] == task_id][-1]
     assert last["role"] == "tool"
     return str(last["content"])
@@ -403,7 +406,7 @@ async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_bef
         task_id = await _submit(core, project, "x")
         await wait_for(lambda: core.approvals.pending(task_id=task_id))
         note = project_dir / "grandchild.pid"
-        grandchild = int(await wait_for(lambda: note.is_file() and note.read_text()))
+        grandchild = int(await wait_for(lambda: note.is_file() and note.read_text(encoding="utf-8")))
         await core.cancel(task_id, owner=None, project=project.path)
         assert core.records.get(task_id)["status"] == "cancelled"
         kinds = _kinds(core, task_id)

@@ -176,6 +176,7 @@ def test_the_token_can_come_from_the_profile_secret_store_gw01(home: Path, proje
         capture_output=True,
         text=True,
         timeout=30,
+        encoding="utf-8",
     )
     assert stored.returncode == 0, stored.stderr
     env = {k: v for k, v in os.environ.items() if k != "GW_TOKEN"}
@@ -307,7 +308,11 @@ async def test_sigterm_cancels_owned_jobs_and_stops_their_command_children_gw02_
             approval = state["pending_approvals"][0]
             ok, doc = await call(c, "shadow_approve", approval_id=approval["id"], decision="approve")
             assert ok, doc
-        pid = int(wait_for_sync(lambda: pidfile.exists() and pidfile.read_text(), timeout=30, what="the child pid"))
+        pid = int(
+            wait_for_sync(
+                lambda: pidfile.exists() and pidfile.read_text(encoding="utf-8"), timeout=30, what="the child pid"
+            )
+        )
         assert gw.stop() == 0
         assert group_gone(pid)
         assert "cancelling its jobs" in gw.stderr()

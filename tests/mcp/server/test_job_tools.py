@@ -523,8 +523,12 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
                 return next((a["id"] for a in listed if a["task_id"] == detached_id), None)
 
             assert cli(home, "approve", wait_for_sync(detached_approval, timeout=30, what="approval")).returncode == 0
-            their_pid = int(wait_for_sync(lambda: detached_pid.exists() and detached_pid.read_text(), what="pid"))
-            my_pid = int(wait_for_sync(lambda: owned_pid.exists() and owned_pid.read_text(), what="pid"))
+            their_pid = int(
+                wait_for_sync(lambda: detached_pid.exists() and detached_pid.read_text(encoding="utf-8"), what="pid")
+            )
+            my_pid = int(
+                wait_for_sync(lambda: owned_pid.exists() and owned_pid.read_text(encoding="utf-8"), what="pid")
+            )
 
             server.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the connection is gone
             assert server.wait_exit(timeout=30) == 0

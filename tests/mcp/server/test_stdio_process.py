@@ -115,6 +115,7 @@ def test_requests_read_before_stdin_eof_are_still_answered_srv01(tmp_path: Path)
     project.mkdir()
     server = ServerProcess(project, tmp_path / "home")
     try:
+
         def call(request_id: int, name: str) -> dict[str, object]:
             params = {"name": name, "arguments": {}}
             return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
