@@ -202,7 +202,7 @@ def _stand_in_fixture(folder: Path) -> Path:
     fixture.write_text(
         "from pathlib import Path\n"
         "def make_sample_project(dest):\n"
-        "    dest = Path(dest); dest.mkdir(parents=True); (dest / 'README.md').write_text('x\\n')\n"
+        "    dest = Path(dest); dest.mkdir(parents=True); (dest / 'README.md').write_text('x\\n', encoding='utf-8')\n"
         "    return dest\n",
         encoding="utf-8",
     )
