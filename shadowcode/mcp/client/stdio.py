@@ -49,6 +49,7 @@ from shadowcode.limits import (
     MCP_FRAMES_PER_SECOND_MAX,
     MCP_STDERR_CAPTURE_BYTES,
     PROCESS_PIPE_DRAIN_SECONDS,
+    PROCESS_TERM_GRACE_SECONDS,
 )
 
 __all__ = ["ClientLimits", "StdioServer"]
@@ -200,6 +201,12 @@ class StdioServer:
         child = self._child
         self._closing = True
         with anyio.CancelScope(shield=True):
+            if child.exit_status() is None and self._stdout_done.is_set():
+                # The server closed its output: it is most likely exiting; let the exit land
+                # (bounded by the TERM grace) so the outcome says "exited", not "terminated".
+                with anyio.move_on_after(PROCESS_TERM_GRACE_SECONDS):
+                    while child.exit_status() is None:
+                        await anyio.sleep(0.01)
             alive = child.exit_status() is None
             await child.stop()
             status = child.exit_status()
@@ -220,6 +227,10 @@ class StdioServer:
         for stream in self._streams:
             stream.close()
         child.close_pipes()
+        # SIGKILL to the group is delivered asynchronously: give it the grace period to land.
+        with anyio.move_on_after(PROCESS_TERM_GRACE_SECONDS):
+            while pids_alive(child.pid):
+                await anyio.sleep(0.01)
         self.stragglers = len(pids_alive(child.pid))
         if self.stragglers:
             logger.warning("MCP server %s left %d processes in its group", self.label, self.stragglers)
