@@ -44,7 +44,7 @@ from typing import Any
 
 import anyio
 
-from shadowcode.errors import NotFound, ToolError
+from shadowcode.errors import NotFound, ShadowcodeError, ToolError
 from shadowcode.limits import (
     BACKGROUND_OUTPUT_MAX_BYTES,
     BACKGROUND_PROCESSES_MAX,
@@ -256,30 +256,51 @@ def _check_argv(argv: list[str]) -> list[str]:
 
 
 class GroupChild:
-    """One started process group: its leader, the output pipe, and the stop sequence."""
+    """One started process group: its leader, its pipes, and the stop sequence.
 
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    Args:
+        argv: literal argv (no shell).
+        cwd: working directory.
+        env: the complete environment.
+        protocol_pipes: False for a command (stdin from /dev/null, stdout and stderr merged in
+            ``out_fd``); True for a protocol peer (``in_fd``, ``out_fd`` and ``err_fd`` apart).
+        error: the error class raised when the process cannot start.
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        *,
+        protocol_pipes: bool = False,
+        error: type[ShadowcodeError] = ToolError,
+    ) -> None:
         argv = _check_argv(argv)
         try:
             self.proc = subprocess.Popen(
                 argv,
                 cwd=str(cwd),
                 env=dict(env),
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if protocol_pipes else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.PIPE if protocol_pipes else subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
                 preexec_fn=pdeathsig_preexec(os.getpid()),
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            raise ToolError(f"cannot start {argv[0]!r}: {exc}", command=argv[0]) from exc
+            raise error(f"cannot start {argv[0]!r}: {exc}", command=argv[0]) from exc
         self.pid = self.proc.pid
         self.started = time.monotonic()
         self.ended: float | None = None
         assert self.proc.stdout is not None
         self.out_fd = self.proc.stdout.fileno()
-        os.set_blocking(self.out_fd, False)
+        self.in_fd = self.proc.stdin.fileno() if self.proc.stdin is not None else None
+        self.err_fd = self.proc.stderr.fileno() if self.proc.stderr is not None else None
+        for fd in (self.in_fd, self.out_fd, self.err_fd):
+            if fd is not None:
+                os.set_blocking(fd, False)
         self.pidfd: int | None = None
         if hasattr(os, "pidfd_open"):
             with contextlib.suppress(OSError):
@@ -361,8 +382,11 @@ class GroupChild:
             self.pidfd = None
 
     def close_pipe(self) -> None:
-        if self.proc.stdout is not None and not self.proc.stdout.closed:
-            self.proc.stdout.close()
+        """Close every pipe to the child (repeatable)."""
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
     @property
     def duration_seconds(self) -> float:

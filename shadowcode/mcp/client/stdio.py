@@ -22,12 +22,10 @@ Contract:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import os
 import signal
-import subprocess
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -41,7 +39,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from shadowcode.engine.processes import GroupChild, OutputTail, pdeathsig_preexec, pids_alive
+from shadowcode.engine.processes import GroupChild, OutputTail, pids_alive
 from shadowcode.errors import UpstreamServerError
 from shadowcode.limits import (
     MCP_CONNECTION_MAX_BYTES,
@@ -71,50 +69,6 @@ class ClientLimits:
 
 class _Failed(Exception):
     """The server broke the transport contract; the message names how."""
-
-
-class _ServerChild(GroupChild):
-    """A process group like a command's, but with three separate pipes for the protocol."""
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:  # noqa: D107
-        try:
-            self.proc = subprocess.Popen(
-                argv,
-                cwd=str(cwd),
-                env=dict(env),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-                preexec_fn=pdeathsig_preexec(os.getpid()),
-            )
-        except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            raise UpstreamServerError(f"cannot start {argv[0]!r}: {exc}", command=argv[0]) from exc
-        self.pid = self.proc.pid
-        self.started = time.monotonic()
-        self.ended: float | None = None
-        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
-        self.in_fd = self.proc.stdin.fileno()
-        self.out_fd = self.proc.stdout.fileno()
-        self.err_fd = self.proc.stderr.fileno()
-        for fd in (self.in_fd, self.out_fd, self.err_fd):
-            os.set_blocking(fd, False)
-        self.pidfd: int | None = None
-        if hasattr(os, "pidfd_open"):
-            with contextlib.suppress(OSError):
-                self.pidfd = os.pidfd_open(self.pid)
-        self.reaped = False
-        self.term_sent = False
-        self.term_at = 0.0
-        self.kill_sent = False
-        self._stop_lock = anyio.Lock()
-
-    def close_pipes(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None and not stream.closed:
-                with contextlib.suppress(OSError):
-                    stream.close()
 
 
 async def _read_chunk(fd: int) -> bytes:
@@ -160,7 +114,7 @@ class StdioServer:
         self.stragglers = 0
         self.received_bytes = 0
         self._stderr = OutputTail(self.limits.stderr_capture_bytes)
-        self._child: _ServerChild | None = None
+        self._child: GroupChild | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._read_send: MemoryObjectSendStream[SessionMessage | Exception] | None = None
         self._write_recv: MemoryObjectReceiveStream[SessionMessage] | None = None
@@ -182,7 +136,7 @@ class StdioServer:
     async def __aenter__(
         self,
     ) -> tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]:
-        self._child = _ServerChild(self.argv, self.cwd, self.env)
+        self._child = GroupChild(self.argv, self.cwd, self.env, protocol_pipes=True, error=UpstreamServerError)
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
         self._read_send, self._write_recv = read_send, write_recv
@@ -226,7 +180,7 @@ class StdioServer:
         await self._tg.__aexit__(None, None, None)
         for stream in self._streams:
             stream.close()
-        child.close_pipes()
+        child.close_pipe()
         # SIGKILL to the group is delivered asynchronously: give it the grace period to land.
         with anyio.move_on_after(PROCESS_TERM_GRACE_SECONDS):
             while pids_alive(child.pid):
