@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         results = _results(layout, targets, samples, gateway, engine, args, options, started)
         results["pyz"]["path"] = _shown(args.pyz)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove(root)
     write_results(args.output, results)
     sys.stdout.write(render_table(results))
     sys.stdout.write(f"\nwrote {_shown(args.output)}\n")
@@ -331,6 +331,15 @@ def _results(
         "ratios": ratios,
         "ratio_reasons": reasons,
     }
+
+
+def _remove(root: Path) -> None:
+    """Remove the run's folder; a process still closing files in it gets a few bounded retries."""
+    for _ in range(10):
+        shutil.rmtree(root, ignore_errors=True)
+        if not root.exists():
+            return
+        time.sleep(0.2)
 
 
 if __name__ == "__main__":
