@@ -66,7 +66,7 @@ export const LEGACY_PROTOCOL_VERSIONS = Object.freeze(["2024-11-05", "2025-03-26
 export const MODERN_PROTOCOL_VERSION = "2026-07-28";
 
 const STDERR_TAIL_BYTES = 8192;
-const CLOSE_GRACE_MS = 5000;
+export const CLOSE_GRACE_MS = 5000;
 const DEFAULT_TIMEOUT_MS = 30000;
 const MAX_LIST_PAGES = 16;
 
@@ -604,21 +604,19 @@ export async function runServerChecks(run, api, ctx) {
 }
 
 /**
- * Run a stdio probe end to end and exit the process with its status.
+ * Make sure a probe always ends with its report: kill its servers on exit, turn SIGINT, SIGTERM
+ * and the deadline (`options.timeoutMs` plus the close grace) into a failed check.
  *
- * @param {object} meta `{probe, sdk, sdk_version, transport}` copied into the report
- * @param {{timeoutMs: number, command: string, args: string[]}} options parsed arguments
- * @param {(run: ProbeRun, hooks: object) => Promise<{api: object, close: () => Promise<void>, pid: () => number|null}>} open
- *   spawns the server and connects; `hooks.stderr(stream)` should be given the child's stderr
- * @param {(run: ProbeRun, session: object) => void} [afterConnect] extra checks after connecting
+ * @param {ProbeRun} run the probe's report
+ * @param {{timeoutMs: number}} options parsed arguments
+ * @param {() => Array<number|null|undefined>} pids the server pids to SIGKILL on exit
+ * @param {() => string} stderrTail the servers' stderr tail, added to a failed report
+ * @returns {(code?: number) => never} ends the probe: kills servers, prints the report, exits
  */
-export async function runStdioProbe(meta, options, open, afterConnect) {
-  const run = new ProbeRun(meta, options.timeoutMs);
-  let session;
-  let stderrTail = { text: "" };
-  const killChild = () => {
-    const pid = session?.pid?.();
-    if (pid) {
+export function guardProbe(run, options, pids, stderrTail) {
+  const killChildren = () => {
+    for (const pid of pids()) {
+      if (!pid) continue;
       try {
         process.kill(pid, "SIGKILL");
       } catch {
@@ -626,10 +624,11 @@ export async function runStdioProbe(meta, options, open, afterConnect) {
       }
     }
   };
-  process.on("exit", killChild);
+  process.on("exit", killChildren);
   const finish = (code) => {
-    killChild();
-    if (!run.report().ok && stderrTail.text) run.extra.server_stderr_tail = stderrTail.text;
+    killChildren();
+    const tail = stderrTail();
+    if (!run.report().ok && tail) run.extra.server_stderr_tail = tail;
     const status = run.emit();
     process.exit(code ?? status);
   };
@@ -644,6 +643,23 @@ export async function runStdioProbe(meta, options, open, afterConnect) {
     finish(EXIT_CHECK_FAILED);
   }, options.timeoutMs + CLOSE_GRACE_MS);
   watchdog.unref();
+  return finish;
+}
+
+/**
+ * Run a stdio probe end to end and exit the process with its status.
+ *
+ * @param {object} meta `{probe, sdk, sdk_version, transport}` copied into the report
+ * @param {{timeoutMs: number, command: string, args: string[]}} options parsed arguments
+ * @param {(run: ProbeRun, hooks: object) => Promise<{api: object, close: () => Promise<void>, pid: () => number|null}>} open
+ *   spawns the server and connects; `hooks.stderr(stream)` should be given the child's stderr
+ * @param {(run: ProbeRun, session: object) => void} [afterConnect] extra checks after connecting
+ */
+export async function runStdioProbe(meta, options, open, afterConnect) {
+  const run = new ProbeRun(meta, options.timeoutMs);
+  let session;
+  let stderrTail = { text: "" };
+  const finish = guardProbe(run, options, () => [session?.pid?.()], () => stderrTail.text);
 
   try {
     const hooks = { stderr: (stream) => (stderrTail = collectTail(stream)) };

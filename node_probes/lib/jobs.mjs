@@ -18,6 +18,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
 import {
+  CLOSE_GRACE_MS,
   CheckFailure,
   EXIT_CHECK_FAILED,
   EXIT_USAGE,
@@ -25,6 +26,7 @@ import {
   UsageError,
   collectTail,
   expect,
+  guardProbe,
   jsonEqual,
   workspaceFromArgs,
 } from "./harness.mjs";
@@ -57,7 +59,6 @@ const DEFAULT_TIMEOUT_MS = 120000;
 const WAIT_STEP_MS = 100;
 const WAIT_BOUND_MS = 45000;
 const CLI_BOUND_MS = 30000;
-const CLOSE_GRACE_MS = 5000;
 const EOF_EXIT_WAIT_MS = 15000;
 const MAX_EVENT_PAGES = 40;
 const FINISHED = new Set(["done", "failed", "cancelled", "interrupted"]);
@@ -440,35 +441,7 @@ export async function runJobsProbe(meta, options, open, afterConnect) {
   const run = new ProbeRun(meta, options.timeoutMs);
   const sessions = [];
   let stderrTail = { text: "" };
-  const killChildren = () => {
-    for (const session of sessions) {
-      const pid = session?.pid?.();
-      if (!pid) continue;
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  };
-  process.on("exit", killChildren);
-  const finish = (code) => {
-    killChildren();
-    if (!run.report().ok && stderrTail.text) run.extra.server_stderr_tail = stderrTail.text;
-    const status = run.emit();
-    process.exit(code ?? status);
-  };
-  for (const signal of ["SIGINT", "SIGTERM"]) {
-    process.on(signal, () => {
-      run.record("interrupted", [], false, `received ${signal}`);
-      finish(EXIT_CHECK_FAILED);
-    });
-  }
-  const watchdog = setTimeout(() => {
-    run.record("deadline", [], false, `probe did not finish within ${options.timeoutMs} ms`);
-    finish(EXIT_CHECK_FAILED);
-  }, options.timeoutMs + CLOSE_GRACE_MS);
-  watchdog.unref();
+  const finish = guardProbe(run, options, () => sessions.map((session) => session?.pid?.()), () => stderrTail.text);
 
   const openTracked = async (hooks) => {
     const session = await run.bounded(open(run, hooks), "connect");
