@@ -11,7 +11,7 @@ import sys
 
 def main() -> None:
     """Run the ``shadowcode`` command line; exits the process with the command's status."""
-    status = _fast_path(sys.argv[1:])
+    status = attached_fast_path(sys.argv[1:])
     if status is not None:
         sys.exit(status)
     from shadowcode.cli import run
@@ -19,7 +19,7 @@ def main() -> None:
     run()
 
 
-def _fast_path(argv: list[str]) -> int | None:
+def attached_fast_path(argv: list[str]) -> int | None:
     """Relay ``[--profile P] [--workspace W] mcp serve [--allow-write] [--allow-approvals]`` when possible.
 
     Returns the relay's exit status, or None to run the full CLI (any other argv, bad values,

@@ -8,7 +8,9 @@ each limit at the limit (accepted) and one past it (refused).
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the attached fast path imports this module and not typing
+    from typing import Final
 
 __all__ = [
     "AGENT_STEPS_MAX",

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shadowcode.errors import ConfigError
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, PROFILE_NAME_MAX_CHARS
-from shadowcode.profile_paths import DEFAULT_PROFILE, home_root, profile_root, socket_path, valid_profile_name
+from shadowcode.profile_paths import DEFAULT_PROFILE, home_dir, profile_dir, socket_path_for, valid_profile_name
 
 __all__ = ["DEFAULT_PROFILE", "McpSettings", "ModelSettings", "Profile", "Settings", "home_root"]
 
@@ -75,6 +75,11 @@ class Settings(BaseModel):
     mcp: McpSettings = McpSettings()
 
 
+def home_root() -> Path:
+    """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
+    return Path(home_dir())
+
+
 @dataclass(frozen=True)
 class Profile:
     """A resolved profile: its name and directory. Create with :meth:`select`."""
@@ -96,7 +101,7 @@ class Profile:
                 f"invalid profile name {chosen!r}: use 1-{PROFILE_NAME_MAX_CHARS} letters, digits, '.', '_' or '-'"
                 ", starting with a letter or digit"
             )
-        return cls(name=chosen, root=profile_root(chosen))
+        return cls(name=chosen, root=Path(profile_dir(chosen)))
 
     @property
     def db_path(self) -> Path:
@@ -125,8 +130,8 @@ class Profile:
 
     @property
     def control_socket_path(self) -> Path:
-        """The headless engine's unix socket (see :func:`shadowcode.profile_paths.socket_path`)."""
-        return socket_path(self.root)
+        """The headless engine's unix socket (see :func:`shadowcode.profile_paths.socket_path_for`)."""
+        return Path(socket_path_for(str(self.root)))
 
     def ensure(self) -> None:
         """Create the profile directories (mode 0700) if missing."""

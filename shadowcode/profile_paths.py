@@ -1,55 +1,76 @@
-"""Where a profile's files live, computed with the standard library only (ENG-01).
+"""Where a profile's files live, as strings, with the few standard modules ``os`` brings (ENG-01).
 
-Kept apart from :mod:`shadowcode.profile` (which loads pydantic) so the attached fast path
-of ``mcp serve`` can find the engine's socket without importing anything heavy.
+Kept apart from :mod:`shadowcode.profile` (pydantic, pathlib) so the attached fast path of
+``mcp serve`` finds the engine's socket with almost nothing imported: this module loads only
+``os`` and :mod:`shadowcode.limits` unless a socket path is too long (then ``hashlib`` and
+``tempfile``, once).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import tempfile
-from pathlib import Path
 
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 
-__all__ = ["DEFAULT_PROFILE", "control_socket_for", "home_root", "profile_root", "valid_profile_name"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "control_socket_for",
+    "home_dir",
+    "path_text",
+    "profile_dir",
+    "socket_path_for",
+    "valid_profile_name",
+]
 
 DEFAULT_PROFILE = "default"
 _SOCKET_PATH_MAX_BYTES = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_REST = _NAME_FIRST | frozenset("._-")
 
 
-def home_root() -> Path:
-    """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
+def home_dir() -> str:
+    """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty (``~`` expanded), else ``~/.shadowcode``.
+
+    Spelled as :mod:`pathlib` spells it, so the engine (which holds ``Path`` objects) and the
+    fast path compute the same socket path text.
+    """
     env = os.environ.get("SHADOWCODE_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".shadowcode"
+    return path_text(os.path.expanduser(env) if env else os.path.join(os.path.expanduser("~"), ".shadowcode"))
+
+
+def path_text(path: str) -> str:
+    """``path`` as ``str(pathlib.PurePosixPath(path))`` spells it: no empty or ``.`` parts."""
+    lead = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
+    return lead + "/".join(p for p in path.split("/") if p not in ("", ".")) or "."
 
 
 def valid_profile_name(name: str) -> bool:
-    """True for 1..PROFILE_NAME_MAX_CHARS of ``[A-Za-z0-9._-]`` starting with a letter or digit."""
-    return len(name) <= PROFILE_NAME_MAX_CHARS and bool(_NAME.fullmatch(name))
+    """True for 1..PROFILE_NAME_MAX_CHARS of ``[A-Za-z0-9._-]`` starting with an ASCII letter or digit."""
+    return 0 < len(name) <= PROFILE_NAME_MAX_CHARS and name[0] in _NAME_FIRST and all(c in _NAME_REST for c in name)
 
 
-def profile_root(name: str) -> Path:
+def profile_dir(name: str) -> str:
     """The directory of profile ``name`` (not validated here)."""
-    return home_root() / "profiles" / name
+    return os.path.join(home_dir(), "profiles", name)
 
 
-def socket_path(root: Path) -> Path:
-    """The headless engine's socket for the profile at ``root``.
+def socket_path_for(root: str) -> str:
+    """The headless engine's socket for the profile directory ``root``.
 
     ``run/control.sock`` in the profile, unless that path is too long for a unix socket
     address; then a per-user folder under the system temp dir (or ``/tmp`` when that is long
-    too) keyed by the profile's path.
+    too) keyed by the sha256 of the profile's resolved path.
     """
-    natural = root / "run" / "control.sock"
+    natural = os.path.join(root, "run", "control.sock")
     if len(os.fsencode(natural)) < _SOCKET_PATH_MAX_BYTES:
         return natural
-    digest = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()[:20]
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:20]
+    short = natural
     for base in (tempfile.gettempdir(), "/tmp"):
-        short = Path(base) / f"shadowcode-{os.getuid()}" / f"{digest}.sock"
+        short = os.path.join(base, f"shadowcode-{os.getuid()}", f"{digest}.sock")
         if len(os.fsencode(short)) < _SOCKET_PATH_MAX_BYTES:
             return short
     return short
@@ -60,4 +81,4 @@ def control_socket_for(name: str | None) -> str | None:
     chosen = DEFAULT_PROFILE if name is None else name
     if not valid_profile_name(chosen):
         return None
-    return str(socket_path(profile_root(chosen)))
+    return socket_path_for(profile_dir(chosen))
