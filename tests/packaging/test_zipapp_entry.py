@@ -1,0 +1,173 @@
+"""The zipapp's own entry: relay from inside the archive, else shiv's bootstrap (PKG-01, SRV-21, issue 7).
+
+``ci/build`` swaps shiv's ``__main__.py`` for ``ci/zipapp_entry.py`` with
+``ci/put_zipapp_entry.py``. These tests check the swap on small archives, then the built
+``dist/shadowcode.pyz``: with a headless engine running, ``mcp serve`` answers through the
+engine and unpacks nothing into shiv's cache; without one (or with a stale socket file) it
+unpacks and serves in-process as before.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.engine import REPO, cli_env, headless_engine
+
+ZIPAPP = REPO / "dist" / "shadowcode.pyz"
+PUT_ENTRY = REPO / "ci" / "put_zipapp_entry.py"
+ENTRY = REPO / "ci" / "zipapp_entry.py"
+SERVE_TIMEOUT_SECONDS = 60
+
+
+def _archive(path: Path, names: dict[str, bytes], shebang: bytes = b"#!/usr/bin/env python3\n") -> None:
+    with path.open("wb") as out:
+        out.write(shebang)
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for name, data in names.items():
+                z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED)
+    path.chmod(0o755)
+
+
+def _put(archive: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(PUT_ENTRY), str(archive)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+
+
+def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode_pkg01(tmp_path: Path) -> None:
+    archive = tmp_path / "app.pyz"
+    names = {"_bootstrap/__init__.py": b"x = 1\n", "__main__.py": b"import _bootstrap\n", "site-packages/a.py": b"a\n"}
+    _archive(archive, names, shebang=b"#!/usr/bin/env python3\n")
+    before = {i.filename: i for i in zipfile.ZipFile(archive).infolist()}
+
+    done = _put(archive)
+
+    assert done.returncode == 0, done.stderr
+    assert archive.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    assert archive.stat().st_mode & 0o777 == 0o755
+    with zipfile.ZipFile(archive) as z:
+        assert [i.filename for i in z.infolist()] == list(names)
+        assert z.read("__main__.py") == ENTRY.read_bytes()
+        for info in z.infolist():
+            assert info.date_time == before[info.filename].date_time
+            assert info.compress_type == before[info.filename].compress_type
+            if info.filename != "__main__.py":
+                assert z.read(info) == names[info.filename]
+    assert list(tmp_path.iterdir()) == [archive]
+
+
+@pytest.mark.parametrize(
+    ("names", "shebang", "said"),
+    [
+        ({"a.py": b"a\n"}, b"#!/usr/bin/env python3\n", "has no __main__.py"),
+        ({"__main__.py": b"pass\n"}, b"", "does not start with a shebang"),
+    ],
+)
+def test_put_entry_refuses_an_archive_it_cannot_fix_and_leaves_it_alone_pkg01(
+    tmp_path: Path, names: dict[str, bytes], shebang: bytes, said: str
+) -> None:
+    archive = tmp_path / "app.pyz"
+    _archive(archive, names, shebang=shebang)
+    original = archive.read_bytes()
+
+    done = _put(archive)
+
+    assert done.returncode != 0
+    assert said in done.stderr
+    assert archive.read_bytes() == original
+    assert list(tmp_path.iterdir()) == [archive]
+
+
+# --- the built archive ----------------------------------------------------------------------
+
+
+def _built() -> Path:
+    if not ZIPAPP.is_file():
+        pytest.fail("build it first: bash ci/build")
+    return ZIPAPP
+
+
+def _serve(home: Path, project: Path, shiv_root: Path) -> list[dict[str, Any]]:
+    """``python3 shadowcode.pyz mcp serve`` for one initialize, tools/list and shadow_status; the answers."""
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shadow_status", "arguments": {}}},
+    ]
+    done = subprocess.run(
+        [sys.executable, str(_built()), "--workspace", str(project), "mcp", "serve"],
+        input="".join(json.dumps(f) + "\n" for f in frames),
+        env=dict(cli_env(home), SHIV_ROOT=str(shiv_root)),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=SERVE_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a.get("id") for a in answers] == [1, 2, 3], done.stdout
+    return answers
+
+
+def _engine_mode(answers: list[dict[str, Any]]) -> str:
+    return answers[2]["result"]["structuredContent"]["engine"]["mode"]
+
+
+def test_with_an_engine_the_archive_relays_without_unpacking_anything_pkg01_srv21(tmp_path: Path) -> None:
+    home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
+    project.mkdir()
+    shiv_root.mkdir()
+    with headless_engine(home):
+        answers = _serve(home, project, shiv_root)
+
+    assert len(answers[1]["result"]["tools"]) > 0
+    assert _engine_mode(answers) == "attached"
+    assert list(shiv_root.iterdir()) == []
+
+
+def test_without_an_engine_the_archive_unpacks_and_serves_in_process_pkg01(tmp_path: Path) -> None:
+    home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
+    project.mkdir()
+    shiv_root.mkdir()
+
+    answers = _serve(home, project, shiv_root)
+
+    assert _engine_mode(answers) == "temporary"
+    assert list(shiv_root.iterdir()) != []
+
+
+def test_a_stale_socket_file_falls_back_to_the_in_process_server_pkg01(tmp_path: Path) -> None:
+    home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
+    project.mkdir()
+    shiv_root.mkdir()
+    stale = home / "profiles" / "default" / "run" / "control.sock"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"")  # a path that exists but accepts no connection
+
+    answers = _serve(home, project, shiv_root)
+
+    assert _engine_mode(answers) == "temporary"
+    assert list(shiv_root.iterdir()) != []
