@@ -41,7 +41,10 @@ def attached_fast_path(argv: list[str]) -> int | None:
 
     from shadowcode.profile_paths import control_socket_for
 
-    workspace = os.path.realpath(options.get("--workspace", os.getcwd()))
+    try:
+        workspace = os.path.realpath(options["--workspace"] if "--workspace" in options else os.getcwd())
+    except OSError:  # the working directory is gone: the full CLI says so
+        return None
     if not os.path.isdir(workspace):
         return None
     socket_path = control_socket_for(options.get("--profile"))

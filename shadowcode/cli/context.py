@@ -10,6 +10,8 @@ from typing import Any
 
 import typer
 
+from shadowcode.errors import UsageError
+
 __all__ = ["Globals", "emit", "globals_of"]
 
 
@@ -28,8 +30,17 @@ class Globals:
     json: bool
 
     def workspace_path(self) -> Path:
-        """The workspace as given, or the current directory."""
-        return self.workspace if self.workspace is not None else Path.cwd()
+        """The workspace as given, or the current directory.
+
+        Raises:
+            UsageError: no ``--workspace`` and the current directory no longer exists.
+        """
+        if self.workspace is not None:
+            return self.workspace
+        try:
+            return Path.cwd()
+        except OSError as exc:
+            raise UsageError(f"the current directory cannot be read ({exc.strerror}); pass --workspace DIR") from exc
 
 
 def globals_of(ctx: typer.Context) -> Globals:

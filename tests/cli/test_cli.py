@@ -35,6 +35,28 @@ def test_missing_workspace_exits_2_with_a_message_eng02(tmp_path: Path, verb: li
     assert done.returncode == 2 and done.stdout == "" and "does not exist" in done.stderr
 
 
+@pytest.mark.parametrize("verb", [["mcp", "serve"], ["status"]])
+def test_a_deleted_working_directory_exits_2_with_a_message_not_a_traceback_eng02(
+    tmp_path: Path, verb: list[str]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = dict(os.environ, SHADOWCODE_HOME=str(tmp_path / "h"), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    # the child enters the folder, which is then removed before Python starts
+    argv = ["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone)]
+    done = subprocess.run(
+        [*argv, sys.executable, "-m", "shadowcode", *verb],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "current directory" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_workspace_that_is_a_file_exits_2_eng02(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x", encoding="utf-8")
