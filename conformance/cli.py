@@ -1,5 +1,9 @@
 """``python -m conformance``: parse the command line, run the checks, write the report.
 
+With ``--attached`` each check (but those registered with ``own_engine``) runs while the
+target's headless engine runs in its profile, so every stdio server it starts takes the
+attached path; the report's ``engine`` field says which way the run went.
+
 Exit status (CONF-01): 0 when every check passed or failed as the expected-failures
 baseline says; 1 when a check failed outside the baseline, a baseline entry is stale (its
 check passed) or unknown (no check of that name ran), or the run broke; 2 on bad usage,
@@ -19,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from conformance.context import EngineMode
 from conformance.errors import ConformanceError, UsageError
 from conformance.fixture import default_fixture_path, load_project_factory
 from conformance.limits import JOBS_DEFAULT
@@ -26,7 +31,7 @@ from conformance.registry import Check, load_checks, select
 from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
 from conformance.runner import run_checks
 
-__all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target"]
+__all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target", "with_engine_mode"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 """The folder holding ``conformance/``, ``fixtures/`` and ``node_probes/``."""
@@ -80,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         "--fixture", help="a Python file defining make_sample_project(dest) (default: fixtures/sample_project.py)"
     )
     p.add_argument("--list", action="store_true", help="list the selected checks and the ids they cover, then exit")
+    p.add_argument(
+        "--attached",
+        action="store_true",
+        help="start `<target> engine` in each check's profile before it runs, so servers attach to it "
+        "(checks of the engine's own lifecycle still run without it)",
+    )
     baseline = p.add_mutually_exclusive_group()
     baseline.add_argument(
         "--expected-failures",
@@ -140,7 +151,10 @@ def _run(argv: Sequence[str]) -> int:
         raise UsageError("--only matched no check; use --list to see them")
     if args.list:
         for c in checks:
-            sys.stdout.write(f"{c.name}\t{','.join(c.covers)}\n")
+            line = f"{c.name}\t{','.join(c.covers)}"
+            if args.attached:
+                line += "\town engine" if c.own_engine else "\tattached"
+            sys.stdout.write(line + "\n")
         return 0
     if args.target is None:
         raise UsageError("--target is required")
@@ -151,10 +165,17 @@ def _run(argv: Sequence[str]) -> int:
     fixture = Path(args.fixture) if args.fixture else default_fixture_path(REPO_ROOT)
     factory = load_project_factory(fixture)
     out_dir = Path(args.out)
+    mode = EngineMode.ATTACHED if args.attached else EngineMode.TEMPORARY
 
     outcome = anyio.run(
         lambda: run_checks(
-            checks, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=factory, jobs=args.jobs
+            checks,
+            target=target,
+            cwd=Path.cwd(),
+            repo_root=REPO_ROOT,
+            project_factory=factory,
+            jobs=args.jobs,
+            engine=mode,
         )
     )
     report = build_report(
@@ -165,10 +186,37 @@ def _run(argv: Sequence[str]) -> int:
         expected_failures=expected,
         filtered_out=filtered_by_only(registered, checks, patterns),
     )
+    report["engine"] = mode.value
     json_path, md_path = write_report(out_dir, report)
+    md_path.write_text(with_engine_mode(md_path.read_text(encoding="utf-8"), mode), encoding="utf-8")
     _summarize(report)
     sys.stderr.write(f"conformance: wrote {json_path} and {md_path}\n")
     return 1 if report_failed(report) else 0
+
+
+def with_engine_mode(markdown: str, mode: EngineMode) -> str:
+    """``report.md`` with a line saying how the run met the engine, after the target line (CONF-01).
+
+    Args:
+        markdown: the page as rendered from the report.
+        mode: the run's mode.
+
+    Returns:
+        The page with ``- Engine: ...`` after its ``- Target:`` line; unchanged when it has
+        an engine line already or no target line.
+    """
+    lines = markdown.split("\n")
+    if any(line.startswith("- Engine:") for line in lines):
+        return markdown
+    said = {
+        EngineMode.ATTACHED: "attached (`<target> engine` ran in each check's profile, except own-engine checks)",
+        EngineMode.TEMPORARY: "temporary (no engine was started before the checks)",
+    }[mode]
+    for index, line in enumerate(lines):
+        if line.startswith("- Target:"):
+            lines.insert(index + 1, f"- Engine: {said}")
+            return "\n".join(lines)
+    return markdown
 
 
 def _summarize(report: Mapping[str, Any]) -> None:
@@ -176,7 +224,8 @@ def _summarize(report: Mapping[str, Any]) -> None:
     checks, baseline, s = report["checks"], report["expected_failures"], report["summary"]
     statuses = [c["status"] for c in checks]
     sys.stderr.write(
-        f"conformance: {statuses.count('pass')} checks passed, {statuses.count('fail')} failed, "
+        f"conformance ({report.get('engine', EngineMode.TEMPORARY.value)} engine): "
+        f"{statuses.count('pass')} checks passed, {statuses.count('fail')} failed, "
         f"{statuses.count('expected_fail')} failed as expected; "
         f"ids: {s['pass']} pass, {s['fail']} fail, {s['not_covered']} not covered\n"
     )

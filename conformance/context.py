@@ -3,11 +3,14 @@
 Each check gets a fresh :class:`Context`: a temporary ``SHADOWCODE_HOME``, a fresh copy
 of the sample project, a scratch directory and a deadline. Every process it starts sees
 the private ``SHADOWCODE_HOME``, which is also how stragglers are found and killed when
-the check ends (CONF-01).
+the check ends (CONF-01). :attr:`Context.engine` says whether the runner started the
+profile's headless engine before the check (``--attached``), so a check can tell which
+path its stdio servers are expected to take.
 """
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -18,13 +21,26 @@ from anyio.abc import Process
 
 from conformance.processes import Completed, run_command, spawn
 
-__all__ = ["LEGACY_REVISIONS", "MODERN_REVISION", "Context"]
+__all__ = ["LEGACY_REVISIONS", "MODERN_REVISION", "Context", "EngineMode"]
 
 MODERN_REVISION = "2026-07-28"
 """The protocol revision negotiated without a handshake (SRV-03)."""
 
 LEGACY_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Revisions reached through ``initialize`` (SRV-03)."""
+
+
+class EngineMode(enum.StrEnum):
+    """Which engine a check's stdio servers find when they start (ENG-03, SRV-07).
+
+    The value is what ``shadow_status`` reports as ``engine.mode`` for such a server.
+    """
+
+    TEMPORARY = "temporary"
+    """No engine runs for the profile: each frontend opens its own and closes it on exit."""
+
+    ATTACHED = "attached"
+    """The runner started ``<target> engine`` in the check's profile; frontends attach to it."""
 
 
 @dataclass
@@ -40,6 +56,10 @@ class Context:
         cwd: working directory for started processes (where relative target paths resolve).
         repo_root: the folder holding ``conformance/``, ``node_probes/`` and ``fixtures/``.
         deadline: ``time.monotonic()`` value at which the check is cut off.
+        engine: :attr:`EngineMode.ATTACHED` when the runner started ``<target> engine`` in
+            ``home`` before the check and keeps it running until the check ends;
+            :attr:`EngineMode.TEMPORARY` otherwise (always for a check registered with
+            ``own_engine=True``).
         revisions: protocol revisions recorded by the check, label to revision.
     """
 
@@ -51,6 +71,7 @@ class Context:
     cwd: Path
     repo_root: Path
     deadline: float
+    engine: EngineMode = EngineMode.TEMPORARY
     revisions: dict[str, str] = field(default_factory=dict)
 
     def remaining(self) -> float:

@@ -81,6 +81,9 @@ class Check:
         covers: requirement ids it proves.
         fn: the check function.
         timeout_seconds: its time bound.
+        own_engine: True when the check's subject is the engine's own lifecycle or the
+            temporary engine: it starts ``<target> engine`` itself or needs none to run, so
+            an ``--attached`` run starts no engine for it.
     """
 
     name: str
@@ -88,6 +91,7 @@ class Check:
     covers: tuple[str, ...]
     fn: CheckFn
     timeout_seconds: float
+    own_engine: bool = False
 
 
 CHECKS: dict[str, Check] = {}
@@ -95,7 +99,7 @@ CHECKS: dict[str, Check] = {}
 
 
 def check(
-    name: str, *, covers: Sequence[str], timeout_seconds: float = CHECK_TIMEOUT_SECONDS
+    name: str, *, covers: Sequence[str], timeout_seconds: float = CHECK_TIMEOUT_SECONDS, own_engine: bool = False
 ) -> Callable[[CheckFn], CheckFn]:
     """Register an async check function under ``name`` (CONF-01).
 
@@ -103,6 +107,8 @@ def check(
         name: unique report name, conventionally ``"<module>:<what>"``.
         covers: requirement ids the check proves; each must be in the manifest.
         timeout_seconds: wall-clock bound; the check fails when it runs out.
+        own_engine: the check starts ``<target> engine`` itself or needs the profile to
+            have none, so ``--attached`` must not start one for it.
 
     Returns:
         A decorator that registers the function and returns it unchanged.
@@ -119,7 +125,7 @@ def check(
         if name in CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
         group = fn.__module__.rsplit(".", 1)[-1]
-        CHECKS[name] = Check(name, group, tuple(covers), fn, float(timeout_seconds))
+        CHECKS[name] = Check(name, group, tuple(covers), fn, float(timeout_seconds), own_engine)
         return fn
 
     return register

@@ -4,6 +4,14 @@ Each check gets fresh temporary directories and a deadline; a failure, an except
 timeout becomes a failed record and never stops the run. When a check ends, every process
 that still carries its private ``SHADOWCODE_HOME`` is killed and its directories are
 removed (CONF-01).
+
+In an attached run (:attr:`EngineMode.ATTACHED`, ``--attached``) the runner first starts
+``<target> engine`` in the check's ``SHADOWCODE_HOME`` and waits until it reports itself
+running, so every stdio server the check starts finds the engine and attaches to it; the
+check's own time starts once the engine is ready. After the check the engine is stopped
+(SIGTERM, a bounded wait, then its process group is killed) before the straggler sweep.
+An engine that never gets ready, or that is gone before the check ends, fails the check.
+Checks registered with ``own_engine=True`` run without the pre-started engine.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from conformance.context import Context
+from conformance.context import Context, EngineMode
+from conformance.engine import ENGINE_READY_SECONDS, headless_engine
 from conformance.fixture import ProjectFactory
 from conformance.processes import kill_marked
 from conformance.registry import Check, CheckResult
@@ -53,8 +62,41 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+async def _run_bounded(chk: Check, ctx: Context) -> CheckResult:
+    """Run the check function within its time bound; a crash or a timeout is a failed result."""
+    result = CheckResult(False, f"timed out after {chk.timeout_seconds:g} s")
+    with anyio.move_on_after(chk.timeout_seconds):
+        try:
+            result = await chk.fn(ctx)
+        except Exception as exc:  # top-level handler: a crashing check is a failed check
+            logger.debug("check %s raised", chk.name, exc_info=True)
+            result = CheckResult(False, f"the check raised {_describe(exc)}")
+    return result
+
+
+async def _run_attached(chk: Check, ctx: Context) -> CheckResult:
+    """Run the check while ``<target> engine`` runs in its profile (ENG-03, CONF-03)."""
+    problems: list[str] = []
+    async with headless_engine(ctx, problems, ready_seconds=ENGINE_READY_SECONDS) as engine:
+        if engine is None:
+            return CheckResult(False, "the headless engine started for this check: " + "; ".join(problems))
+        ctx.deadline = time.monotonic() + chk.timeout_seconds
+        result = await _run_bounded(chk, ctx)
+        if engine.returncode == 0:
+            problems.append("the headless engine started for this check exited 0 before the check ended")
+    if not problems:
+        return result
+    return CheckResult(False, "; ".join([result.detail, *problems]), result.data, result.subresults)
+
+
 async def run_one(
-    chk: Check, *, target: Sequence[str], cwd: Path, repo_root: Path, project_factory: ProjectFactory
+    chk: Check,
+    *,
+    target: Sequence[str],
+    cwd: Path,
+    repo_root: Path,
+    project_factory: ProjectFactory,
+    engine: EngineMode = EngineMode.TEMPORARY,
 ) -> tuple[list[CheckRecord], dict[str, str]]:
     """Run one check in private directories within its time bound (CONF-01).
 
@@ -64,12 +106,17 @@ async def run_one(
         cwd: working directory for started processes.
         repo_root: folder holding ``node_probes/`` and ``fixtures/``.
         project_factory: ``make_sample_project``.
+        engine: :attr:`EngineMode.ATTACHED` to run the check while ``<target> engine`` runs
+            in its profile (unless the check has ``own_engine``); the readiness wait, at most
+            ``ENGINE_READY_SECONDS``, does not count against the check's time.
 
     Returns:
         The check's record followed by one record per sub-result, and the revisions it
-        recorded. Never raises for a failing, crashing or slow check.
+        recorded. Never raises for a failing, crashing or slow check, nor for an engine
+        that does not start.
     """
     started = time.monotonic()
+    attached = engine is EngineMode.ATTACHED and not chk.own_engine
     scratch = Path(tempfile.mkdtemp(prefix="conformance-" + re.sub(r"[^A-Za-z0-9_.-]", "_", chk.name) + "-"))
     home = scratch / "home"
     home.mkdir()
@@ -93,15 +140,13 @@ async def run_one(
                 env=env,
                 cwd=cwd,
                 repo_root=repo_root,
-                deadline=started + chk.timeout_seconds,
+                deadline=started + chk.timeout_seconds + (ENGINE_READY_SECONDS if attached else 0.0),
+                engine=EngineMode.ATTACHED if attached else EngineMode.TEMPORARY,
             )
-            result = CheckResult(False, f"timed out after {chk.timeout_seconds:g} s")
-            with anyio.move_on_after(chk.timeout_seconds):
-                try:
-                    result = await chk.fn(ctx)
-                except Exception as exc:  # top-level handler: a crashing check is a failed check
-                    logger.debug("check %s raised", chk.name, exc_info=True)
-                    result = CheckResult(False, f"the check raised {_describe(exc)}")
+            try:
+                result = await (_run_attached(chk, ctx) if attached else _run_bounded(chk, ctx))
+            except OSError as exc:
+                result = CheckResult(False, f"could not start the headless engine: {_describe(exc)}")
             revisions = dict(ctx.revisions)
     finally:
         leftovers = await anyio.to_thread.run_sync(kill_marked, f"SHADOWCODE_HOME={home}")
@@ -134,6 +179,7 @@ async def run_checks(
     repo_root: Path,
     project_factory: ProjectFactory,
     jobs: int,
+    engine: EngineMode = EngineMode.TEMPORARY,
 ) -> RunOutcome:
     """Run ``checks`` with at most ``jobs`` at a time (CONF-01).
 
@@ -144,6 +190,8 @@ async def run_checks(
         repo_root: folder holding ``node_probes/`` and ``fixtures/``.
         project_factory: ``make_sample_project``.
         jobs: concurrency, at least 1.
+        engine: :attr:`EngineMode.ATTACHED` to give each check (but those with
+            ``own_engine``) a running ``<target> engine``; see :func:`run_one`.
 
     Returns:
         A :class:`RunOutcome` whose records keep the order of ``checks``.
@@ -154,7 +202,7 @@ async def run_checks(
     async def one(index: int, chk: Check) -> None:
         async with limiter:
             slots[index] = await run_one(
-                chk, target=target, cwd=cwd, repo_root=repo_root, project_factory=project_factory
+                chk, target=target, cwd=cwd, repo_root=repo_root, project_factory=project_factory, engine=engine
             )
 
     async with anyio.create_task_group() as tg:

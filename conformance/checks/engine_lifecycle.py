@@ -23,14 +23,13 @@ from conformance.checks.delegation import (
     SessionEnded,
     commands_in,
     configure_model,
-    engine_running,
-    headless_engine,
     kill_commands,
     open_session,
     process_alive,
     wait_for,
 )
 from conformance.context import Context
+from conformance.engine import engine_running, headless_engine
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
 
@@ -75,7 +74,9 @@ async def _stop_engine(ctx: Context, engine: Any, problems: list[str]) -> None:
         problems.append("`engine status` still reports a running engine after it stopped")
 
 
-@check("engine_lifecycle:restart_keeps_state", covers=["ENG-03", "ENG-06", "CONF-03"], timeout_seconds=180)
+@check(
+    "engine_lifecycle:restart_keeps_state", covers=["ENG-03", "ENG-06", "CONF-03"], timeout_seconds=180, own_engine=True
+)
 async def restart_keeps_state(ctx: Context) -> CheckResult:
     """Goals, memory, sessions, checkpoints and history written through one engine are there after a restart (ENG-03).
 
@@ -151,7 +152,7 @@ async def restart_keeps_state(ctx: Context) -> CheckResult:
     return CheckResult(True, "goal, note, session, checkpoint and history survived the restart; rollback restored")
 
 
-@check("engine_lifecycle:second_engine_refused", covers=["ENG-03"], timeout_seconds=120)
+@check("engine_lifecycle:second_engine_refused", covers=["ENG-03"], timeout_seconds=120, own_engine=True)
 async def second_engine_refused(ctx: Context) -> CheckResult:
     """A second ``<target> engine`` for a profile whose engine runs is refused (ENG-03).
 
@@ -181,7 +182,7 @@ async def second_engine_refused(ctx: Context) -> CheckResult:
     return CheckResult(True, f"the second engine exited {second.returncode}: {tail(second.stderr, 160)}")
 
 
-@check("engine_lifecycle:frontends_report_attached", covers=["ENG-03", "SRV-07"], timeout_seconds=120)
+@check("engine_lifecycle:frontends_report_attached", covers=["ENG-03", "SRV-07"], timeout_seconds=120, own_engine=True)
 async def frontends_report_attached(ctx: Context) -> CheckResult:
     """A server reports its own temporary engine, or ``attached`` while ``<target> engine`` runs (ENG-03, SRV-07).
 
@@ -214,7 +215,7 @@ OWNER_SOCKETS = 8
 """Ownership sockets one profile's engine accepts at once (SRV-24)."""
 
 
-@check("engine_lifecycle:owner_socket_limit", covers=["SRV-24", "ENG-03"], timeout_seconds=150)
+@check("engine_lifecycle:owner_socket_limit", covers=["SRV-24", "ENG-03"], timeout_seconds=150, own_engine=True)
 async def owner_socket_limit(ctx: Context) -> CheckResult:
     """Eight connections may own jobs at once; a ninth is refused until one closes (SRV-24).
 
@@ -356,7 +357,7 @@ async def _background_in_headless_engine(ctx: Context, problems: list[str]) -> N
             problems.append(f"engine: `engine stop` exited {stopped.returncode} and left {pids} running")
 
 
-@check("engine_lifecycle:background_outlives_owner", covers=["SRV-23", "ENG-04"], timeout_seconds=180)
+@check("engine_lifecycle:background_outlives_owner", covers=["SRV-23", "ENG-04"], timeout_seconds=180, own_engine=True)
 async def background_outlives_owner(ctx: Context) -> CheckResult:
     """Approved background processes outlive their task and connection until stopped (SRV-23).
 

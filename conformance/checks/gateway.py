@@ -577,7 +577,12 @@ async def _wait(what: str, probe: Any, bound: float) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@check("gateway:kill_scenario", covers=["CONF-03", "GW-06", "SRV-21", "SRV-22", "ENG-08"], timeout_seconds=180)
+@check(
+    "gateway:kill_scenario",
+    covers=["CONF-03", "GW-06", "SRV-21", "SRV-22", "ENG-08"],
+    timeout_seconds=180,
+    own_engine=True,
+)
 async def kill_scenario(ctx: Context) -> CheckResult:
     """SIGKILL of a gateway: its command child dies, its queued task never reaches the model, others go on."""
     import httpx2

@@ -481,7 +481,7 @@ async def _raw_session(ctx: Context, problems: list[str]) -> None:
         tg.cancel_scope.cancel()
 
 
-@check("project_isolation:server_leaves_nothing_behind", covers=["SRV-07"], timeout_seconds=120)
+@check("project_isolation:server_leaves_nothing_behind", covers=["SRV-07"], timeout_seconds=120, own_engine=True)
 async def server_leaves_nothing_behind(ctx: Context) -> CheckResult:
     """A server with no running engine opens its own, which ends with it; other projects stay as they were (SRV-07).
 
