@@ -40,8 +40,9 @@ import anyio.abc
 import anyio.to_thread
 
 from conformance.checks.node_stdio import parse_probe_output
-from conformance.context import LEGACY_REVISIONS, Context
-from conformance.processes import drain, kill_group, tail
+from conformance.context import LEGACY_REVISIONS, Context, EngineMode
+from conformance.engine import engine_running, headless_engine
+from conformance.processes import drain, tail
 from conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -50,8 +51,6 @@ __all__ = [
     "commands_in",
     "configure_model",
     "detached_task_survives_owner_eof",
-    "engine_running",
-    "headless_engine",
     "job_status",
     "jobs_sdk1",
     "jobs_sdk2",
@@ -60,6 +59,7 @@ __all__ = [
     "owner_job_limit",
     "process_alive",
     "pending_approval",
+    "sigkill_cancels_task",
     "stdin_eof_cancels_task",
     "wait_for",
 ]
@@ -73,7 +73,6 @@ OWNER_JOBS = 64
 _SLEEP_ARGV = ["sleep", "60"]
 _CALL_TIMEOUT_SECONDS = 30.0
 _COMMAND_TIMEOUT_SECONDS = 30.0
-_ENGINE_READY_SECONDS = 30.0
 _EXIT_WAIT_SECONDS = 15.0
 _GONE_WAIT_SECONDS = 10.0
 _WAIT_SECONDS = 30.0
@@ -328,57 +327,6 @@ async def job_status(ctx: Context, job_id: str) -> str:
     return str(job.get("status", "?")) if isinstance(job, dict) else "?"
 
 
-async def engine_running(ctx: Context) -> bool:
-    """Whether ``<target> --json engine status`` says the profile's engine runs (ENG-03).
-
-    It must exit 0 and, when it prints a JSON object, that object must not say
-    ``"running": false``.
-    """
-    done = await ctx.run([*ctx.target, "--json", "engine", "status"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-    if done.returncode != 0:
-        return False
-    try:
-        doc = json.loads(done.stdout.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return True
-    return not isinstance(doc, dict) or doc.get("running") is not False
-
-
-@asynccontextmanager
-async def headless_engine(ctx: Context, problems: list[str]) -> AsyncIterator[anyio.abc.Process | None]:
-    """``<target> engine`` running until the block ends (ENG-03).
-
-    Readiness is :func:`engine_running`. An engine that has exited non-zero by the end of the
-    block is noted as a problem. On exit the engine gets SIGTERM and a bounded wait, then its
-    process group is killed.
-
-    Yields:
-        The engine process, or None (with a problem noted) when it never became ready.
-    """
-    stderr = bytearray()
-    async with ctx.spawn([*ctx.target, "engine"]) as proc, anyio.create_task_group() as tg:
-        tg.start_soon(drain, proc.stderr, stderr)
-        tg.start_soon(drain, proc.stdout, bytearray())
-        try:
-            ready = False
-            with anyio.move_on_after(min(_ENGINE_READY_SECONDS, ctx.remaining())):
-                while proc.returncode is None and not (ready := await engine_running(ctx)):
-                    await anyio.sleep(0.2)
-            if not ready:
-                problems.append(f"`engine` did not become ready (exit {proc.returncode}; stderr: {tail(stderr)})")
-            yield proc if ready else None
-        finally:
-            if ready and proc.returncode not in (None, 0):
-                problems.append(f"the engine failed with exit {proc.returncode} (stderr: {tail(stderr)})")
-            with anyio.CancelScope(shield=True):
-                with suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-                with anyio.move_on_after(_EXIT_WAIT_SECONDS):
-                    await proc.wait()
-                kill_group(proc.pid)
-            tg.cancel_scope.cancel()
-
-
 def _result(problems: list[str], success: str, subresults: list[SubResult] | None = None) -> CheckResult:
     if problems:
         return CheckResult(False, "; ".join(problems), subresults=subresults or [])
@@ -449,40 +397,58 @@ async def jobs_sdk2(ctx: Context) -> CheckResult:
 # --- stdin EOF cancels the owner's work (SRV-21, SRV-22) --------------------------------------
 
 
+async def _approved_sleep(ctx: Context, s: McpSession) -> tuple[str, list[int]]:
+    """Delegate a task that blocks in an approved ``sleep 60`` in the project.
+
+    Returns:
+        ``(job id, pids of the running sleep)``; the pids are empty (with a problem noted on
+        ``s``) when the task never asked for the approval or the child never ran.
+    """
+    submitted = await s.ok("shadow_run", {"prompt": "conformance sleep", "permission_level": "workspace"})
+    job_id = str(submitted.get("job_id", ""))
+    approval = await s.wait_approval(job_id) if job_id else None
+    if approval is None:
+        return job_id, []
+    action = approval.get("action") or approval
+    if action.get("argv") != _SLEEP_ARGV or action.get("cwd") != str(ctx.project):
+        s.problems.append(f"the approval names {action}, not {_SLEEP_ARGV} in the project")
+    await s.ok("shadow_approve", {"approval_id": approval["id"], "decision": "approve"})
+    if await wait_for(lambda: bool(commands_in(ctx.project, _SLEEP_ARGV)), _WAIT_SECONDS):
+        return job_id, commands_in(ctx.project, _SLEEP_ARGV)
+    s.problems.append(f"no `sleep 60` ran in the project within {_WAIT_SECONDS:g} s of the approval")
+    return job_id, []
+
+
+def _groups_of(pids: list[int]) -> set[int]:
+    """The process groups of ``pids`` that still exist; read them before anything is signalled."""
+    return {g for pid in pids if (g := _pgid(pid)) is not None}
+
+
+async def _sleeper_gone(sleeper: list[int], groups: set[int]) -> bool:
+    """Whether the sleep's processes and ``groups`` all end within ``_GONE_WAIT_SECONDS``."""
+    return await wait_for(
+        lambda: not any(process_alive(p) for p in sleeper) and not any(_group_alive(g) for g in groups),
+        _GONE_WAIT_SECONDS,
+    )
+
+
 async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) -> str:
     """Start a task blocked in an approved ``sleep 60``, close stdin, and check both are gone.
 
     Returns:
         The sleeping task's job id ("" when it never got that far).
     """
-    sleeper: list[int] = []
-    job_id = ""
     async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
-        submitted = await s.ok("shadow_run", {"prompt": "conformance sleep", "permission_level": "workspace"})
-        job_id = str(submitted.get("job_id", ""))
-        approval = await s.wait_approval(job_id) if job_id else None
-        if approval is not None:
-            action = approval.get("action") or approval
-            if action.get("argv") != _SLEEP_ARGV or action.get("cwd") != str(ctx.project):
-                s.problems.append(f"the approval names {action}, not {_SLEEP_ARGV} in the project")
-            await s.ok("shadow_approve", {"approval_id": approval["id"], "decision": "approve"})
-            if await wait_for(lambda: bool(commands_in(ctx.project, _SLEEP_ARGV)), _WAIT_SECONDS):
-                sleeper = commands_in(ctx.project, _SLEEP_ARGV)
-            else:
-                s.problems.append(f"no `sleep 60` ran in the project within {_WAIT_SECONDS:g} s of the approval")
+        job_id, sleeper = await _approved_sleep(ctx, s)
         if sleeper:
-            groups = {g for pid in sleeper if (g := _pgid(pid)) is not None}
+            groups = _groups_of(sleeper)
             await s.close_stdin()
             code = await s.wait_exit()
             if code is None:
                 s.problems.append(f"the server still ran {_EXIT_WAIT_SECONDS:g} s after its stdin closed")
             elif code != 0:
                 s.problems.append(f"the server exited {code} at end of input, expected 0")
-            gone = await wait_for(
-                lambda: not any(process_alive(p) for p in sleeper) and not any(_group_alive(g) for g in groups),
-                _GONE_WAIT_SECONDS,
-            )
-            if not gone:
+            if not await _sleeper_gone(sleeper, groups):
                 s.problems.append(f"the approved `sleep 60` (pid {sleeper}) outlived the connection's EOF")
     problems.extend(f"{label}: {p}" for p in s.problems)
     if sleeper and not s.problems:
@@ -508,7 +474,9 @@ def process_alive(pid: int) -> bool:
     return state != "Z"
 
 
-@check("delegation:stdin_eof_cancels_task", covers=["SRV-21", "SRV-22", "CONF-03"], timeout_seconds=120)
+@check(
+    "delegation:stdin_eof_cancels_task", covers=["SRV-21", "SRV-22", "CONF-03"], timeout_seconds=120, own_engine=True
+)
 async def stdin_eof_cancels_task(ctx: Context) -> CheckResult:
     """EOF on the server's stdin cancels its task and stops the task's command child (SRV-21, SRV-22).
 
@@ -528,6 +496,50 @@ async def stdin_eof_cancels_task(ctx: Context) -> CheckResult:
     if left:
         problems.append(f"{len(left)} command process(es) were left in the project: {left}")
     return _result(problems, "the server exited 0 at EOF; the sleeping child and its group were gone; job cancelled")
+
+
+@check("delegation:sigkill_cancels_task", covers=["SRV-21", "SRV-22", "CONF-03"], timeout_seconds=120)
+async def sigkill_cancels_task(ctx: Context) -> CheckResult:
+    """SIGKILL of a stdio server cancels its task and stops the task's command child (SRV-21, SRV-22, CONF-03).
+
+    The server runs a task that waits in an approved ``sleep 60``; once that child runs,
+    the server process alone gets SIGKILL. The child and its process group must be gone
+    within a bounded wait and ``<target> jobs ID`` must no longer report the job running or
+    queued. In an ``--attached`` run the server is the relay into the runner's engine: the
+    engine must outlive it and the job must read ``cancelled``. Otherwise the server's
+    temporary engine dies with it, and ``cancelled`` or ``interrupted`` are both accepted.
+    """
+    problem, _ = await configure_model(ctx)
+    if problem:
+        return CheckResult(False, problem)
+    attached = ctx.engine is EngineMode.ATTACHED
+    accepted = ("cancelled",) if attached else ("cancelled", "interrupted")
+    problems: list[str] = []
+    job_id, sleeper, status = "", list[int](), "?"
+    try:
+        async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
+            job_id, sleeper = await _approved_sleep(ctx, s)
+            if sleeper:
+                groups = _groups_of(sleeper)
+                s.proc.send_signal(signal.SIGKILL)
+                if await s.wait_exit() is None:
+                    s.problems.append(f"the server still ran {_EXIT_WAIT_SECONDS:g} s after SIGKILL")
+                if not await _sleeper_gone(sleeper, groups):
+                    s.problems.append(f"the approved `sleep 60` (pid {sleeper}) outlived the server's SIGKILL")
+        problems += s.problems
+        if sleeper and not problems:
+            if attached and not await engine_running(ctx):
+                problems.append("the headless engine did not outlive the killed relay")
+            status = await job_status(ctx, job_id)
+            if status not in accepted:
+                expected = " or ".join(repr(a) for a in accepted)
+                problems.append(f"the owner's job {job_id} is {status!r} after the SIGKILL, expected {expected}")
+    finally:
+        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
+    if left:
+        problems.append(f"{len(left)} command process(es) were left in the project: {left}")
+    where = "the relay into the headless engine" if attached else "the server with its temporary engine"
+    return _result(problems, f"SIGKILL of {where}: the sleeping child and its group were gone; job {status}")
 
 
 async def pending_approval(ctx: Context, job_id: str) -> str:
@@ -565,6 +577,7 @@ async def _detached_task(ctx: Context, problems: list[str]) -> tuple[str, str]:
     "delegation:detached_task_survives_owner_eof",
     covers=["ENG-08", "ENG-07", "ENG-03", "SRV-21", "SRV-22", "CONF-03"],
     timeout_seconds=150,
+    own_engine=True,
 )
 async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
     """A detached CLI task runs on through another owner's EOF and finishes (ENG-08, SRV-21, SRV-22).

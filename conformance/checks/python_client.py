@@ -3,7 +3,9 @@
 ``mode="auto"`` must negotiate the 2026-07-28 revision (server/discover, no handshake);
 ``mode="legacy"`` uses ``initialize`` and lands on a handshake revision. Each session does
 discovery (tools, resources, prompts), reads every resource, gets both prompts and calls
-``shadow_status`` (SRV-03, SRV-04, SRV-05, SRV-06, SRV-20).
+``shadow_status`` (SRV-03, SRV-04, SRV-05, SRV-06, SRV-20). Its ``engine.mode`` must match
+the run: ``attached`` when the runner started the profile's engine first (``--attached``),
+``temporary`` otherwise, which shows the session really took that path (ENG-03).
 """
 
 from __future__ import annotations
@@ -145,6 +147,10 @@ async def _check_status(client: Client, ctx: Context, problems: list[str]) -> No
     server = sc.get("server")
     if isinstance(server, dict) and server.get("allow_write") is not False:
         problems.append("shadow_status server.allow_write should be false without --allow-write")
+    engine = sc.get("engine")
+    mode = engine.get("mode") if isinstance(engine, dict) else engine
+    if mode != ctx.engine.value:
+        problems.append(f"shadow_status engine.mode is {mode!r}, expected {ctx.engine.value!r} in this run")
 
 
 async def _session(ctx: Context, mode: str) -> CheckResult:
@@ -176,7 +182,8 @@ async def _session(ctx: Context, mode: str) -> CheckResult:
         return CheckResult(
             False, f"[{revision or 'no revision'}] " + "; ".join(problems) + f" (stderr: {tail(stderr)})", data
         )
-    return CheckResult(True, f"[{revision}] 17 tools, 4 resources read, 2 prompts, shadow_status consistent", data)
+    summary = "17 tools, 4 resources read, 2 prompts, shadow_status consistent"
+    return CheckResult(True, f"[{revision}] {summary}, engine {ctx.engine.value}", data)
 
 
 @check("python_client:auto", covers=["SRV-03", "SRV-04", "SRV-05", "SRV-06", "SRV-20"], timeout_seconds=90)
