@@ -102,6 +102,7 @@ def _run(name: str, target: list[str]):
     ("name", "ident"),
     [
         ("delegation:stdin_eof_cancels_task", "SRV-21"),
+        ("delegation:sigkill_cancels_task", "SRV-21"),
         ("delegation:detached_task_survives_owner_eof", "ENG-08"),
         ("delegation:owner_job_limit", "SRV-24"),
         ("engine_lifecycle:background_outlives_owner", "SRV-23"),
@@ -117,6 +118,14 @@ def test_checks_fail_a_target_that_refuses_every_command_srv21_srv23_srv24_eng03
 
 def test_eof_check_fails_a_target_whose_task_never_waits_for_approval_srv21_srv22(lying_target: list[str]) -> None:
     [record] = _run("delegation:stdin_eof_cancels_task", lying_target)
+    assert not record.ok
+    assert "before asking for approval" in record.detail
+
+
+def test_sigkill_check_fails_a_target_whose_task_never_waits_for_approval_srv21_srv22_conf03(
+    lying_target: list[str],
+) -> None:
+    [record] = _run("delegation:sigkill_cancels_task", lying_target)
     assert not record.ok
     assert "before asking for approval" in record.detail
 

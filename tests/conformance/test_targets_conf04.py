@@ -1,8 +1,12 @@
 """The whole conformance suite against the source tree and against the packaged zipapp (CONF-04).
 
 Each target is its own test. The run uses the shipped expected-failures baseline, must exit
-0, and must prove every id in ``MUST_PASS``; ids that no check covers must be reported as
-not covered, never as passing. CI builds the zipapp with ``bash ci/build`` before the tests.
+0, must prove every id in ``MUST_PASS`` and every id a registered check covers (unless only
+baselined checks cover it); ids that no check covers must be reported as not covered, never
+as passing. The zipapp is run twice: once as is, where each stdio server opens a temporary
+engine, and once with ``--attached``, where a headless engine runs in every check's profile
+and servers relay into it. Both must pass the same ids. CI builds the zipapp with ``bash
+ci/build`` before the tests.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conformance.cli import DEFAULT_EXPECTED_FAILURES
+from conformance.registry import load_checks
+from conformance.report import load_expected_failures
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ZIPAPP = REPO_ROOT / "dist" / "shadowcode.pyz"
@@ -40,8 +48,14 @@ def _explain(report: dict[str, Any], done: subprocess.CompletedProcess[str]) -> 
     return "\n".join(lines)
 
 
-def _run_suite(target: str, out: Path) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
-    argv = [sys.executable, "-m", "conformance", "--target", target, "--out", str(out)]
+def _covered_ids() -> set[str]:
+    """Every id some registered check covers, leaving out checks the shipped baseline lists."""
+    baselined = {e.check for e in load_expected_failures(DEFAULT_EXPECTED_FAILURES)}
+    return {i for c in load_checks().values() if c.name not in baselined for i in c.covers}
+
+
+def _run_suite(target: str, out: Path, *flags: str) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    argv = [sys.executable, "-m", "conformance", "--target", target, "--out", str(out), *flags]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
         argv,
@@ -64,6 +78,8 @@ def _assert_conformant(report: dict[str, Any], done: subprocess.CompletedProcess
     statuses = {r["id"]: r["status"] for r in report["results"]}
     not_passing = {i: statuses.get(i) for i in MUST_PASS if statuses.get(i) != "pass"}
     assert not not_passing, f"ids not proven: {not_passing}\n{why}"
+    covered = {i: statuses.get(i) for i in sorted(_covered_ids()) if statuses.get(i) != "pass"}
+    assert not covered, f"ids covered by a check but not passing: {covered}\n{why}"
     for row in report["results"]:
         if not row["checks"]:
             assert row["status"] == "not_covered", f"{row['id']} is {row['status']!r} with no counted check"
@@ -78,6 +94,7 @@ def test_suite_passes_against_the_source_tree_conf04_conf01(tmp_path: Path) -> N
     report, done = _run_suite(shlex.join([sys.executable, "-m", "shadowcode"]), tmp_path / "source")
     _assert_conformant(report, done)
     assert report["target"] == [sys.executable, "-m", "shadowcode"]
+    assert report["engine"] == "temporary"
 
 
 @pytest.mark.slow
@@ -89,3 +106,19 @@ def test_suite_passes_against_the_packaged_zipapp_conf04_pkg01(tmp_path: Path) -
     report, done = _run_suite("python3 dist/shadowcode.pyz", tmp_path / "zipapp")
     _assert_conformant(report, done)
     assert report["target"] == ["python3", "dist/shadowcode.pyz"]
+    assert report["engine"] == "temporary"
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
+def test_suite_passes_the_same_ids_through_a_running_headless_engine_conf04_conf03_eng03(tmp_path: Path) -> None:
+    if not ZIPAPP.is_file():
+        pytest.fail("build it first: bash ci/build")
+    report, done = _run_suite("python3 dist/shadowcode.pyz", tmp_path / "attached", "--attached")
+    _assert_conformant(report, done)
+    assert report["target"] == ["python3", "dist/shadowcode.pyz"]
+    assert report["engine"] == "attached"
+    checks = {c["name"]: c for c in report["checks"]}
+    assert "engine attached" in checks["python_client:auto"]["detail"], checks["python_client:auto"]
+    assert "relay into the headless engine" in checks["delegation:sigkill_cancels_task"]["detail"]
