@@ -8,9 +8,10 @@ removed (CONF-01).
 In an attached run (:attr:`EngineMode.ATTACHED`, ``--attached``) the runner first starts
 ``<target> engine`` in the check's ``SHADOWCODE_HOME`` and waits until it reports itself
 running, so every stdio server the check starts finds the engine and attaches to it; the
-check's own time starts once the engine is ready. After the check the engine is stopped
-(SIGTERM, a bounded wait, then its process group is killed) before the straggler sweep.
-An engine that never gets ready, or that is gone before the check ends, fails the check.
+check's own time starts once the engine is ready. After the check ``<target> engine
+status`` must still report it running; then it is stopped (SIGTERM, a bounded wait, then
+its process group is killed) before the straggler sweep. An engine that never gets ready,
+or that is gone before the check ends, fails the check.
 Checks registered with ``own_engine=True`` run without the pre-started engine.
 """
 
@@ -30,7 +31,7 @@ import anyio
 import anyio.to_thread
 
 from conformance.context import Context, EngineMode
-from conformance.engine import ENGINE_READY_SECONDS, headless_engine
+from conformance.engine import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS, engine_running, headless_engine
 from conformance.fixture import ProjectFactory
 from conformance.processes import kill_marked
 from conformance.registry import Check, CheckResult
@@ -82,7 +83,10 @@ async def _run_attached(chk: Check, ctx: Context) -> CheckResult:
             return CheckResult(False, "the headless engine started for this check: " + "; ".join(problems))
         ctx.deadline = time.monotonic() + chk.timeout_seconds
         result = await _run_bounded(chk, ctx)
-        if engine.returncode == 0:
+        ctx.deadline = time.monotonic() + ENGINE_STATUS_TIMEOUT_SECONDS
+        if engine.returncode is None and not await engine_running(ctx):
+            problems.append("the headless engine started for this check no longer ran when the check ended")
+        elif engine.returncode == 0:
             problems.append("the headless engine started for this check exited 0 before the check ended")
     if not problems:
         return result
