@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from shadowcode.agent.providers import ModelProvider
     from shadowcode.engine.scheduler import Scheduler
     from shadowcode.mcp.client.grants import Snapshot
-    from shadowcode.profile import ModelSettings
+    from shadowcode.profile import ModelSettings, Profile
 
 __all__ = ["EngineCore"]
 
@@ -68,7 +68,8 @@ class EngineCore:
         self.owners = Owners(engine.store, self.id)
         self._scheduler: Scheduler | None = None
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
-        self._providers: dict[str, ModelProvider] = {}
+        self._providers: dict[str, tuple[object, ModelProvider]] = {}
+        self._retired: list[ModelProvider] = []
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -106,7 +107,7 @@ class EngineCore:
         if self._scheduler is not None:
             await self._scheduler.cancel_all(wait_seconds=CLEANUP_DEADLINE_SECONDS)
         await self.processes.aclose()
-        for provider in self._providers.values():
+        for provider in [*(p for _, p in self._providers.values()), *self._retired]:
             try:
                 await provider.aclose()
             except Exception:  # noqa: BLE001 - closing must go on
@@ -286,12 +287,22 @@ class EngineCore:
         raise ConfigError(f"no model named {wanted!r} is configured (configured: {known})")
 
     def _provider(self, settings: ModelSettings) -> ModelProvider:
+        """The open provider for ``settings``, reopened when the model's definition changed.
+
+        A long-lived engine must see ``models add`` replacing a model, or an edited model
+        script, the way a fresh temporary engine would (ENG-05). The provider it replaces
+        stays open for the tasks still using it and is closed with the engine.
+        """
         from shadowcode.agent.providers import open_provider
 
-        provider = self._providers.get(settings.name)
-        if provider is None:
-            provider = open_provider(settings, self.engine.profile)
-            self._providers[settings.name] = provider
+        key = (settings, _script_stamp(settings, self.engine.profile))
+        known = self._providers.get(settings.name)
+        if known is not None and known[0] == key:
+            return known[1]
+        provider = open_provider(settings, self.engine.profile)
+        if known is not None:
+            self._retired.append(known[1])
+        self._providers[settings.name] = (key, provider)
         return provider
 
     def _limiter(self, model: str) -> anyio.CapacityLimiter:
@@ -481,3 +492,16 @@ def _job_summary(task: dict[str, Any]) -> dict[str, Any]:
         "created_at": task["created_at"],
         "finished_at": task["finished_at"],
     }
+
+
+def _script_stamp(settings: ModelSettings, profile: Profile) -> tuple[int, int] | None:
+    """``(mtime_ns, size)`` of a scripted model's script file, or None (no script, unreadable)."""
+    from shadowcode.agent.providers._paths import profile_relative
+
+    if not settings.script:
+        return None
+    try:
+        st = profile_relative(settings.script, profile).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size

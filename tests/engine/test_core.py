@@ -30,6 +30,7 @@ from tests.support.engine import (
     wait_approval,
     wait_pidfile,
     wait_status,
+    write_script,
 )
 
 pytestmark = [
@@ -255,6 +256,27 @@ async def test_a_script_that_runs_out_of_turns_fails_the_task_and_the_engine_goe
         ok = await wait_status(core.records, good["job_id"])
     assert failed["status"] == "failed" and "no more turns" in failed["error"]
     assert ok["status"] == "done"
+
+
+async def test_a_long_running_engine_sees_a_replaced_model_and_an_edited_script_eng05(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = trusted(engine, project_dir, "workspace")
+
+    async def answer(core: EngineCore) -> str:
+        job = await core.submit_task(owner=None, project=project, prompt="go", access=WRITE)
+        done = await wait_status(core.records, job["job_id"])
+        assert done["status"] == "done", done
+        return str(done["answer"])
+
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    scripted_model(engine.profile, first, [{"match": "", "turns": [{"content": "from a"}]}])
+    async with running(engine) as core:
+        assert await answer(core) == "from a"
+        scripted_model(engine.profile, second, [{"match": "", "turns": [{"content": "from b"}]}])
+        assert await answer(core) == "from b"  # `models add` replaced the model under the same name
+        write_script(second, [{"match": "", "turns": [{"content": "from b, edited"}]}])
+        assert await answer(core) == "from b, edited"
 
 
 @pytest.fixture
