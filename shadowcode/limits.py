@@ -77,6 +77,10 @@ __all__ = [
     "PROCESS_TERM_GRACE_SECONDS",
     "PROFILE_NAME_MAX_CHARS",
     "PROMPT_MAX_BYTES",
+    "RELAY_ATTACH_DEADLINE_SECONDS",
+    "RELAY_ATTACH_REPLY_MAX_BYTES",
+    "RELAY_NOTICES_PER_SESSION_MAX",
+    "RELAY_NOTICE_SESSIONS_MAX",
     "RESULT_MAX_BYTES",
     "REVIEW_CHANGES_MAX",
     "REVIEW_GIT_OUTPUT_MAX_BYTES",
@@ -125,6 +129,19 @@ STDIO_INIT_DEADLINE_SECONDS: Final = 10.0
 
 STDIO_WRITE_DEADLINE_SECONDS: Final = 5.0
 """Seconds one response write may take before the client is dropped (SRV-25)."""
+
+RELAY_ATTACH_DEADLINE_SECONDS: Final = 10.0
+"""Seconds the relay of ``mcp serve`` gives the engine to accept it and answer ``mcp/attach``
+before it serves in its own process instead; also bounds its fetch of closing notices (SRV-25)."""
+
+RELAY_ATTACH_REPLY_MAX_BYTES: Final = 4096
+"""Bytes of the engine's one-line reply to ``mcp/attach`` or ``mcp/notices`` the relay reads (SRV-25)."""
+
+RELAY_NOTICE_SESSIONS_MAX: Final = 64
+"""Relayed sessions whose closing notices the engine keeps until their relay fetches them (SRV-25)."""
+
+RELAY_NOTICES_PER_SESSION_MAX: Final = 8
+"""Closing notices kept for one relayed session; later ones reach only the engine's stderr (SRV-25)."""
 
 OPERATIONS_IN_FLIGHT_MAX: Final = 8
 """Tool and resource operations one connection may have running at once (SRV-25, GW-07)."""

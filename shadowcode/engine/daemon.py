@@ -28,6 +28,7 @@ from shadowcode.engine import Access, Engine
 from shadowcode.engine.control import FrameReader, error_to_wire, send_frame
 from shadowcode.engine.core import EngineCore
 from shadowcode.engine.owners import Owner
+from shadowcode.engine.relay_notices import RelayNotices
 from shadowcode.errors import ConfigError, ProtocolError, ShadowcodeError, ToolError
 from shadowcode.profile import Profile
 
@@ -36,8 +37,10 @@ __all__ = ["run_headless"]
 logger = logging.getLogger(__name__)
 
 
-AttachHandler = Callable[[EngineCore, anyio.abc.SocketStream, dict[str, Any]], Awaitable[str]]
-"""Serves one attached MCP connection on a socket after ``mcp/attach``; returns the close reason."""
+AttachHandler = Callable[[EngineCore, anyio.abc.SocketStream, dict[str, Any], Callable[[str], None]], Awaitable[str]]
+"""Serves one attached MCP connection on a socket after ``mcp/attach``; returns the close reason.
+
+Its last argument records a closing notice for the relay to fetch (:mod:`shadowcode.engine.relay_notices`)."""
 
 
 def run_headless(profile: Profile, *, attach: AttachHandler | None = None) -> None:
@@ -86,6 +89,7 @@ async def _serve(engine: Engine, attach: AttachHandler | None) -> None:
         os.umask(old)
     os.chmod(path, 0o600)
     core = EngineCore(engine, mode="headless")
+    notices = RelayNotices()
     async with core.running(), listener, anyio.create_task_group() as tg:
         stop = anyio.Event()
 
@@ -97,7 +101,7 @@ async def _serve(engine: Engine, attach: AttachHandler | None) -> None:
 
         async def accept() -> None:
             async def handle(stream: anyio.abc.SocketStream) -> None:
-                await _Connection(core, stream, stop, attach).serve()
+                await _Connection(core, stream, stop, attach, notices).serve()
 
             await listener.serve(handle)
 
@@ -114,12 +118,18 @@ class _Connection:
     """One client connection: control requests, and owner requests once ``owner/open`` was sent."""
 
     def __init__(
-        self, core: EngineCore, stream: anyio.abc.SocketStream, stop: anyio.Event, attach: AttachHandler | None
+        self,
+        core: EngineCore,
+        stream: anyio.abc.SocketStream,
+        stop: anyio.Event,
+        attach: AttachHandler | None,
+        notices: RelayNotices,
     ) -> None:
         self.core = core
         self.stream = stream
         self.stop = stop
         self.attach = attach
+        self.notices = notices
         self.owner: Owner | None = None
 
     async def serve(self) -> None:
@@ -139,12 +149,14 @@ class _Connection:
                         if reader.leftover():
                             reason = "protocol error: bytes sent before the attach reply"
                             return
+                        session, notice = self.notices.open()
                         try:
-                            await send_frame(self.stream, {"id": frame.get("id"), "result": {"attached": True}})
+                            reply = {"attached": True, "session": session}
+                            await send_frame(self.stream, {"id": frame.get("id"), "result": reply})
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                             reason = "the relay left before its attach reply"
                             return
-                        reason = await self.attach(self.core, self.stream, frame.get("params") or {})
+                        reason = await self.attach(self.core, self.stream, frame.get("params") or {}, notice)
                         return
                     reply = await self.answer(frame)
                     try:
@@ -205,6 +217,8 @@ class _Connection:
             }
         if method == "engine/stop":
             return {"stopping": True}
+        if method == "mcp/notices":
+            return {"notices": self.notices.take(str(params.get("session", "")))}
         if method == "owner/open":
             if self.owner is not None:
                 raise ProtocolError("this connection already owns jobs")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -28,13 +29,16 @@ __all__ = ["serve_attached"]
 logger = logging.getLogger(__name__)
 
 
-async def serve_attached(core: EngineCore, stream: anyio.abc.SocketStream, params: dict[str, Any]) -> str:
+async def serve_attached(
+    core: EngineCore, stream: anyio.abc.SocketStream, params: dict[str, Any], notice: Callable[[str], None]
+) -> str:
     """Serve one relayed MCP session on ``stream`` until it ends; returns why it ended.
 
     Args:
         core: the headless engine.
         stream: the relay's socket, positioned after the attach reply.
         params: ``{"project": path, "allow_write": bool, "allow_approvals": bool}`` from the relay.
+        notice: records the transport's closing lines for the relay to print (SRV-25).
     """
     from shadowcode.mcp.server.app import build_server
     from shadowcode.mcp.server.context import ServerContext
@@ -55,7 +59,7 @@ async def serve_attached(core: EngineCore, stream: anyio.abc.SocketStream, param
         os.set_blocking(fd, False)
     reason = "relay closed"
     try:
-        async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
+        async with stdio_transport(read_fd, write_fd, notice=notice) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     except Exception:  # noqa: BLE001 - one session's failure never stops the engine
         logger.exception("attached session failed")

@@ -4,10 +4,19 @@ When the profile's headless engine runs, ``mcp serve`` needs none of the SDK in 
 process: it connects to the engine's socket, asks it to serve an MCP session for the
 canonical project (``mcp/attach``), then copies bytes both ways until either side ends.
 Everything the client sees on stdout comes from the engine's bounded transport, so stdout
-stays JSON-RPC only. The socket is the owner's socket: when this process dies, however it
-dies, the engine sees EOF and cancels the owner's work.
+stays JSON-RPC only, and SRV-25's limits hold as in-process:
 
-This module imports only the standard library; keep it that way (start-up cost, issue 7).
+* the engine enforces every limit on the bytes it reads; when one closes the session, the
+  relay fetches the engine's closing lines (``mcp/notices``) and writes them on its stderr,
+  as an in-process server writes them on its own;
+* a stdout write that does not finish within ``STDIO_WRITE_DEADLINE_SECONDS`` (a client that
+  stopped reading) ends the relay, as it ends an in-process connection.
+
+The socket is the owner's socket: when this process dies, however it dies, the engine sees
+EOF and cancels the owner's work (SRV-21, SRV-22).
+
+This module imports only the standard library and :mod:`shadowcode.limits`; keep it that way
+(start-up time and memory per session, issue 7).
 """
 
 from __future__ import annotations
@@ -17,12 +26,18 @@ import os
 import socket
 import sys
 import threading
+import time
+
+from shadowcode.limits import (
+    RELAY_ATTACH_DEADLINE_SECONDS,
+    RELAY_ATTACH_REPLY_MAX_BYTES,
+    STDIO_WRITE_DEADLINE_SECONDS,
+)
 
 __all__ = ["try_relay"]
 
 _CHUNK_BYTES = 65536
-_ATTACH_REPLY_MAX_BYTES = 4096
-_ATTACH_TIMEOUT_SECONDS = 10.0
+_WATCH_SECONDS = 0.25
 
 
 def try_relay(socket_path: str, project: str, *, allow_write: bool, allow_approvals: bool) -> int | None:
@@ -30,37 +45,95 @@ def try_relay(socket_path: str, project: str, *, allow_write: bool, allow_approv
 
     None means nothing was relayed (no engine, or it refused the attach) and the caller should
     serve in-process; nothing has been read from stdin or written to stdout in that case.
+    Otherwise 0, as an in-process server exits when its connection ends, a limit included.
+    """
+    params = {"project": project, "allow_write": allow_write, "allow_approvals": allow_approvals}
+    sock = _request(socket_path, "mcp/attach", params)
+    if sock is None:
+        return None
+    conn, answer = sock
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        conn.close()
+        return None
+    conn.settimeout(None)
+    session = result.get("session")
+    if _pump(conn) and isinstance(session, str):
+        _print_notices(socket_path, session)
+    return 0
+
+
+def _request(socket_path: str, method: str, params: dict[str, object]) -> tuple[socket.socket, dict] | None:
+    """Connect, send one control request, read its one-line reply; None on any failure.
+
+    The connection stays open (positioned after the reply) for the caller.
     """
     try:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(_ATTACH_TIMEOUT_SECONDS)
-        sock.connect(socket_path)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError:
         return None
-    params = {"project": project, "allow_write": allow_write, "allow_approvals": allow_approvals}
-    request = {"id": 1, "method": "mcp/attach", "params": params}
     try:
-        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        conn.settimeout(RELAY_ATTACH_DEADLINE_SECONDS)
+        conn.connect(socket_path)
+        conn.sendall(json.dumps({"id": 1, "method": method, "params": params}).encode("utf-8") + b"\n")
         reply = b""
-        while not reply.endswith(b"\n"):
-            chunk = sock.recv(1)
-            if not chunk or len(reply) > _ATTACH_REPLY_MAX_BYTES:
-                sock.close()
+        while not reply.endswith(b"\n"):  # byte by byte: nothing past the reply may be consumed
+            chunk = conn.recv(1)
+            if not chunk or len(reply) >= RELAY_ATTACH_REPLY_MAX_BYTES:
+                conn.close()
                 return None
             reply += chunk
         answer = json.loads(reply)
     except (OSError, ValueError):
-        sock.close()
+        conn.close()
         return None
-    if not isinstance(answer, dict) or not isinstance(answer.get("result"), dict):
-        sock.close()
+    if not isinstance(answer, dict):
+        conn.close()
         return None
-    sock.settimeout(None)
-    return _pump(sock)
+    return conn, answer
 
 
-def _pump(sock: socket.socket) -> int:
-    """Copy stdin → socket on a thread and socket → stdout here, until the engine closes."""
+class _Downstream(threading.Thread):
+    """Copies engine → stdout; records when a write started so a stuck one can be noticed."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        super().__init__(name="engine-to-stdout", daemon=True)
+        self.conn = conn
+        self.write_started: float | None = None
+        self.engine_closed = False
+        self.stdout_failed: str | None = None
+
+    def run(self) -> None:
+        while True:
+            try:
+                data = self.conn.recv(_CHUNK_BYTES)
+            except OSError:
+                data = b""
+            if not data:
+                self.engine_closed = True
+                return
+            view = memoryview(data)
+            self.write_started = time.monotonic()
+            try:
+                while view:
+                    view = view[os.write(1, view) :]
+            except OSError as exc:  # EPIPE: the client closed its end of stdout
+                self.stdout_failed = exc.strerror or str(exc)
+                return
+            self.write_started = None
+
+    def stuck(self) -> bool:
+        """Whether the current stdout write has taken longer than the SRV-25 write deadline."""
+        started = self.write_started
+        return started is not None and time.monotonic() - started > STDIO_WRITE_DEADLINE_SECONDS
+
+
+def _pump(conn: socket.socket) -> bool:
+    """Copy stdin → engine and engine → stdout until one side ends; True when the engine ended it.
+
+    When stdout is at fault (a write past its deadline, or a failed write) the relay says so
+    on stderr in the in-process server's words and closes the socket, which ends the session.
+    """
 
     def upstream() -> None:
         try:
@@ -68,27 +141,41 @@ def _pump(sock: socket.socket) -> int:
                 data = os.read(0, _CHUNK_BYTES)
                 if not data:
                     break
-                sock.sendall(data)
+                conn.sendall(data)
         except OSError:
             pass
         try:
-            sock.shutdown(socket.SHUT_WR)
+            conn.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
     threading.Thread(target=upstream, name="stdin-to-engine", daemon=True).start()
+    down = _Downstream(conn)
+    down.start()
     try:
-        while True:
-            data = sock.recv(_CHUNK_BYTES)
-            if not data:
-                return 0
-            view = memoryview(data)
-            while view:
-                view = view[os.write(1, view) :]
-    except BrokenPipeError:
-        return 0
-    except OSError as exc:
-        sys.stderr.write(f"shadowcode: the relay to the engine failed: {exc.strerror}\n")
-        return 1
+        while down.is_alive():
+            down.join(_WATCH_SECONDS)
+            if down.stuck():
+                sys.stderr.write(
+                    "shadowcode: closing the connection: a response write took longer than "
+                    f"{STDIO_WRITE_DEADLINE_SECONDS:g} seconds\n"
+                )
+                return False  # the blocked writer thread ends with the process
     finally:
-        sock.close()
+        conn.close()
+    if down.stdout_failed is not None:
+        sys.stderr.write(f"shadowcode: closing the connection: stdout failed ({down.stdout_failed})\n")
+    return down.engine_closed
+
+
+def _print_notices(socket_path: str, session: str) -> None:
+    """Write the engine's closing lines for ``session`` on stderr (none when it ended normally)."""
+    found = _request(socket_path, "mcp/notices", {"session": session})
+    if found is None:
+        return
+    conn, answer = found
+    conn.close()
+    result = answer.get("result")
+    notices = result.get("notices") if isinstance(result, dict) else None
+    if isinstance(notices, list):
+        sys.stderr.write("".join(n for n in notices if isinstance(n, str)))

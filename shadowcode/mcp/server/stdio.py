@@ -31,7 +31,7 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -244,7 +244,7 @@ async def _write_all(fd: int, data: bytes, deadline_seconds: float) -> None:
 
 @asynccontextmanager
 async def stdio_transport(
-    read_fd: int, write_fd: int, lim: StdioLimits | None = None
+    read_fd: int, write_fd: int, lim: StdioLimits | None = None, notice: Callable[[str], None] | None = None
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -254,12 +254,15 @@ async def stdio_transport(
         read_fd: descriptor to read frames from (non-blocking).
         write_fd: descriptor to write frames to (non-blocking).
         lim: transport limits (default: SRV-25's).
+        notice: receives each ``shadowcode: closing the connection: ...`` line (newline
+            included) when a limit or a failed write ends the connection; default: stderr.
 
     Yields:
         ``(read_stream, write_stream)`` for ``Server.run``. The read stream ends at EOF or when a
         limit closes the connection.
     """
     lim = lim or StdioLimits()
+    say = notice or sys.stderr.write
     in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
     reader = _Reader(read_fd, lim)
@@ -283,7 +286,7 @@ async def stdio_transport(
                 with anyio.move_on_after(lim.eof_drain_seconds):
                     await unanswered.drained()
         except _LimitCrossed as exc:
-            sys.stderr.write(f"shadowcode: closing the connection: {exc}\n")
+            say(f"shadowcode: closing the connection: {exc}\n")
             tg.cancel_scope.cancel()
         except anyio.ClosedResourceError:
             pass
@@ -292,9 +295,7 @@ async def stdio_transport(
         with anyio.move_on_after(lim.init_deadline_seconds) as scope:
             await first_request.wait()
         if scope.cancelled_caught:
-            sys.stderr.write(
-                f"shadowcode: closing the connection: no request within {lim.init_deadline_seconds:g} seconds\n"
-            )
+            say(f"shadowcode: closing the connection: no request within {lim.init_deadline_seconds:g} seconds\n")
             tg.cancel_scope.cancel()
 
     async def write_loop(tg: anyio.abc.TaskGroup) -> None:
@@ -307,14 +308,14 @@ async def stdio_transport(
                         if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
                             unanswered.discard(item.message.id)
                     except TimeoutError:
-                        sys.stderr.write(
+                        say(
                             "shadowcode: closing the connection: a response write took longer than "
                             f"{lim.write_deadline_seconds:g} seconds\n"
                         )
                         tg.cancel_scope.cancel()
                         return
                     except OSError as exc:  # EPIPE: the client went away
-                        sys.stderr.write(f"shadowcode: closing the connection: stdout failed ({exc.strerror})\n")
+                        say(f"shadowcode: closing the connection: stdout failed ({exc.strerror})\n")
                         tg.cancel_scope.cancel()
                         return
         except anyio.ClosedResourceError:

@@ -1,0 +1,126 @@
+"""The relay of ``mcp serve`` into a running engine keeps SRV-25 as an in-process server does.
+
+A limit the engine enforces must still be explained on the relay's own stderr (the engine
+keeps the closing lines per session and the relay fetches them), and a client that stops
+reading stdout must still be dropped after the write deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from shadowcode.engine.relay_notices import RelayNotices
+from shadowcode.limits import (
+    RELAY_NOTICE_SESSIONS_MAX,
+    RELAY_NOTICES_PER_SESSION_MAX,
+    STDIO_FRAME_MAX_BYTES,
+    STDIO_WRITE_DEADLINE_SECONDS,
+)
+from tests.support.engine import PY, cli_env, headless_engine
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="unix sockets and process groups")
+
+_HANDSHAKE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def _line(doc: dict[str, object]) -> bytes:
+    return json.dumps(doc).encode("utf-8") + b"\n"
+
+
+def _serve(home: Path, project: Path, **kw: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PY, "-m", "shadowcode", "--workspace", str(project), "mcp", "serve"],
+        env=cli_env(home),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_notices_keep_the_newest_sessions_and_lines_up_to_their_limits_srv25(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    notices = RelayNotices()
+    first, say_first = notices.open()
+    for i in range(RELAY_NOTICES_PER_SESSION_MAX + 1):
+        say_first(f"line {i}\n")
+    opened = [notices.open()[0] for _ in range(RELAY_NOTICE_SESSIONS_MAX - 1)]
+
+    assert notices.take(first) == [f"line {i}\n" for i in range(RELAY_NOTICES_PER_SESSION_MAX)]
+    assert notices.take(first) == []  # taken once
+    assert f"line {RELAY_NOTICES_PER_SESSION_MAX}" in capsys.readouterr().err  # still on the engine's stderr
+
+    kept, _ = notices.open()  # fills the table again: RELAY_NOTICE_SESSIONS_MAX sessions
+    one_more, _ = notices.open()  # one past: the oldest is forgotten
+    assert notices.take(opened[0]) == [] and opened[0] not in notices._kept
+    assert kept in notices._kept and one_more in notices._kept
+    assert len(notices._kept) == RELAY_NOTICE_SESSIONS_MAX
+
+
+def test_a_frame_over_the_limit_is_explained_on_the_relays_stderr_srv25(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    with headless_engine(home):
+        proc = _serve(home, project, stdout=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_line(_HANDSHAKE))
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())  # bounded by the test timeout
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"pad":"' + b"x" * STDIO_FRAME_MAX_BYTES
+        out, err = proc.communicate(body + b'"}}}\n', timeout=60)
+
+    assert answer["id"] == 0 and answer["result"]["serverInfo"]["name"] == "shadowcode"
+    assert proc.returncode == 0
+    assert out == b""  # the long frame is never answered
+    assert b"shadowcode: closing the connection: a frame is longer than" in err
+    assert b"Traceback" not in err
+
+
+def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline_srv25(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    read_end, write_end = os.pipe()  # never read: stdout fills up
+    try:
+        with headless_engine(home):
+            proc = _serve(home, project, stdout=write_end)
+            os.close(write_end)
+            write_end = -1
+            assert proc.stdin is not None
+            started = time.monotonic()
+            burst = b"".join(_line({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/list"}) for i in range(20))
+            proc.stdin.write(_line(_HANDSHAKE))
+            try:
+                while proc.poll() is None and time.monotonic() - started < STDIO_WRITE_DEADLINE_SECONDS + 20:
+                    proc.stdin.write(burst)
+                    proc.stdin.flush()
+                    time.sleep(0.5)  # 40 frames a second: under the frame rate
+            except BrokenPipeError:
+                pass
+            code = proc.wait(timeout=30)
+            elapsed = time.monotonic() - started
+            assert proc.stderr is not None
+            err = proc.stderr.read()
+            proc.stderr.close()
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+    assert code == 0
+    assert elapsed < STDIO_WRITE_DEADLINE_SECONDS + 20
+    assert b"closing the connection: a response write took longer than" in err
