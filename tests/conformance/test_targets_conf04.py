@@ -112,12 +112,6 @@ def test_suite_passes_against_the_packaged_zipapp_conf04_pkg01(tmp_path: Path) -
 @pytest.mark.slow
 @pytest.mark.node
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="relayed sessions: a limit closes the connection with no line on the relay's stderr, and a client "
-    "that stops reading keeps the relay blocked after the engine dropped it (SRV-25); a running engine keeps "
-    "using a model replaced by `models add` (external_servers:hostile)",
-)
 def test_suite_passes_the_same_ids_through_a_running_headless_engine_conf04_conf03_eng03(tmp_path: Path) -> None:
     if not ZIPAPP.is_file():
         pytest.fail("build it first: bash ci/build")
