@@ -31,7 +31,7 @@ from conformance.registry import Check, load_checks, select
 from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
 from conformance.runner import run_checks
 
-__all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target", "with_engine_mode"]
+__all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 """The folder holding ``conformance/``, ``fixtures/`` and ``node_probes/``."""
@@ -185,38 +185,12 @@ def _run(argv: Sequence[str]) -> int:
         int(time.time()),
         expected_failures=expected,
         filtered_out=filtered_by_only(registered, checks, patterns),
+        engine=mode.value,
     )
-    report["engine"] = mode.value
     json_path, md_path = write_report(out_dir, report)
-    md_path.write_text(with_engine_mode(md_path.read_text(encoding="utf-8"), mode), encoding="utf-8")
     _summarize(report)
     sys.stderr.write(f"conformance: wrote {json_path} and {md_path}\n")
     return 1 if report_failed(report) else 0
-
-
-def with_engine_mode(markdown: str, mode: EngineMode) -> str:
-    """``report.md`` with a line saying how the run met the engine, after the target line (CONF-01).
-
-    Args:
-        markdown: the page as rendered from the report.
-        mode: the run's mode.
-
-    Returns:
-        The page with ``- Engine: ...`` after its ``- Target:`` line; unchanged when it has
-        an engine line already or no target line.
-    """
-    lines = markdown.split("\n")
-    if any(line.startswith("- Engine:") for line in lines):
-        return markdown
-    said = {
-        EngineMode.ATTACHED: "attached (`<target> engine` ran in each check's profile, except own-engine checks)",
-        EngineMode.TEMPORARY: "temporary (no engine was started before the checks)",
-    }[mode]
-    for index, line in enumerate(lines):
-        if line.startswith("- Target:"):
-            lines.insert(index + 1, f"- Engine: {said}")
-            return "\n".join(lines)
-    return markdown
 
 
 def _summarize(report: Mapping[str, Any]) -> None:

@@ -190,6 +190,7 @@ def build_report(
     generated_at: int,
     expected_failures: Sequence[ExpectedFailure] = (),
     filtered_out: Callable[[str], bool] = _never_filtered,
+    engine: str = "temporary",
 ) -> dict[str, Any]:
     """Aggregate check records into the report document (CONF-01).
 
@@ -201,9 +202,10 @@ def build_report(
         expected_failures: the baseline; empty for none.
         filtered_out: whether a baseline name was left out of the run on purpose (``--only``);
             such an entry is neither checked nor reported.
+        engine: how the run met the engine: ``"attached"`` (``--attached``) or ``"temporary"``.
 
     Returns:
-        ``{"target": [str], "generated_at": int, "summary": {"pass", "fail", "not_covered"},
+        ``{"target": [str], "engine": str, "generated_at": int, "summary": {"pass", "fail", "not_covered"},
         "protocol_revisions": {label: revision},
         "results": [{"id", "status", "checks", "expected_fail"}],
         "checks": [{"name", "covers", "ok", "status", "detail", "seconds"} (+ "reason")],
@@ -255,6 +257,7 @@ def build_report(
     ]
     return {
         "target": list(target),
+        "engine": engine,
         "generated_at": int(generated_at),
         "summary": summary,
         "protocol_revisions": dict(sorted(revisions.items())),
@@ -292,6 +295,12 @@ _OUTCOME = {
 }
 
 
+_ENGINE_SAID = {
+    "attached": "attached (`<target> engine` ran in each check's profile, except own-engine checks)",
+    "temporary": "temporary (no engine was started before the checks)",
+}
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The report as a readable Markdown page: summary, revisions, baseline, ids, then checks."""
     summary = report["summary"]
@@ -302,6 +311,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "# Conformance report",
         "",
         f"- Target: `{' '.join(report['target'])}`",
+        f"- Engine: {_ENGINE_SAID.get(report.get('engine', 'temporary'), report.get('engine'))}",
         f"- Generated at: {report['generated_at']} (Unix seconds)",
         f"- Result: {'**FAIL**' if report_failed(report) else 'pass'}",
         f"- Requirements: {summary['pass']} pass, {summary['fail']} fail, {summary['not_covered']} not covered",

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.cli import main, with_engine_mode
+from conformance.cli import main
 from conformance.context import Context, EngineMode
 from conformance.registry import Check, CheckResult, load_checks
 from conformance.runner import run_checks
@@ -234,11 +234,3 @@ def test_report_names_the_engine_mode_of_the_run_conf01(
     assert report["engine"] == mode
     assert f"- Engine: {mode}" in (out / "report.md").read_text(encoding="utf-8")
     assert [e["event"] for e in events(log)] == (["start", "term"] if flags else [])
-
-
-def test_engine_line_goes_after_the_target_line_once_conf01() -> None:
-    page = "# Conformance report\n\n- Target: `x`\n- Result: pass\n"
-    once = with_engine_mode(page, EngineMode.ATTACHED)
-    assert once.splitlines()[3].startswith("- Engine: attached") and once.splitlines()[2] == "- Target: `x`"
-    assert with_engine_mode(once, EngineMode.TEMPORARY) == once
-    assert with_engine_mode("no target here\n", EngineMode.ATTACHED) == "no target here\n"
