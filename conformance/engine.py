@@ -18,24 +18,13 @@ import anyio
 import anyio.abc
 
 from conformance.context import Context
+from conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS, ENGINE_STOP_WAIT_SECONDS
 from conformance.processes import drain, kill_group, tail
 
 __all__ = [
-    "ENGINE_READY_SECONDS",
-    "ENGINE_STATUS_TIMEOUT_SECONDS",
-    "ENGINE_STOP_WAIT_SECONDS",
     "engine_running",
     "headless_engine",
 ]
-
-ENGINE_READY_SECONDS: Final = 30.0
-"""Seconds ``<target> engine`` gets to report itself running before it counts as failed (ENG-03)."""
-
-ENGINE_STATUS_TIMEOUT_SECONDS: Final = 30.0
-"""Seconds one ``<target> --json engine status`` may take (ENG-03)."""
-
-ENGINE_STOP_WAIT_SECONDS: Final = 15.0
-"""Seconds the engine gets to exit after SIGTERM before its process group is killed (ENG-03, CONF-01)."""
 
 _POLL_SECONDS: Final = 0.2
 

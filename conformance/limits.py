@@ -13,6 +13,9 @@ __all__ = [
     "CLEANUP_WAIT_SECONDS",
     "COMMAND_OUTPUT_MAX_BYTES",
     "DETAIL_MAX_CHARS",
+    "ENGINE_READY_SECONDS",
+    "ENGINE_STATUS_TIMEOUT_SECONDS",
+    "ENGINE_STOP_WAIT_SECONDS",
     "JOBS_DEFAULT",
     "PURITY_FRAMES",
     "PURITY_FRAMES_PER_SECOND",
@@ -46,3 +49,12 @@ PURITY_IN_FLIGHT_MAX: Final = 8
 
 STDERR_TAIL_CHARS: Final = 600
 """Characters of a target's stderr quoted in a failing check's detail (CONF-01)."""
+
+ENGINE_READY_SECONDS: Final = 30.0
+"""Seconds ``<target> engine`` gets to report itself running before it counts as failed (ENG-03)."""
+
+ENGINE_STATUS_TIMEOUT_SECONDS: Final = 30.0
+"""Seconds one ``<target> --json engine status`` may take (ENG-03)."""
+
+ENGINE_STOP_WAIT_SECONDS: Final = 15.0
+"""Seconds the engine gets to exit after SIGTERM before its process group is killed (ENG-03, CONF-01)."""

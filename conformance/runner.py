@@ -31,8 +31,9 @@ import anyio
 import anyio.to_thread
 
 from conformance.context import Context, EngineMode
-from conformance.engine import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS, engine_running, headless_engine
+from conformance.engine import engine_running, headless_engine
 from conformance.fixture import ProjectFactory
+from conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS
 from conformance.processes import kill_marked
 from conformance.registry import Check, CheckResult
 from conformance.report import CheckRecord
