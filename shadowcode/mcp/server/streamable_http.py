@@ -1,12 +1,11 @@
-"""The authenticated loopback Streamable HTTP gateway: an HTTP/1.1 front in front of the SDK (GW-03..GW-07).
+"""The authenticated loopback Streamable HTTP gateway: an HTTP/1.1 front in front of the SDK (GW-03..GW-08).
 
 The SDK's Streamable HTTP support (stateless, JSON responses, no session id; the 2026-07-28
 per-request revision and the legacy ``initialize`` revisions) answers MCP. In front of it this
-module runs its own small HTTP/1.1 server on anyio with ``h11`` as the parser, because the
-limits of GW-07 are about the connection, not the application: uvicorn has no deadline for
-a request head (a client sending one byte a second holds a connection for ever), and its
-``limit_concurrency`` answers 503 for connections and tasks alike. Owning the accept loop
-gives each limit one place:
+module runs its own small HTTP/1.1 server, because the limits of GW-07 are about the
+connection, not the application: uvicorn has no deadline for a request head (a client sending
+one byte a second holds a connection for ever), and its ``limit_concurrency`` answers 503 for
+connections and tasks alike. Owning the server gives each limit one place:
 
 * at most ``connections_max`` connections are served; one more is answered 429 and closed;
 * one request per connection, always answered with ``Connection: close``;
@@ -20,6 +19,10 @@ gives each limit one place:
 Every request passes :func:`shadowcode.mcp.server.http_guard.guard_head` before the SDK
 sees it, and the Authorization header is removed from what the SDK receives.
 
+Each connection is an asyncio protocol (:mod:`shadowcode.mcp.server.http_connection`) that
+parses with ``h11`` and times the head and body with ``loop.call_later``; only a request that
+passed every check gets a task, in which the SDK's handler runs.
+
 Once the body is in, a request runs to its end even if the client goes away: the SDK is never
 told of a disconnect, so a tool call that has reached the engine is not cancelled by a closed
 HTTP request (GW-08).
@@ -27,6 +30,7 @@ HTTP request (GW-08).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -38,20 +42,14 @@ import anyio.abc
 import h11
 
 from shadowcode.limits import GATEWAY_REQUEST_MAX_BYTES
+from shadowcode.mcp.server.http_connection import GatewayConnection
 from shadowcode.mcp.server.http_guard import (
-    BAD_REQUEST,
-    BUSY,
     DEADLINE,
     FAILED,
-    HEAD_TOO_LARGE,
     RESPONSE_TOO_LARGE,
-    TIMED_OUT,
-    TOO_LARGE,
     GatewayLimits,
     Refusal,
     RequestRate,
-    guard_head,
-    refusal_bytes,
     refusal_headers,
     response_bytes,
 )
@@ -60,7 +58,8 @@ __all__ = ["GatewayServer", "build_mcp_app"]
 
 logger = logging.getLogger(__name__)
 
-_READ_CHUNK_BYTES = 64 * 1024
+_BACKLOG = 65536
+"""The listen backlog, as anyio's ``create_tcp_listener`` sets it; ``create_server`` sets it again."""
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Any], Callable[[dict[str, Any]], Any]], Any]
 
@@ -91,14 +90,11 @@ def build_mcp_app(server: Any, *, body_max_bytes: int = GATEWAY_REQUEST_MAX_BYTE
     )
 
 
-class _Refused(Exception):
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal.status)
-        self.refusal = refusal
-
-
 class GatewayServer:
-    """Serves one ASGI app over HTTP/1.1 on a bound listener under the gateway's rules (GW-03..GW-07).
+    """Serves one ASGI app over HTTP/1.1 on a bound listener under the gateway's rules (GW-03..GW-08).
+
+    Each accepted connection is a :class:`GatewayConnection`; a complete, accepted request runs
+    in its own task in the server's task group.
 
     Args:
         app: the ASGI application that answers accepted requests (the SDK's handler).
@@ -107,6 +103,10 @@ class GatewayServer:
         port: the port the listener is bound to (the real one, after a bind to port 0).
         limits: the limits; defaults are the contract's.
         clock: monotonic seconds for the request-rate window.
+
+    Attributes:
+        connections: connections holding a slot now (at most ``limits.connections_max``).
+        stopping: True once :meth:`serve` is ending; connections accepted from then on are aborted.
     """
 
     def __init__(
@@ -126,126 +126,71 @@ class GatewayServer:
         self.limits = limits or GatewayLimits()
         self.rate = RequestRate(self.limits.requests_per_second_max, clock)
         self.connections = 0
+        self.stopping = False
+        self._open: set[GatewayConnection] = set()
+        self._all_closed: anyio.Event | None = None
+        self._calls: anyio.abc.TaskGroup | None = None
 
     async def serve(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
-        """Accept connections until cancelled; each is handled in its own task.
+        """Serve connections on the sockets of ``listener`` (one, or a ``MultiListener``'s) until cancelled.
 
-        A connection accepted but not yet handled when the gateway stops is closed here,
-        so no socket outlives the server.
+        When cancelled, the sockets stop listening and are closed, every open connection is
+        aborted, every running call is cancelled and awaited, and this returns once every
+        connection's socket is closed (waiting at most ``limits.linger_seconds`` for that).
+        Runs on the asyncio backend only.
         """
-        accepted: set[anyio.abc.SocketStream] = set()
-
-        async def handle(stream: anyio.abc.SocketStream) -> None:
-            try:
-                await self.handle(stream)
-            finally:
-                accepted.discard(stream)
-
-        async def accept_from(one: Any, tg: anyio.abc.TaskGroup) -> None:
-            while True:
-                stream = await one.accept()
-                accepted.add(stream)
-                tg.start_soon(handle, stream)
-
+        loop = asyncio.get_running_loop()
+        raw = [one.extra(anyio.abc.SocketAttribute.raw_socket) for one in getattr(listener, "listeners", [listener])]
+        servers: list[asyncio.Server] = []
         try:
-            async with anyio.create_task_group() as tg:
-                for one in getattr(listener, "listeners", [listener]):
-                    tg.start_soon(accept_from, one, tg)
-        finally:
-            with anyio.CancelScope(shield=True):
-                for stream in list(accepted):
-                    await stream.aclose()
-
-    async def handle(self, stream: anyio.abc.SocketStream) -> None:
-        """Serve one connection: at most one request, then close (GW-07)."""
-        if self.connections >= self.limits.connections_max:
-            sys.stderr.write("shadowcode gateway: refusing a connection: too many open connections\n")
-            try:
-                await self._refuse(stream, BUSY)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await stream.aclose()
-            return
-        self.connections += 1
-        try:
-            await self._one_request(stream)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
-            pass
-        finally:
-            self.connections -= 1
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
-
-    async def _one_request(self, stream: anyio.abc.SocketStream) -> None:
-        limits = self.limits
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.header_max_bytes)
-        try:
-            # One scope times both arrivals: the head from the accept, then the body from the head's end.
-            with anyio.fail_after(limits.header_deadline_seconds) as arrival:
-                request = await self._next_event(stream, conn)
-                if not isinstance(request, h11.Request):
-                    return  # the peer closed without sending a request
-                arrival.deadline = anyio.current_time() + limits.body_deadline_seconds
-                if not self.rate.admit():
-                    sys.stderr.write("shadowcode gateway: refusing a request: over the request rate\n")
-                    raise _Refused(BUSY)
-                headers = [(bytes(name), bytes(value)) for name, value in request.headers]
-                refusal = guard_head(
-                    bytes(request.method),
-                    bytes(request.target),
-                    headers,
-                    bound_host=self.bound_host,
-                    port=self.port,
-                    token=self.token,
-                )
-                if refusal is not None:
-                    raise _Refused(refusal)
-                declared = [value for name, value in headers if name == b"content-length"]
-                if declared and int(declared[0]) > limits.body_max_bytes:
-                    raise _Refused(TOO_LARGE)
-                if conn.client_is_waiting_for_100_continue:
-                    await stream.send(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
-                body = await self._read_body(stream, conn)
-        except TimeoutError:
-            await self._refuse(stream, TIMED_OUT)
-            return
-        except h11.RemoteProtocolError as exc:
-            await self._refuse(stream, HEAD_TOO_LARGE if exc.error_status_hint == 431 else BAD_REQUEST)
-            return
-        except _Refused as refused:
-            await self._refuse(stream, refused.refusal)
-            return
-        scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
-        status, response_headers, response_body = await self._call_app(scope, body)
-        with anyio.move_on_after(limits.request_deadline_seconds):
-            await stream.send(response_bytes(status, response_headers, response_body))  # one write
-
-    async def _next_event(self, stream: anyio.abc.SocketStream, conn: h11.Connection) -> Any:
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
+            async with anyio.create_task_group() as calls:
+                self._calls = calls
                 try:
-                    data = await stream.receive(_READ_CHUNK_BYTES)
-                except anyio.EndOfStream:
-                    data = b""
-                conn.receive_data(data)
-                continue
-            return event
+                    for sock in raw:
+                        servers.append(await loop.create_server(self._connect, sock=sock, backlog=_BACKLOG))
+                    await anyio.sleep_forever()
+                finally:
+                    self.stopping = True
+                    for server in servers:
+                        server.close()
+                    for conn in list(self._open):
+                        conn.abort()
+        finally:
+            self.stopping = True
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.limits.linger_seconds):
+                await anyio.sleep(0)  # accepts already under way create their connections (then abort them)
+                while self._open:
+                    self._all_closed = anyio.Event()
+                    await self._all_closed.wait()
 
-    async def _read_body(self, stream: anyio.abc.SocketStream, conn: h11.Connection) -> bytes:
-        body = bytearray()
-        while True:
-            event = await self._next_event(stream, conn)
-            if isinstance(event, h11.Data):
-                if len(body) + len(event.data) > self.limits.body_max_bytes:
-                    raise _Refused(TOO_LARGE)
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                return bytes(body)
-            else:
-                raise _Refused(BAD_REQUEST)  # the peer closed before the body was complete
+    def forget(self, conn: GatewayConnection) -> None:
+        """Drop ``conn``, whose socket is closed, from the open connections."""
+        self._open.discard(conn)
+        if not self._open and self._all_closed is not None:
+            self._all_closed.set()
+
+    def start_call(
+        self, conn: GatewayConnection, request: h11.Request, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        """Run an accepted request in the server's task group; its answer goes back to ``conn`` (GW-07, GW-08)."""
+        assert self._calls is not None, "start_call outside serve()"
+        self._calls.start_soon(self._answer, conn, request, headers, body)
+
+    def _connect(self) -> GatewayConnection:
+        conn = GatewayConnection(self)
+        self._open.add(conn)
+        return conn
+
+    async def _answer(
+        self, conn: GatewayConnection, request: h11.Request, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        answer: bytes | None = None
+        try:
+            scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
+            status, response_headers, response_body = await self._call_app(scope, body)
+            answer = response_bytes(status, response_headers, response_body)
+        finally:
+            conn.answered(answer)
 
     def _scope(self, request: h11.Request, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
         path = bytes(request.target)
@@ -319,14 +264,3 @@ class GatewayServer:
             if bytes(n).lower() not in (b"connection", b"content-length", b"transfer-encoding")
         ]
         return int(start["status"]), headers, bytes(chunks)
-
-    async def _refuse(self, stream: anyio.abc.SocketStream, refusal: Refusal) -> None:
-        """Answer ``refusal``, then drain what the peer still sends for a moment so it can read the answer."""
-        with anyio.move_on_after(self.limits.linger_seconds):
-            try:
-                await stream.send(refusal_bytes(refusal))
-                await stream.send_eof()
-                while True:
-                    await stream.receive(_READ_CHUNK_BYTES)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
-                pass

@@ -525,3 +525,46 @@ async def test_refusals_carry_fixed_text_bodies_gw04() -> None:
         body = answer.split(b"\r\n\r\n", 1)[1]
         with pytest.raises(ValueError):
             json.loads(body)
+
+
+# --- stopping -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Blocker(Recorder):
+    """A Recorder whose calls block until cancelled, noting each cancellation."""
+
+    started: anyio.Event = field(default_factory=anyio.Event)
+    cancelled: int = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Any], send: Callable[..., Any]) -> None:
+        self.scopes.append(scope)
+        await receive()
+        self.started.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled += 1
+            raise
+
+
+async def test_stopping_closes_idle_and_busy_connections_and_cancels_running_calls_gw07_gw08() -> None:
+    app = Blocker()
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
+    server = GatewayServer(app, token=TOKEN.encode(), bound_host="127.0.0.1", port=port)
+    with anyio.fail_after(WAIT_SECONDS):  # the whole stop, closing included, is bounded
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, listener)
+            idle = await anyio.connect_tcp("127.0.0.1", port)
+            busy = await anyio.connect_tcp("127.0.0.1", port)
+            await busy.send(request(port))
+            await app.started.wait()
+            tg.cancel_scope.cancel()
+    async with idle, busy:
+        assert await read_all(idle) == b""  # closed without an answer
+        assert await read_all(busy) == b""
+    assert app.cancelled == 1
+    assert server.connections == 0
+    with pytest.raises(OSError):
+        await anyio.connect_tcp("127.0.0.1", port)  # nothing listens any more
