@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -39,7 +38,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from conformance.checks.node_stdio import parse_probe_output
+from conformance.checks.node_stdio import find_probe, parse_probe_output
 from conformance.context import LEGACY_REVISIONS, Context, EngineMode
 from conformance.engine import engine_running, headless_engine
 from conformance.processes import drain, tail
@@ -337,15 +336,10 @@ def _result(problems: list[str], success: str, subresults: list[SubResult] | Non
 
 
 async def _run_jobs_probe(ctx: Context, probe: str) -> CheckResult:
-    node = shutil.which("node", path=ctx.env.get("PATH"))
-    probes_dir = ctx.repo_root / "node_probes"
-    script = probes_dir / "probes" / f"{probe}.mjs"
-    if node is None:
-        return CheckResult(False, "skipped: node is not on PATH")
-    if not (probes_dir / "node_modules").is_dir():
-        return CheckResult(False, "skipped: node_probes/node_modules is missing (run npm ci in node_probes)")
-    if not script.is_file():
-        return CheckResult(False, f"skipped: probe script node_probes/probes/{probe}.mjs is missing")
+    found = find_probe(ctx, probe)
+    if isinstance(found, CheckResult):
+        return found
+    node, script = found
     problem, log = await configure_model(ctx)
     if problem:
         return CheckResult(False, problem)

@@ -25,7 +25,6 @@ import json
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -420,22 +419,21 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
 
 async def _node_probe(ctx: Context, probe: str) -> CheckResult:
-    node = shutil.which("node", path=ctx.env.get("PATH"))
-    probes = ctx.repo_root / "node_probes"
-    if node is None:
-        return CheckResult(False, "skipped: node is not on PATH")
-    if not (probes / "node_modules").is_dir():
-        return CheckResult(False, "skipped: node_probes/node_modules is missing (run npm ci in node_probes)")
+    from conformance.checks.node_stdio import find_probe, parse_probe_output
+
+    found = find_probe(ctx, probe)
+    if isinstance(found, CheckResult):
+        return found
+    node, script = found
     trusted = await ctx.trust("workspace")
     if trusted.returncode != 0:
         return CheckResult(False, f"trusting the project failed: {tail(trusted.stderr)}")
-    from conformance.checks.node_stdio import parse_probe_output
     from conformance.processes import run_command
 
     try:
         async with _gateway(ctx, "--allow-write", "--allow-approvals") as gw:
             budget = max(10.0, ctx.remaining() - 15)
-            argv = [node, str(probes / "probes" / f"{probe}.mjs"), "--url", gw.url, "--token-env", _TOKEN_ENV,
+            argv = [node, str(script), "--url", gw.url, "--token-env", _TOKEN_ENV,
                     "--workspace", str(ctx.project), "--timeout-ms", str(int(budget * 1000))]  # fmt: skip
             done = await run_command(
                 argv, env={**ctx.env, _TOKEN_ENV: gw.token}, cwd=ctx.cwd, timeout_seconds=budget + 5

@@ -16,15 +16,34 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import Any
 
 from conformance.context import Context
 from conformance.processes import tail
 from conformance.registry import CheckResult, SubResult, check
 
-__all__ = ["parse_probe_output", "probe_sdk1", "probe_sdk2"]
+__all__ = ["find_probe", "parse_probe_output", "probe_sdk1", "probe_sdk2"]
 
 _PROBE_MARGIN_SECONDS = 10.0
+
+
+def find_probe(ctx: Context, probe: str) -> tuple[str, Path] | CheckResult:
+    """``(node, script)`` for ``node_probes/probes/<probe>.mjs``, or a failed "skipped" result (CONF-02).
+
+    The result names what is missing: ``node`` on the check's PATH, ``node_probes/node_modules``
+    (``npm ci`` was not run), or the probe script itself.
+    """
+    node = shutil.which("node", path=ctx.env.get("PATH"))
+    probes_dir = ctx.repo_root / "node_probes"
+    script = probes_dir / "probes" / f"{probe}.mjs"
+    if node is None:
+        return CheckResult(False, "skipped: node is not on PATH")
+    if not (probes_dir / "node_modules").is_dir():
+        return CheckResult(False, "skipped: node_probes/node_modules is missing (run npm ci in node_probes)")
+    if not script.is_file():
+        return CheckResult(False, f"skipped: probe script node_probes/probes/{probe}.mjs is missing")
+    return node, script
 
 
 def parse_probe_output(stdout: bytes, probe: str) -> tuple[dict[str, Any] | None, list[SubResult], str]:
@@ -61,15 +80,10 @@ def parse_probe_output(stdout: bytes, probe: str) -> tuple[dict[str, Any] | None
 
 
 async def _run_probe(ctx: Context, probe: str) -> CheckResult:
-    node = shutil.which("node", path=ctx.env.get("PATH"))
-    probes_dir = ctx.repo_root / "node_probes"
-    script = probes_dir / "probes" / f"{probe}.mjs"
-    if node is None:
-        return CheckResult(False, "skipped: node is not on PATH")
-    if not (probes_dir / "node_modules").is_dir():
-        return CheckResult(False, "skipped: node_probes/node_modules is missing (run npm ci in node_probes)")
-    if not script.is_file():
-        return CheckResult(False, f"skipped: probe script node_probes/probes/{probe}.mjs is missing")
+    found = find_probe(ctx, probe)
+    if isinstance(found, CheckResult):
+        return found
+    node, script = found
     trusted = await ctx.trust("workspace")
     if trusted.returncode != 0:
         return CheckResult(False, f"trusting the project failed (exit {trusted.returncode}): {tail(trusted.stderr)}")
