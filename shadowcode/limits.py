@@ -17,6 +17,7 @@ __all__ = [
     "APPROVAL_POLL_SECONDS",
     "BACKGROUND_OUTPUT_MAX_BYTES",
     "BACKGROUND_PROCESSES_MAX",
+    "BLOCKING_THREADS_MAX",
     "CLEANUP_DEADLINE_SECONDS",
     "COMMAND_OUTPUT_TAIL_BYTES",
     "COMMAND_TIMEOUT_MAX_SECONDS",
@@ -151,6 +152,11 @@ OPERATION_DEADLINE_SECONDS: Final = 45.0
 
 RESULT_MAX_BYTES: Final = 2_000_000
 """Bytes of one serialized tool or resource result (SRV-25: 2 MB, decimal)."""
+
+BLOCKING_THREADS_MAX: Final = 32
+"""Threads one process may have running blocking work (file reads, walks) at once, abandoned ones
+included: an operation past its deadline is abandoned, not killed, so a project that makes reads
+hang must not make threads pile up; past this, new blocking work is refused (SRV-25)."""
 
 # --- engine: tasks, owners, approvals (ENG-03, ENG-04, SRV-15..SRV-24) -------------------
 
