@@ -53,6 +53,9 @@ class ShadowcodeError(Exception):
 
     exit_code: ClassVar[int] = 1
     code: ClassVar[int] = -32603
+    wire_code: ClassVar[str] = "error"
+    """Names the class on the engine's control socket, where an error travels as this code plus
+    :attr:`fields` and comes back as the same class (ENG-03)."""
 
     def __init__(self, message: str, **fields: object) -> None:
         super().__init__(message)
@@ -69,6 +72,7 @@ class UsageError(ShadowcodeError):
 
     exit_code = 2
     code = -32602
+    wire_code = "usage"
 
 
 class ConfigError(ShadowcodeError):
@@ -76,46 +80,59 @@ class ConfigError(ShadowcodeError):
 
     exit_code = 2
     code = -32602
+    wire_code = "config"
 
 
 class StoreError(ShadowcodeError):
     """The SQLite store failed; ``sqlite3.Error`` is translated into this inside ``store/``."""
 
+    wire_code = "store"
+
 
 class MigrationError(StoreError):
     """A schema migration could not be applied."""
+
+    wire_code = "migration"
 
 
 class NotFound(StoreError):
     """An id (task, goal, checkpoint, approval) that does not exist in this project."""
 
     code = -32602
+    wire_code = "not_found"
 
 
 class PolicyError(ShadowcodeError):
     """Refused by policy: untrusted project, read-only server, level above the ceiling."""
 
     exit_code = 3
+    wire_code = "policy"
 
 
 class ConflictError(ShadowcodeError):
     """A stale content hash or a file changed since it was observed."""
+
+    wire_code = "conflict"
 
 
 class ToolError(ShadowcodeError):
     """A tool refused its input (bad path, forbidden SQL, bad scope)."""
 
     code = -32602
+    wire_code = "tool"
 
 
 class NotAvailable(ShadowcodeError):
     """A listed capability that this build does not implement yet."""
+
+    wire_code = "not_available"
 
 
 class ProtocolError(ShadowcodeError):
     """A peer broke the wire protocol (bad frame, limit exceeded)."""
 
     code = -32600
+    wire_code = "protocol"
 
 
 class UpstreamServerError(ProtocolError):
@@ -125,6 +142,10 @@ class UpstreamServerError(ProtocolError):
     carries ``server`` (the definition id) where known.
     """
 
+    wire_code = "upstream"
+
 
 class LimitExceeded(UpstreamServerError):
     """An external server crossed a CLI-13 limit (frame, lifetime, rate, catalog); the connection fails."""
+
+    wire_code = "limit_exceeded"

@@ -153,3 +153,28 @@ class Profile:
             return Settings.model_validate(json.loads(raw))
         except (ValueError, ValidationError) as exc:
             raise ConfigError(f"{self.settings_path.name} of profile {self.name!r} is invalid: {exc}") from exc
+
+    def save_model(self, entry: ModelSettings, *, make_default: bool = False) -> Settings:
+        """Add ``entry`` to the settings, replacing a model of the same name, and write them (ENG-05).
+
+        The first model saved becomes the default, and so does ``entry`` with ``make_default``.
+
+        Returns:
+            The settings as written.
+
+        Raises:
+            ConfigError: ``entry`` lacks what its provider needs (a script; a base URL and model),
+                or the current settings file is invalid.
+        """
+        if entry.provider == "scripted" and not entry.script:
+            raise ConfigError("--provider scripted needs --script FILE")
+        if entry.provider == "openai" and not (entry.base_url and entry.model):
+            raise ConfigError("--provider openai needs --base-url and --model")
+        self.ensure()
+        settings = self.settings()
+        models = (*(m for m in settings.models if m.name != entry.name), entry)
+        default = entry.name if make_default or not settings.default_model else settings.default_model
+        saved = settings.model_copy(update={"models": models, "default_model": default})
+        doc = saved.model_dump(exclude_none=True)
+        self.settings_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        return saved

@@ -1,43 +1,230 @@
-"""Dependencies run one way: cli -> mcp.server -> engine -> (mcp.client, store) (STYLE 1)."""
+"""Layers point one way and no module cycle exists (docs/architecture.md).
+
+The import graph of ``shadowcode/`` is read from the source: module-level, function-level and
+``TYPE_CHECKING`` imports alike. Each module belongs to a part of the table below; a part may
+import only the parts its row names (and itself, without a cycle between its modules).
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shadowcode"
 
+BOTTOM = {"errors", "limits", "enums", "version"}
+"""Everyone may import these; they import nothing of ours but each other."""
 
-def _imports(folder: Path) -> list[tuple[Path, str]]:
-    found = []
-    for path in folder.rglob("*.py"):
+ALLOWED: dict[str, set[str]] = {
+    # part: the parts it may import (BOTTOM is always allowed)
+    "entry": {"cli", "mcp.relay", "profile_paths"},
+    "cli": {"mcp.server", "mcp.register", "engine.api", "engine.front", "profile", "profile_paths", "secrets"},
+    "mcp.register": {"project", "profile", "profile_paths"},
+    "mcp.server": {"mcp.relay", "engine.api", "engine.front", "profile", "profile_paths", "secrets", "ndjson"},
+    "mcp.relay": set(),
+    "engine.front": {"engine.api", "engine", "profile"},
+    "engine.api": {"profile", "project.documents"},
+    "engine": {"engine.api", "agent", "mcp.client", "project", "project.documents", "store", "profile",
+               "profile_paths", "secrets", "ndjson", "process_group", "blocking"},  # fmt: skip
+    "agent": {"mcp.client", "project", "project.documents", "store", "profile", "profile_paths", "secrets",
+              "process_group", "blocking"},  # fmt: skip
+    "mcp.client": {"ndjson", "process_group"},
+    "project": {"project.documents", "profile_paths", "process_group", "blocking"},
+    "project.documents": set(),
+    "store": set(),
+    "secrets": {"profile", "profile_paths"},
+    "profile": {"profile_paths"},
+    "profile_paths": set(),
+    "ndjson": set(),
+    "process_group": set(),
+    "blocking": set(),
+}
+
+_PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    # longest prefix first
+    ("shadowcode.mcp.server.relay", "mcp.relay"),
+    ("shadowcode.engine.api", "engine.api"),
+    ("shadowcode.engine.messages", "engine.api"),
+    ("shadowcode.engine.wire", "engine.api"),
+    ("shadowcode.engine", "engine"),
+    ("shadowcode.project.documents", "project.documents"),
+    ("shadowcode.mcp.server", "mcp.server"),
+    ("shadowcode.mcp.register", "mcp.register"),
+    ("shadowcode.mcp.client", "mcp.client"),
+    ("shadowcode.mcp.shared", "mcp.client"),
+    ("shadowcode.cli", "cli"),
+    ("shadowcode.agent", "agent"),
+    ("shadowcode.project", "project"),
+    ("shadowcode.store", "store"),
+    ("shadowcode.profile_paths", "profile_paths"),
+    ("shadowcode.profile", "profile"),
+    ("shadowcode.secrets", "secrets"),
+    ("shadowcode.ndjson", "ndjson"),
+    ("shadowcode.process_group", "process_group"),
+    ("shadowcode.blocking", "blocking"),
+    ("shadowcode.errors", "errors"),
+    ("shadowcode.limits", "limits"),
+    ("shadowcode.enums", "enums"),
+    ("shadowcode.__main__", "entry"),
+)
+
+FRONT_MODULES = {"shadowcode.engine"}
+"""``shadowcode.engine`` itself (``open_engine``) is the frontends' door; its own imports are the engine's."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _part(module: str) -> str:
+    if module == "shadowcode":
+        return "version"
+    for prefix, part in _PARTS_BY_PREFIX:
+        if module == prefix or module.startswith(prefix + "."):
+            return part
+    raise AssertionError(f"{module} belongs to no part of the layer table: add it to _PARTS_BY_PREFIX")
+
+
+def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
+    """Every shadowcode module ``module`` imports, wherever the import stands."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                base = ".".join(anchor[: len(anchor) - node.level + 1] + ([base] if base else []))
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.startswith("shadowcode"):
+                while name not in known and "." in name:
+                    name = name.rpartition(".")[0]
+                if name in known and name != module:
+                    yield name
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {m: set(_imports(m, p, known)) for m, p in modules.items()}
+
+
+def _front_part(importer: str, imported: str) -> str:
+    part = _part(imported)
+    if imported in FRONT_MODULES and _part(importer) not in ("engine", "engine.api"):
+        return "engine.front"
+    return part
+
+
+def test_every_import_follows_the_layer_table() -> None:
+    bad = []
+    for module, imported in sorted(_graph().items()):
+        mine = _part(module)
+        allowed = ALLOWED.get(mine, set()) | BOTTOM | {mine}
+        if mine in BOTTOM:
+            allowed = BOTTOM
+        for target in sorted(imported):
+            theirs = _front_part(module, target)
+            if theirs not in allowed:
+                bad.append(f"{module} ({mine}) imports {target} ({theirs})")
+    assert bad == [], "imports against the layer table:\n" + "\n".join(bad)
+
+
+def test_no_module_cycle() -> None:
+    graph = _graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert cycles == [], f"import cycles: {cycles}"
+
+
+def test_every_part_of_the_table_is_a_real_part() -> None:
+    parts = {_part(m) for m in _modules()}
+    named = set(ALLOWED) | {p for row in ALLOWED.values() for p in row}
+    assert named - parts - {"engine.front"} == set()
+
+
+@pytest.mark.parametrize("frontend", ["shadowcode.cli", "shadowcode.mcp.server"])
+def test_frontends_reach_no_store_sqlite_or_policy(frontend: str) -> None:
+    forbidden = ("shadowcode.store", "sqlite3", "shadowcode.engine.state", "shadowcode.engine.verbs")
+    bad = []
+    for module, path in _modules().items():
+        if not module.startswith(frontend):
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                found.append((path, node.module))
-            elif isinstance(node, ast.Import):
-                found.extend((path, alias.name) for alias in node.names)
-    return found
-
-
-def test_engine_never_imports_the_server_or_the_cli() -> None:
-    bad = [
-        (p.name, m)
-        for p, m in _imports(PACKAGE / "engine")
-        if m.startswith(("shadowcode.mcp.server", "shadowcode.cli"))
-    ]
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            bad += [f"{module} imports {n}" for n in names if n.startswith(forbidden)]
     assert bad == []
 
 
 def test_only_store_and_the_inspection_edge_import_sqlite3() -> None:
-    allowed = {PACKAGE / "store", PACKAGE / "project"}
-    bad = [
-        str(p.relative_to(PACKAGE))
-        for p, m in _imports(PACKAGE)
-        if m == "sqlite3" and not any(a in p.parents for a in allowed)
-    ]
+    bad = []
+    for module, path in _modules().items():
+        if module.startswith(("shadowcode.store", "shadowcode.project.sqlite")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import) and any(a.name == "sqlite3" for a in node.names):
+                bad.append(module)
+            if isinstance(node, ast.ImportFrom) and node.module == "sqlite3":
+                bad.append(module)
     assert bad == []
 
 
 def test_package_top_level_does_not_import_the_sdk() -> None:
-    top = [m for p, m in _imports(PACKAGE) if p.parent == PACKAGE and p.name in ("__init__.py", "__main__.py")]
-    assert not any(m.startswith(("mcp", "shadowcode.engine", "shadowcode.store")) for m in top)
+    for name in ("__init__.py", "__main__.py"):
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        imported = [
+            n.module if isinstance(n, ast.ImportFrom) else a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in (n.names if isinstance(n, ast.Import) else [None])  # type: ignore[list-item]
+        ]
+        assert not any(str(m).startswith(("mcp", "shadowcode.engine", "shadowcode.store")) for m in imported)

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 from shadowcode.errors import UsageError
 
-__all__ = ["Globals", "emit", "globals_of"]
+if TYPE_CHECKING:
+    from shadowcode.engine.api import Caller, EngineApi, OwnerHandle
+
+__all__ = ["Globals", "emit", "globals_of", "with_engine"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,40 @@ class Globals:
             return Path.cwd()
         except OSError as exc:
             raise UsageError(f"the current directory cannot be read ({exc.strerror}); pass --workspace DIR") from exc
+
+
+    def caller(self, *, project: bool = True, owner: OwnerHandle | None = None) -> Caller:
+        """The CLI as the engine sees it: interactive, so writes and approvals are its own to make,
+        and it acts for the whole profile (ENG-07, ENG-08).
+
+        Args:
+            project: name the workspace as the caller's project (False: no project).
+            owner: the CLI's owner, for a task it follows.
+        """
+        from shadowcode.engine.api import Access, Caller
+
+        return Caller(
+            project=self.workspace_path() if project else None,
+            access=Access(allow_write=True, allow_approvals=True),
+            owner=owner,
+        )
+
+
+def with_engine(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
+    """Run ``work`` against the profile's engine: the headless one when it runs, else a temporary
+    one inside this process that closes, with everything it started, when ``work`` returns (ENG-03)."""
+    import anyio
+
+    from shadowcode.engine import open_engine
+    from shadowcode.profile import Profile
+
+    profile = Profile.select(g.profile)
+
+    async def main() -> T:
+        async with open_engine(profile) as api:
+            return await work(api)
+
+    return anyio.run(main)
 
 
 def globals_of(ctx: typer.Context) -> Globals:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from shadowcode.cli.context import Globals, emit, globals_of
+from shadowcode.cli.context import Globals, emit, globals_of, with_engine
+
+if TYPE_CHECKING:
+    from shadowcode.engine.api import EngineApi
+
+T = TypeVar("T")
 
 __all__ = ["bg_app", "engine_app", "models_app"]
 
@@ -22,17 +28,24 @@ def _profile(g: Globals) -> Any:
     return Profile.select(g.profile)
 
 
-async def _remote_call(g: Globals, method: str, *args: Any) -> Any:
-    from shadowcode.engine.remote import connect_remote
+def _with_headless(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
+    """Run ``work`` against the running headless engine.
+
+    Raises:
+        ConfigError: no headless engine runs for the profile.
+    """
+    import anyio
+
+    from shadowcode.engine import open_headless
     from shadowcode.errors import ConfigError
 
-    remote = await connect_remote(_profile(g))
-    if remote is None:
-        raise ConfigError("no headless engine runs for this profile (start it with `shadowcode engine &`)")
-    try:
-        return await getattr(remote, method)(*args)
-    finally:
-        await remote.aclose()
+    async def main() -> T:
+        async with open_headless(_profile(g)) as api:
+            if api is None:
+                raise ConfigError("no headless engine runs for this profile (start it with `shadowcode engine &`)")
+            return await work(api)
+
+    return anyio.run(main)
 
 
 @engine_app.callback()
@@ -55,66 +68,67 @@ def engine_status(ctx: typer.Context) -> None:
     """Show whether the headless engine runs, and what it is doing."""
     import anyio
 
-    from shadowcode.engine.remote import connect_remote
+    from shadowcode.engine import open_headless
+    from shadowcode.engine.messages import Empty, EngineStatus
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
 
-    async def probe() -> dict[str, Any] | None:
-        remote = await connect_remote(_profile(g))
-        if remote is None:
-            return None
-        try:
-            return await remote.status()
-        finally:
-            await remote.aclose()
+    async def probe() -> EngineStatus | None:
+        async with open_headless(_profile(g)) as api:
+            return None if api is None else await api.engine_status(Empty())
 
     status = anyio.run(probe)
     if status is None:
         emit(g, {"running": False}, "no headless engine runs for this profile")
         raise typer.Exit(3)
-    emit(g, {"running": True} | status,
-         f"engine {status['id']} (pid {status['pid']}): {status['owners']} owners, "
-         f"{len(status['running_jobs'])} running, {len(status['queued_jobs'])} queued")  # fmt: skip
+    emit(g, {"running": True} | to_json(status),
+         f"engine {status.id} (pid {status.pid}): {status.owners} owners, "
+         f"{len(status.running_jobs)} running, {len(status.queued_jobs)} queued")  # fmt: skip
 
 
 @engine_app.command("stop")
 def engine_stop(ctx: typer.Context) -> None:
     """Stop the headless engine after it cancels and cleans up every owner's work."""
-    import anyio
+    from shadowcode.engine.messages import Empty
 
     g = globals_of(ctx)
-    anyio.run(_remote_call, g, "stop")
+    _with_headless(g, lambda api: api.engine_stop(Empty()))
     emit(g, {"stopping": True}, "engine stopping")
 
 
 @bg_app.command("list")
 def bg_list(ctx: typer.Context) -> None:
     """List the headless engine's background processes (SRV-23)."""
-    import anyio
+    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    found = anyio.run(_remote_call, g, "background")
-    lines = [f"{p['id']}  pid {p['pid']}  {' '.join(p['argv'])}" for p in found]
-    emit(g, {"processes": found}, "\n".join(lines) or "no background processes")
+    found = _with_headless(g, lambda api: api.background_list(Empty()))
+    lines = [f"{p.id}  pid {p.pid}  {' '.join(p.argv)}" for p in found]
+    emit(g, {"processes": to_json(found)}, "\n".join(lines) or "no background processes")
 
 
 @bg_app.command("stop")
 def bg_stop(ctx: typer.Context, process_id: Annotated[str, typer.Argument(help="Background process id.")]) -> None:
     """Stop one background process: TERM, 150 ms, KILL its group (SRV-23)."""
-    import anyio
+    from shadowcode.engine.messages import BackgroundRef
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    done = anyio.run(_remote_call, g, "stop_background", process_id)
-    emit(g, done, f"stopped {process_id}")
+    done = _with_headless(g, lambda api: api.background_stop(BackgroundRef(process_id)))
+    emit(g, to_json(done), f"stopped {process_id}")
 
 
 @models_app.command("list")
 def models_list(ctx: typer.Context) -> None:
     """List configured models and the default (ENG-05)."""
+    from shadowcode.engine.messages import Empty
+
     g = globals_of(ctx)
-    settings = _profile(g).settings()
-    doc = {"models": [m.model_dump() for m in settings.models], "default": settings.default_model}
-    lines = [f"{m.name}  {m.provider}  {m.model or m.script or ''}" for m in settings.models]
+    listing = with_engine(g, lambda api: api.model_list(Empty(), g.caller(project=False)))
+    doc = {"models": [m.model_dump() for m in listing.models], "default": listing.default}
+    lines = [f"{m.name}  {m.provider}  {m.model or m.script or ''}" for m in listing.models]
     emit(g, doc, "\n".join(lines) or "no models configured")
 
 
@@ -135,31 +149,19 @@ def models_add(
     default: Annotated[bool, typer.Option("--default", help="Make it the default model.")] = False,
 ) -> None:
     """Add (or replace) a model in the profile's settings (ENG-05)."""
-    import json
-
     from pydantic import ValidationError
 
+    from shadowcode.engine.messages import ModelAdd
     from shadowcode.errors import UsageError
     from shadowcode.profile import ModelSettings
 
     g = globals_of(ctx)
-    profile = _profile(g)
-    profile.ensure()
     try:
         entry = ModelSettings(name=name, provider=provider, model=model, base_url=base_url,
                               script=str(script.resolve()) if script else None, api_key_env=api_key_env,
                               request_log=str(request_log.resolve()) if request_log else None)  # fmt: skip
     except ValidationError as exc:
         raise UsageError(f"invalid model: {exc.errors()[0]['msg']}") from exc
-    if provider == "scripted" and not entry.script:
-        raise UsageError("--provider scripted needs --script FILE")
-    if provider == "openai" and not (entry.base_url and entry.model):
-        raise UsageError("--provider openai needs --base-url and --model")
-    settings = profile.settings()
-    models = [m for m in settings.models if m.name != name] + [entry]
-    chosen_default = name if default or not settings.default_model else settings.default_model
-    doc = settings.model_copy(update={"models": tuple(models), "default_model": chosen_default}).model_dump(
-        exclude_none=True
-    )
-    profile.settings_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    emit(g, doc, f"model {name} saved ({provider}); default: {chosen_default}")
+    listing = with_engine(g, lambda api: api.model_add(ModelAdd(entry, make_default=default), g.caller(project=False)))
+    doc = {"models": [m.model_dump(exclude_none=True) for m in listing.models], "default_model": listing.default}
+    emit(g, doc, f"model {name} saved ({provider}); default: {listing.default}")

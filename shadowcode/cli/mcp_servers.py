@@ -8,11 +8,14 @@ project (canonical path), which must be trusted to enable a server.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shadowcode.cli.context import emit, globals_of
+from shadowcode.cli.context import emit, globals_of, with_engine
+
+if TYPE_CHECKING:
+    from shadowcode.engine.messages import McpCatalog
 
 __all__ = ["print_catalog", "register"]
 
@@ -25,14 +28,7 @@ def register(app: typer.Typer) -> None:
     app.command("remove")(remove)
 
 
-def _open(ctx: typer.Context) -> Any:
-    from shadowcode.engine import Engine
-    from shadowcode.profile import Profile
-
-    return Engine.open(Profile.select(globals_of(ctx).profile))
-
-
-def _catalog_text(doc: dict[str, Any]) -> str:
+def _catalog_text(doc: McpCatalog) -> str:
     trust = "trusted" if doc["trusted"] else "untrusted"
     lines = [f"MCP servers for {doc['project']} ({trust}; at most {doc['enabled_max']} enabled)"]
     if not doc["servers"]:
@@ -50,12 +46,10 @@ def _catalog_text(doc: dict[str, Any]) -> str:
 
 def print_catalog(ctx: typer.Context) -> None:
     """Print the catalog of the workspace project: ids, hashes, grant states, variable names only (CLI-01)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.messages import Empty
 
     g = globals_of(ctx)
-    with _open(ctx) as engine:
-        project = engine.project(g.workspace_path())
-        doc = McpRegistry(engine.store).catalog(project.path, trusted=project.trusted)
+    doc = with_engine(g, lambda api: api.mcp_catalog(Empty(), g.caller()))
     emit(g, doc, _catalog_text(doc))
 
 
@@ -67,13 +61,12 @@ def add(
     ] = None,
 ) -> None:
     """Register a server definition globally as config:NAME; nothing is started (CLI-01, CLI-05)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.messages import McpAdd
 
     g = globals_of(ctx)
-    with _open(ctx) as engine:
-        definition = McpRegistry(engine.store).add(file, replace_hash=hash_)
-    doc = definition.describe()
-    emit(g, doc, f"registered {definition.id} (hash {definition.sha256}); review it, then `mcp enable`")
+    request = McpAdd(str(file.absolute()), replace_hash=hash_)
+    doc = with_engine(g, lambda api: api.mcp_add(request, g.caller(project=False)))
+    emit(g, doc, f"registered {doc['id']} (hash {doc['hash']}); review it, then `mcp enable`")
 
 
 def enable(
@@ -82,12 +75,10 @@ def enable(
     hash_: Annotated[str, typer.Option("--hash", help="The reviewed hash from the catalog.")],
 ) -> None:
     """Enable a server for the workspace project at its reviewed hash (CLI-02, CLI-05)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.messages import McpEnable
 
     g = globals_of(ctx)
-    with _open(ctx) as engine:
-        project = engine.project(g.workspace_path())
-        doc = McpRegistry(engine.store).enable(project.path, server_id, hash_, trusted=project.trusted)
+    doc = with_engine(g, lambda api: api.mcp_enable(McpEnable(server_id, hash_), g.caller()))
     emit(g, doc, f"enabled {server_id} for {doc['project']}")
 
 
@@ -96,12 +87,10 @@ def disable(
     server_id: Annotated[str, typer.Argument(metavar="ID", help="config:NAME or project:PATH.")],
 ) -> None:
     """Disable a server for the workspace project; running tasks keep theirs (CLI-05, CLI-06)."""
-    from shadowcode.engine import canonical_project
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.messages import McpRef
 
     g = globals_of(ctx)
-    with _open(ctx) as engine:
-        doc = McpRegistry(engine.store).disable(canonical_project(g.workspace_path()), server_id)
+    doc = with_engine(g, lambda api: api.mcp_disable(McpRef(server_id), g.caller()))
     emit(g, doc, f"disabled {server_id} for {doc['project']}")
 
 
@@ -111,9 +100,9 @@ def remove(
     hash_: Annotated[str, typer.Option("--hash", help="Its current hash.")],
 ) -> None:
     """Remove a global registration and revoke its grants in every project (CLI-05)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.messages import McpRemove
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    with _open(ctx) as engine:
-        doc = McpRegistry(engine.store).remove(server_id, hash_)
-    emit(g, doc, f"removed {server_id} ({doc['grants_revoked']} grants revoked)")
+    done = with_engine(g, lambda api: api.mcp_remove(McpRemove(server_id, hash_), g.caller(project=False)))
+    emit(g, to_json(done), f"removed {server_id} ({done.grants_revoked} grants revoked)")

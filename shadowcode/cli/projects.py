@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from shadowcode.cli.context import emit, globals_of
+from shadowcode.cli.context import emit, globals_of, with_engine
+from shadowcode.enums import PermissionLevel
 
 __all__ = ["register"]
 
@@ -19,11 +20,13 @@ def register(app: typer.Typer) -> None:
     app.command("status")(status)
 
 
-def _engine(ctx: typer.Context):  # noqa: ANN202 - returns Engine, imported lazily
-    from shadowcode.engine import Engine
-    from shadowcode.profile import Profile
+def _level(level: str) -> PermissionLevel:
+    from shadowcode.errors import UsageError
 
-    return Engine.open(Profile.select(globals_of(ctx).profile))
+    try:
+        return PermissionLevel(level)
+    except ValueError:
+        raise UsageError(f"--level must be read_only, workspace or elevated, not {level!r}") from None
 
 
 def trust(
@@ -36,16 +39,13 @@ def trust(
     ] = "workspace",
 ) -> None:
     """Trust a project at a permission level (ENG-02)."""
-    from shadowcode.engine import canonical_project
-    from shadowcode.errors import UsageError
+    from shadowcode.engine.messages import ProjectTrust
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    if level not in ("read_only", "workspace", "elevated"):
-        raise UsageError(f"--level must be read_only, workspace or elevated, not {level!r}")
-    path = canonical_project(directory or g.workspace_path())
-    with _engine(ctx) as engine:
-        project = engine.projects.trust(path, level)  # type: ignore[arg-type]
-    emit(g, project.as_dict(), f"trusted {project.path} at level {project.level}")
+    request = ProjectTrust(str(directory or g.workspace_path()), _level(level))
+    project = with_engine(g, lambda api: api.project_trust(request, g.caller(project=False)))
+    emit(g, to_json(project), f"trusted {project.path} at level {project.level}")
 
 
 def untrust(
@@ -55,33 +55,40 @@ def untrust(
     ] = None,
 ) -> None:
     """Remove trust from a project; its records stay (ENG-02)."""
-    from shadowcode.engine import canonical_project
+    from shadowcode.engine.messages import ProjectRef
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    path = canonical_project(directory or g.workspace_path())
-    with _engine(ctx) as engine:
-        project = engine.projects.untrust(path)
-    emit(g, project.as_dict(), f"untrusted {project.path}")
+    request = ProjectRef(str(directory or g.workspace_path()))
+    project = with_engine(g, lambda api: api.project_untrust(request, g.caller(project=False)))
+    emit(g, to_json(project), f"untrusted {project.path}")
 
 
 def status(ctx: typer.Context) -> None:
-    """Show the profile, the workspace's trust, and the engine (ENG-01..03)."""
+    """Show the profile, the workspace's trust, and the engine (ENG-01, ENG-02, ENG-03)."""
     from shadowcode import __version__
+    from shadowcode.engine.api import EngineApi
+    from shadowcode.engine.messages import Empty, ProjectInfo, Status
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    with _engine(ctx) as engine:
-        project = engine.project(g.workspace_path())
-        doc = {
-            "version": __version__,
-            "profile": {"name": engine.profile.name, "root": str(engine.profile.root)},
-            "engine": {"mode": engine.mode},
-            "project": project.as_dict(),
-            "trusted_projects": [p.as_dict() for p in engine.projects.trusted()],
-        }
+
+    async def ask(api: EngineApi) -> tuple[Status, list[ProjectInfo]]:
+        return await api.status(Empty(), g.caller()), await api.project_list(Empty(), g.caller())
+
+    found, trusted = with_engine(g, ask)
+    project = found.project
+    doc = {
+        "version": __version__,
+        "profile": {"name": found.profile, "root": found.profile_root},
+        "engine": {"mode": str(found.engine_mode)},
+        "project": to_json(project),
+        "trusted_projects": to_json(trusted),
+    }
     lines = [
         f"shadowcode {__version__}",
-        f"profile  {engine.profile.name} ({engine.profile.root})",
-        f"engine   {engine.mode}",
-        f"project  {project.path} ({'trusted, ' + project.level if project.trusted else 'untrusted'})",
+        f"profile  {found.profile} ({found.profile_root})",
+        f"engine   {found.engine_mode}",
+        f"project  {project.path} ({'trusted, ' + str(project.level) if project.trusted else 'untrusted'})",
     ]
     emit(g, doc, "\n".join(lines))

@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["event_line", "job_line"]
+if TYPE_CHECKING:
+    from shadowcode.engine.messages import Approval, Job, JobEvent, JobView
+
+__all__ = ["action_text", "event_line", "job_line"]
 
 
-def job_line(job: dict[str, Any]) -> str:
+def job_line(job: Job | JobView) -> str:
     """One line for a job: id, status, mode, level, prompt (shortened)."""
-    prompt = " ".join(str(job.get("prompt", "")).split())
+    prompt = " ".join(job.prompt.split())
     if len(prompt) > 60:
         prompt = prompt[:57] + "..."
-    return f"{job['id']}  {job['status']:<11} {job['mode']:<6} {job.get('permission_level') or '':<10} {prompt}"
+    return f"{job.id}  {job.status:<11} {job.mode:<6} {job.permission_level:<10} {prompt}"
 
 
-def event_line(event: dict[str, Any]) -> str | None:
+def action_text(approval: Approval) -> str:
+    """An approval's exact action in one line: argv and cwd, or server, tool and arguments (ENG-07)."""
+    action: dict[str, Any] = approval.action
+    if "argv" in action:
+        return f"{' '.join(action['argv'])}  (in {action.get('cwd')})"
+    arguments = json.dumps(action.get("arguments"), ensure_ascii=False, sort_keys=True)
+    return f"MCP {action.get('server')} {action.get('tool')} {arguments}"
+
+
+def event_line(event: JobEvent) -> str | None:
     """A readable line for one event, or None for events not worth a line."""
-    kind = event["kind"]
-    data = event["data"]
+    kind = event.kind
+    data: dict[str, Any] = event.data
     if kind == "model.request":
         return f"… asking {data.get('model')} (turn {data.get('step')})"
     if kind == "model.reply" and data.get("content") and data.get("tool_calls"):

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shadowcode.cli.context import Globals, emit, globals_of
+from shadowcode.cli.context import Globals, emit, globals_of, with_engine
+
+if TYPE_CHECKING:
+    from shadowcode.engine.api import EngineApi
+    from shadowcode.engine.messages import JobDetail, JobEvent
 
 __all__ = ["register"]
 
-_FINISHED = ("done", "failed", "cancelled", "interrupted")
+_FOLLOW_POLL_SECONDS = 0.2
+"""How often ``--follow`` asks for new events (a display cadence, not a limit)."""
+
+_EVENTS_SHOWN_MAX = 1000
+"""Events ``jobs ID`` prints at most (a display bound, not a limit)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -21,13 +29,6 @@ def register(app: typer.Typer) -> None:
     app.command("approvals")(approvals)
     app.command("approve")(approve)
     app.command("deny")(deny)
-
-
-def _engine(g: Globals) -> Any:
-    from shadowcode.engine import Engine
-    from shadowcode.profile import Profile
-
-    return Engine.open(Profile.select(g.profile))
 
 
 def run(
@@ -41,76 +42,69 @@ def run(
     ] = None,
 ) -> None:
     """Run an agent task; without --detach, follow it until it finishes (ENG-08)."""
-    import anyio
-
-    from shadowcode.errors import UsageError
+    from shadowcode.engine.messages import TaskRequest
+    from shadowcode.enums import EngineMode, PermissionLevel, TaskMode
+    from shadowcode.errors import ConfigError, UsageError
 
     g = globals_of(ctx)
     if mode not in ("build", "plan", "review"):
         raise UsageError(f"--mode must be build, plan or review, not {mode!r}")
-    if level is not None and level not in ("read_only", "workspace", "elevated"):
+    if level is not None and level not in tuple(PermissionLevel):
         raise UsageError(f"--level must be read_only, workspace or elevated, not {level!r}")
-    with _engine(g) as engine:
-        project = engine.project(g.workspace_path())
-        chosen = level or (project.level if project.trusted else "read_only")
-        status = anyio.run(_run, g, engine, project, prompt, detach, mode, model, chosen)
-    raise typer.Exit(0 if status in ("done", "queued") else 1)
+    request = TaskRequest(prompt, TaskMode(mode), None if level is None else PermissionLevel(level), model)
 
+    async def submit(api: EngineApi) -> str:
+        from shadowcode.engine.wire import to_json
 
-async def _run(g: Globals, engine: Any, project: Any, prompt: str, detach: bool, mode: str, model: str | None,
-               level: str) -> str:  # fmt: skip
-    from shadowcode.engine import Access
-    from shadowcode.engine.remote import RemoteCore, open_core
-    from shadowcode.errors import ConfigError
-
-    access = Access(allow_write=True)
-    async with open_core(engine) as core:
         if detach:
-            if not isinstance(core, RemoteCore):
+            if api.mode is not EngineMode.ATTACHED:
                 raise ConfigError("--detach needs the headless engine: start it with `shadowcode engine &` first")
-            job = await core.submit_task(owner=None, project=project, prompt=prompt, mode=mode, level=level,
-                                         model=model, access=access)  # fmt: skip
-            emit(g, job, f"{job['job_id']} queued (detached); follow it with: shadowcode jobs {job['job_id']} --follow")
+            job = await api.task_submit(request, g.caller())
+            follow = f"shadowcode jobs {job.job_id} --follow"
+            emit(g, to_json(job), f"{job.job_id} queued (detached); follow it with: {follow}")
             return "queued"
-        owner = await core.open_owner("cli", project.path)
+        owner = await api.open_owner("cli", g.caller())
         try:
-            job = await core.submit_task(owner=owner, project=project, prompt=prompt, mode=mode, level=level,
-                                         model=model, access=access)  # fmt: skip
+            job = await api.task_submit(request, g.caller(owner=owner))
             if not g.json:
-                sys.stdout.write(f"{job['job_id']} started ({job['mode']}, {job['permission_level']})\n")
-                for note in job.get("notes", []):
+                sys.stdout.write(f"{job.job_id} started ({job.mode}, {job.permission_level})\n")
+                for note in job.notes:
                     sys.stdout.write(f"note: {note}\n")
-            final = await _follow(g, engine, job["job_id"])
+            final = await _follow(g, api, job.job_id)
         finally:
             import anyio
 
             with anyio.CancelScope(shield=True):
-                await core.close_owner(owner, "the command ended")
+                await api.close_owner(owner, "the command ended")
         if g.json:
-            emit(g, final, "")
-        return str(final["status"])
+            emit(g, to_json(final.job), "")
+        return str(final.job.status)
+
+    status = with_engine(g, submit)
+    raise typer.Exit(0 if status in ("done", "queued") else 1)
 
 
-async def _follow(g: Globals, engine: Any, job_id: str) -> dict[str, Any]:
+async def _follow(g: Globals, api: EngineApi, job_id: str) -> JobDetail:
+    """Print the job's events as they come until it has finished and every event was shown."""
     import anyio
 
     from shadowcode.cli.render import event_line
-    from shadowcode.engine.tasks import TaskRecords
+    from shadowcode.engine.messages import JobQuery
 
-    records = TaskRecords(engine.store)
+    caller = g.caller(project=False)
     cursor = 0
     while True:
-        events = records.events(job_id, after=cursor, limit=200)
-        for event in events:
-            cursor = event["id"]
+        page = await api.job(JobQuery(job_id, cursor), caller)
+        for event in page.events:
+            cursor = event.id
             line = event_line(event)
             if line and not g.json:
                 sys.stdout.write(line + "\n")
                 sys.stdout.flush()
-        task = records.get(job_id)
-        if task["status"] in _FINISHED and not events:
-            return task
-        await anyio.sleep(0.2)
+        if not page.job.status.active and not page.events:
+            return page
+        if page.next_cursor is None:
+            await anyio.sleep(_FOLLOW_POLL_SECONDS)
 
 
 def jobs(
@@ -120,61 +114,59 @@ def jobs(
     limit: Annotated[int, typer.Option("--limit", min=1, max=200, help="Jobs to list.")] = 20,
 ) -> None:
     """List recent jobs, show one job's events, or follow it as it runs (ENG-08)."""
-    import anyio
-
     from shadowcode.cli.render import event_line, job_line
-    from shadowcode.engine.tasks import TaskRecords
+    from shadowcode.engine.messages import JobQuery, RecentJobs
+    from shadowcode.engine.wire import to_json
     from shadowcode.errors import UsageError
 
     g = globals_of(ctx)
-    with _engine(g) as engine:
-        records = TaskRecords(engine.store)
-        records.sweep_orphans()
-        if job_id is None:
-            if follow:
-                raise UsageError("--follow needs a job id")
-            found = records.recent(limit)
-            emit(g, {"jobs": found}, "\n".join(job_line(j) for j in found) or "no jobs yet")
-            return
-        task = records.get(job_id)
+    caller = g.caller(project=False)
+    if job_id is None:
         if follow:
-            final = anyio.run(_follow, g, engine, job_id)
-            if g.json:
-                emit(g, final, "")
-            raise typer.Exit(0 if final["status"] == "done" else 1)
-        events = records.events(job_id, limit=1000)
-        lines = [job_line(task)] + [line for e in events if (line := event_line(e))]
-        emit(g, {"job": task, "events": events}, "\n".join(lines))
+            raise UsageError("--follow needs a job id")
+        found = with_engine(g, lambda api: api.jobs_recent(RecentJobs(limit), caller))
+        emit(g, {"jobs": to_json(found)}, "\n".join(job_line(j) for j in found) or "no jobs yet")
+        return
+    if follow:
+        final = with_engine(g, lambda api: _follow(g, api, job_id))
+        if g.json:
+            emit(g, to_json(final.job), "")
+        raise typer.Exit(0 if final.job.status == "done" else 1)
+
+    async def show(api: EngineApi) -> tuple[JobDetail, list[JobEvent]]:
+        page = await api.job(JobQuery(job_id), caller)
+        events = list(page.events)
+        while page.next_cursor is not None and len(events) < _EVENTS_SHOWN_MAX:
+            page = await api.job(JobQuery(job_id, page.next_cursor), caller)
+            events.extend(page.events)
+        return page, events[:_EVENTS_SHOWN_MAX]
+
+    detail, events = with_engine(g, show)
+    lines = [job_line(detail.job)] + [line for e in events if (line := event_line(e))]
+    emit(g, {"job": to_json(detail.job), "events": to_json(events)}, "\n".join(lines))
 
 
 def approvals(ctx: typer.Context) -> None:
     """List pending approvals: the exact action each one would allow (ENG-07)."""
-    from shadowcode.engine.approvals import Approvals
+    from shadowcode.cli.render import action_text
+    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    with _engine(g) as engine:
-        pending = Approvals(engine.store).pending()
-    lines = [f"{a['id']}  {a['kind']:<10} job {a['task_id']}  {action_text(a['action'])}" for a in pending]
-    emit(g, {"approvals": pending}, "\n".join(lines) or "no pending approvals")
-
-
-def action_text(action: dict[str, Any]) -> str:
-    """An approval's exact action in one line: argv and cwd, or server, tool and arguments."""
-    import json
-
-    if "argv" in action:
-        return f"{' '.join(action['argv'])}  (in {action.get('cwd')})"
-    arguments = json.dumps(action.get("arguments"), ensure_ascii=False, sort_keys=True)
-    return f"MCP {action.get('server')} {action.get('tool')} {arguments}"
+    pending = with_engine(g, lambda api: api.approvals(Empty(), g.caller(project=False)))
+    lines = [f"{a.id}  {a.kind:<10} job {a.task_id}  {action_text(a)}" for a in pending]
+    emit(g, {"approvals": to_json(pending)}, "\n".join(lines) or "no pending approvals")
 
 
 def _resolve(ctx: typer.Context, approval_id: str, decision: str) -> None:
-    from shadowcode.engine.approvals import Approvals
+    from shadowcode.cli.render import action_text
+    from shadowcode.engine.messages import ApprovalDecision
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    with _engine(g) as engine:
-        done = Approvals(engine.store).resolve(approval_id, decision, by="cli")
-    emit(g, done, f"{done['id']} {done['status']}: {action_text(done['action'])}")
+    request = ApprovalDecision(approval_id, decision)  # type: ignore[arg-type]
+    done = with_engine(g, lambda api: api.approval_resolve(request, g.caller(project=False)))
+    emit(g, to_json(done), f"{done.id} {done.status}: {action_text(done)}")
 
 
 def approve(ctx: typer.Context, approval_id: Annotated[str, typer.Argument(help="Exact approval id.")]) -> None:

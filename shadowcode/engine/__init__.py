@@ -1,91 +1,61 @@
-"""The engine: policy, records and (later) tasks, behind one facade every frontend uses.
+"""The engine: policy, records and delegated work behind one API (ENG-03).
 
-This package never imports ``shadowcode.mcp.server`` or ``shadowcode.cli``. A frontend opens
-the profile's engine with :meth:`Engine.open`; when no headless engine runs (ENG-03) it is a
-temporary in-process engine that closes, with everything it started, when the frontend exits.
+A frontend gets the profile's engine with :func:`open_engine` and talks to it through
+:class:`~shadowcode.engine.api.EngineApi` only. When the profile's headless engine runs, the
+frontend is attached to it over its socket; otherwise a temporary engine runs inside the
+frontend's process and closes, with everything it started, when the frontend is done.
+
+This package never imports ``shadowcode.mcp.server`` or ``shadowcode.cli``; its modules are
+imported lazily here so that importing the package costs nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from types import TracebackType
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from shadowcode.engine.goals import Goals
-from shadowcode.engine.history import History
-from shadowcode.engine.memory import MemoryNotes
-from shadowcode.engine.policy import Access, require_write
-from shadowcode.engine.projects import Project, ProjectRegistry, canonical_project
-from shadowcode.profile import Profile, Settings
-from shadowcode.store import Store
+if TYPE_CHECKING:
+    from shadowcode.engine.api import EngineApi
+    from shadowcode.profile import Profile
 
-__all__ = ["Access", "Engine", "Project", "canonical_project", "require_write"]
+__all__ = ["open_engine", "open_headless"]
 
 
-@dataclass
-class Engine:
-    """An open engine over one profile.
+@asynccontextmanager
+async def open_engine(profile: Profile) -> AsyncIterator[EngineApi]:
+    """The profile's engine: the running headless one, else a temporary one in this process (ENG-03).
 
-    Attributes:
-        profile: the selected profile.
-        store: its SQLite store.
-        mode: ``"temporary"`` (in-process, closes with its frontend) or ``"headless"``.
+    Yields:
+        A running :class:`~shadowcode.engine.api.EngineApi`; leaving the context closes a
+        temporary engine (cancelling its work, stopping its processes) or detaches from a
+        headless one.
+
+    Raises:
+        StoreError: the profile's store cannot be opened (temporary engine).
     """
+    async with open_headless(profile) as remote:
+        if remote is not None:
+            yield remote
+            return
+    from shadowcode.engine.local import LocalEngine
 
-    profile: Profile
-    store: Store
-    mode: str = "temporary"
+    engine = LocalEngine(profile)
+    async with engine.running():
+        yield engine
 
-    @classmethod
-    def open(cls, profile: Profile) -> Engine:
-        """Open ``profile``'s engine: a temporary in-process one (the headless daemon comes later).
 
-        Raises:
-            StoreError: the store cannot be opened or migrated.
-        """
-        profile.ensure()
-        return cls(profile=profile, store=Store(profile.db_path))
+@asynccontextmanager
+async def open_headless(profile: Profile) -> AsyncIterator[EngineApi | None]:
+    """The profile's running headless engine over its socket, or None when none accepts connections (ENG-03)."""
+    import anyio
 
-    def close(self) -> None:
-        """Close the store; the temporary engine ends here."""
-        self.store.close()
+    from shadowcode.engine.remote import connect_remote
 
-    def __enter__(self) -> Engine:
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
-
-    @property
-    def projects(self) -> ProjectRegistry:
-        """Trust records (ENG-02)."""
-        return ProjectRegistry(self.store)
-
-    @property
-    def memory(self) -> MemoryNotes:
-        """Project and task notes (SRV-12)."""
-        return MemoryNotes(self.store)
-
-    @property
-    def goals(self) -> Goals:
-        """Durable goals (SRV-14)."""
-        return Goals(self.store)
-
-    @property
-    def history(self) -> History:
-        """Sessions, checkpoints, change history, plans (SRV-05, SRV-18, SRV-19)."""
-        return History(self.store)
-
-    def settings(self) -> Settings:
-        """The profile's settings (reloaded on each call)."""
-        return self.profile.settings()
-
-    def project(self, workspace: Path | str) -> Project:
-        """Canonicalize ``workspace``, record it (untrusted if new) and return its trust record.
-
-        Raises:
-            ConfigError: the workspace is missing or not a directory.
-        """
-        path = canonical_project(workspace)
-        self.projects.ensure(path)
-        return self.projects.get(path)
+    remote = await connect_remote(profile)
+    try:
+        yield remote
+    finally:
+        if remote is not None:
+            with anyio.CancelScope(shield=True):
+                await remote.aclose()

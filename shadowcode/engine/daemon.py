@@ -14,21 +14,23 @@ import fcntl
 import logging
 import os
 import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine import Access, Engine
-from shadowcode.engine.control import FrameReader, error_to_wire, send_frame
-from shadowcode.engine.core import EngineCore
+from shadowcode.engine.api import Access, Caller, verbs
+from shadowcode.engine.control import FrameReader, send_frame
+from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.owners import Owner
 from shadowcode.engine.relay_notices import RelayNotices
+from shadowcode.engine.wire import error_to_wire, from_json, to_json
+from shadowcode.enums import EngineMode
 from shadowcode.errors import ConfigError, ProtocolError, ShadowcodeError, ToolError
 from shadowcode.profile import Profile
 
@@ -37,7 +39,7 @@ __all__ = ["run_headless"]
 logger = logging.getLogger(__name__)
 
 
-AttachHandler = Callable[[EngineCore, anyio.abc.SocketStream, dict[str, Any], Callable[[str], None]], Awaitable[str]]
+AttachHandler = Callable[[LocalEngine, anyio.abc.SocketStream, dict[str, Any], Callable[[str], None]], Awaitable[str]]
 """Serves one attached MCP connection on a socket after ``mcp/attach``; returns the close reason.
 
 Its last argument records a closing notice for the relay to fetch (:mod:`shadowcode.engine.relay_notices`)."""
@@ -69,17 +71,15 @@ def run_headless(profile: Profile, *, attach: AttachHandler | None = None) -> No
     lock.write(str(os.getpid()))
     lock.flush()
     try:
-        with Engine.open(profile) as engine:
-            engine.mode = "headless"
-            anyio.run(_serve, engine, attach)
+        anyio.run(_serve, profile, attach)
     finally:
         with suppress(FileNotFoundError):
             profile.control_socket_path.unlink()
         lock.close()
 
 
-async def _serve(engine: Engine, attach: AttachHandler | None) -> None:
-    path = engine.profile.control_socket_path
+async def _serve(profile: Profile, attach: AttachHandler | None) -> None:
+    path = profile.control_socket_path
     with suppress(FileNotFoundError):
         path.unlink()
     old = os.umask(0o177)
@@ -88,10 +88,10 @@ async def _serve(engine: Engine, attach: AttachHandler | None) -> None:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    core = EngineCore(engine, mode="headless")
+    stop = anyio.Event()
+    engine = LocalEngine(profile, mode=EngineMode.HEADLESS)
     notices = RelayNotices()
-    async with core.running(), listener, anyio.create_task_group() as tg:
-        stop = anyio.Event()
+    async with engine.running(), listener, anyio.create_task_group() as tg:
 
         async def on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -101,13 +101,13 @@ async def _serve(engine: Engine, attach: AttachHandler | None) -> None:
 
         async def accept() -> None:
             async def handle(stream: anyio.abc.SocketStream) -> None:
-                await _Connection(core, stream, stop, attach, notices).serve()
+                await _Connection(engine, stream, stop, attach, notices).serve()
 
             await listener.serve(handle)
 
         tg.start_soon(on_signal)
         tg.start_soon(accept)
-        sys.stderr.write(f"shadowcode engine ready: profile {engine.profile.name}, pid {os.getpid()}, socket {path}\n")
+        sys.stderr.write(f"shadowcode engine ready: profile {profile.name}, pid {os.getpid()}, socket {path}\n")
         sys.stderr.flush()
         await stop.wait()
         tg.cancel_scope.cancel()
@@ -119,13 +119,13 @@ class _Connection:
 
     def __init__(
         self,
-        core: EngineCore,
+        engine: LocalEngine,
         stream: anyio.abc.SocketStream,
         stop: anyio.Event,
         attach: AttachHandler | None,
         notices: RelayNotices,
     ) -> None:
-        self.core = core
+        self.engine = engine
         self.stream = stream
         self.stop = stop
         self.attach = attach
@@ -156,7 +156,7 @@ class _Connection:
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                             reason = "the relay left before its attach reply"
                             return
-                        reason = await self.attach(self.core, self.stream, frame.get("params") or {}, notice)
+                        reason = await self.attach(self.engine, self.stream, frame.get("params") or {}, notice)
                         return
                     reply = await self.answer(frame)
                     try:
@@ -171,7 +171,7 @@ class _Connection:
         finally:
             if self.owner is not None:
                 with anyio.CancelScope(shield=True):
-                    await self.core.close_owner(self.owner, reason)
+                    await self.engine.close_owner(self.owner, reason)
 
     async def answer(self, frame: dict[str, Any]) -> dict[str, Any]:
         request_id = frame.get("id")
@@ -185,104 +185,50 @@ class _Connection:
             return {"id": request_id, "error": error_to_wire(exc)}
         except Exception:  # noqa: BLE001 - one bad request never stops the engine
             logger.exception("control request failed")
-            return {"id": request_id, "error": {"type": "ShadowcodeError", "message": "internal engine error"}}
+            return {"id": request_id, "error": error_to_wire(ShadowcodeError("internal engine error"))}
         return {"id": request_id, "result": result}
 
-    def _project(self, params: dict[str, Any]) -> Any:
-        from shadowcode.engine.projects import canonical_project
-
-        path = canonical_project(str(params.get("project", "")))
-        self.core.engine.projects.ensure(path)
-        return self.core.engine.projects.get(path)
-
-    def _owned(self, params: dict[str, Any]) -> Owner | None:
-        if not params.get("owned"):
-            return None
-        if self.owner is None:
+    def _caller(self, doc: Any) -> Caller:
+        wire = from_json(_WireCaller, doc if doc is not None else {})
+        if wire.owned and self.owner is None:
             raise ProtocolError("owner request on a connection that opened no owner")
-        return self.owner
+        return Caller(
+            project=None if wire.project is None else Path(wire.project),
+            access=Access(wire.allow_write, wire.allow_approvals),
+            owner=self.owner if wire.owned else None,
+            confined=wire.confined,
+        )
 
     async def dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        core = self.core
-        access = Access(bool(params.get("allow_write")), bool(params.get("allow_approvals")))
-        if method == "engine/status":
-            return {
-                "id": core.id,
-                "pid": os.getpid(),
-                "mode": core.mode,
-                "profile": core.engine.profile.name,
-                "owners": len(core.owners.open),
-                "running_jobs": core.scheduler.running(),
-                "queued_jobs": core.scheduler.queued(),
-            }
-        if method == "engine/stop":
-            return {"stopping": True}
+        engine = self.engine
         if method == "mcp/notices":
             return {"notices": self.notices.take(str(params.get("session", "")))}
         if method == "owner/open":
             if self.owner is not None:
                 raise ProtocolError("this connection already owns jobs")
-            self.owner = await core.open_owner(str(params.get("kind", "relay")), self._project(params).path)
-            return {"owner": self.owner.id}
+            owner = await engine.open_owner(str(params.get("kind", "relay")), self._caller(params.get("caller")))
+            assert isinstance(owner, Owner)
+            self.owner = owner
+            return {"owner": owner.id}
         if method == "owner/close":
             if self.owner is None:
                 raise ProtocolError("this connection opened no owner")
-            owner, self.owner = self.owner, None
-            return await core.close_owner(owner, "closed by its connection")
-        if method == "task/create":
-            return await core.submit_task(
-                owner=self._owned(params),
-                project=self._project(params),
-                prompt=str(params.get("prompt", "")),
-                mode=str(params.get("mode", "build")),
-                level=str(params.get("level", "read_only")),
-                model=params.get("model"),
-                access=access,
-            )
-        if method == "test/create":
-            command = params.get("command")
-            return await core.submit_test(
-                owner=self._owned(params), project=self._project(params), command=command, access=access
-            )
-        if method == "job/list":
-            owner = self._owned(params | {"owned": True})
-            assert owner is not None
-            return await core.jobs(owner)
-        if method == "job/get":
-            return await core.job(
-                str(params.get("id")),
-                owner=self._owned(params),
-                project=self._project(params).path,
-                cursor=int(params.get("cursor") or 0),
-            )
-        if method == "job/cancel":
-            return await core.cancel(
-                str(params.get("id")), owner=self._owned(params), project=self._project(params).path
-            )
-        if method == "approval/resolve":
-            owner = self._owned(params)
-            by = f"mcp:{owner.id}" if owner else str(params.get("by", "cli"))
-            return await core.resolve_approval(str(params.get("id")), str(params.get("decision")), owner=owner, by=by)
-        if method == "rollback":
-            return await core.rollback(
-                str(params.get("task_id")), project=self._project(params), access=access,
-                confirm=params.get("confirm") is True,
-            )  # fmt: skip
-        if method == "bg/list":
-            return core.processes.list_background()
-        if method == "bg/stop":
-            return await core.processes.stop_background(str(params.get("id")))
-        raise ToolError(f"unknown engine method {method!r}")
+            closing, self.owner = self.owner, None
+            return to_json(await engine.close_owner(closing, "closed by its connection"))
+        declared = verbs().get(method)
+        if declared is None:
+            raise ToolError(f"unknown engine method {method!r}")
+        request = from_json(declared.request, params.get("request") or {})
+        result = await getattr(engine, declared.name)(request, self._caller(params.get("caller")))
+        return to_json(result)
 
 
-def socket_accepts(path: Path) -> bool:
-    """True when something accepts connections on the unix socket ``path`` (a cheap probe)."""
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
+@dataclass(frozen=True, slots=True)
+class _WireCaller:
+    """A :class:`~shadowcode.engine.api.Caller` as it travels (:func:`shadowcode.engine.remote.caller_to_wire`)."""
+
+    project: str | None = None
+    allow_write: bool = False
+    allow_approvals: bool = False
+    owned: bool = False
+    confined: bool = False

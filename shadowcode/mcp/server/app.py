@@ -172,7 +172,7 @@ def build_server(
         ops.enter()
         try:
             with anyio.fail_after(operation_deadline_seconds):
-                text = read_resource(ctx, uri)
+                text = await read_resource(ctx, uri)
         except NotFound as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from exc
         except ShadowcodeError as exc:

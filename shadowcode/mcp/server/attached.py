@@ -14,14 +14,14 @@ import logging
 import os
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine.core import EngineCore
-from shadowcode.engine.policy import Access
-from shadowcode.engine.projects import canonical_project
+from shadowcode.engine.api import Access, Caller, EngineApi
+from shadowcode.engine.messages import Empty
 from shadowcode.errors import ShadowcodeError
 
 __all__ = ["serve_attached"]
@@ -30,12 +30,12 @@ logger = logging.getLogger(__name__)
 
 
 async def serve_attached(
-    core: EngineCore, stream: anyio.abc.SocketStream, params: dict[str, Any], notice: Callable[[str], None]
+    api: EngineApi, stream: anyio.abc.SocketStream, params: dict[str, Any], notice: Callable[[str], None]
 ) -> str:
     """Serve one relayed MCP session on ``stream`` until it ends; returns why it ended.
 
     Args:
-        core: the headless engine.
+        api: the headless engine, in this process.
         stream: the relay's socket, positioned after the attach reply.
         params: ``{"project": path, "allow_write": bool, "allow_approvals": bool}`` from the relay.
         notice: records the transport's closing lines for the relay to print (SRV-25).
@@ -45,12 +45,11 @@ async def serve_attached(
     from shadowcode.mcp.server.stdio import stdio_transport
 
     try:
-        root = canonical_project(str(params.get("project", "")))
+        project = await api.project_get(Empty(), Caller(project=Path(str(params.get("project", "")))))
     except ShadowcodeError as exc:
         return f"attach refused: {exc.message}"
-    core.engine.projects.ensure(root)
     access = Access(bool(params.get("allow_write")), bool(params.get("allow_approvals")))
-    ctx = ServerContext(engine=core.engine, root=root, access=access, core=core, owner_kind="relay")
+    ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="relay")
     server = build_server(ctx)
     raw: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
     read_fd = os.dup(raw.fileno())
@@ -69,5 +68,5 @@ async def serve_attached(
             os.close(fd)
         if ctx.owner is not None:
             with anyio.CancelScope(shield=True):
-                await core.close_owner(ctx.owner, reason)  # type: ignore[arg-type]
+                await api.close_owner(ctx.owner, reason)
     return reason

@@ -4,64 +4,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from shadowcode.engine import Access, Engine, Project
-from shadowcode.errors import NotAvailable
-
-if TYPE_CHECKING:
-    from shadowcode.engine.core import EngineCore
-    from shadowcode.engine.owners import Owner
+from shadowcode.engine.api import Access, Caller, EngineApi, OwnerHandle
 
 __all__ = ["ServerContext"]
 
 
 @dataclass
 class ServerContext:
-    """The fixed project and flags of one ``mcp serve`` (SRV-07, SRV-08, SRV-09).
+    """The fixed project and flags of one ``mcp serve`` connection, and its engine (SRV-07, SRV-08, SRV-09).
 
     Attributes:
-        engine: the profile's records (store, settings).
+        api: the engine: a temporary one in this process, the headless one (attached), or
+            the headless daemon serving a relayed session in its own process.
         root: the canonical project path, fixed for the connection's life.
         access: the server's ``--allow-write`` / ``--allow-approvals`` flags.
-        core: the running engine that takes delegated work, or None where none is running.
-        owner_kind: how this connection's owner is recorded (``stdio``, ``gateway``).
+        owner_kind: how this connection's owner is recorded (``stdio``, ``gateway``, ``relay``).
         owner: this connection's owner, opened by the first delegated job (SRV-22).
     """
 
-    engine: Engine
+    api: EngineApi
     root: Path
     access: Access
-    core: EngineCore | None = None
     owner_kind: str = "stdio"
-    owner: Owner | None = field(default=None)
+    owner: OwnerHandle | None = field(default=None)
 
     @property
     def engine_mode(self) -> str:
         """How this connection reaches its engine: ``temporary`` (one inside this process) or
         ``attached`` (the profile's headless engine, over its socket or through the stdio relay)."""
-        if self.core is None:
-            return self.engine.mode
-        if self.owner_kind == "relay":
-            return "attached"
-        return str(self.core.mode)
+        return "attached" if self.owner_kind == "relay" else str(self.api.mode)
 
-    def project(self) -> Project:
-        """The project's current trust record (re-read on each call: trust may change outside)."""
-        return self.engine.projects.get(self.root)
+    def caller(self) -> Caller:
+        """This connection as the engine sees it: confined to its project and its owner's jobs (SRV-08, SRV-16)."""
+        return Caller(project=self.root, access=self.access, owner=self.owner, confined=True)
 
-    def running_core(self) -> EngineCore:
-        """The engine that runs delegated work.
-
-        Raises:
-            NotAvailable: this server has no running engine.
-        """
-        if self.core is None:
-            raise NotAvailable("delegated work is not available: this server runs without an engine")
-        return self.core
-
-    async def ensure_owner(self) -> Owner:
-        """This connection's owner, registered with the engine on first use (SRV-22)."""
+    async def owning_caller(self) -> Caller:
+        """:meth:`caller` after registering this connection's owner with the engine on first use (SRV-22)."""
         if self.owner is None:
-            self.owner = await self.running_core().open_owner(self.owner_kind, self.root)
-        return self.owner
+            self.owner = await self.api.open_owner(self.owner_kind, self.caller())
+        return self.caller()

@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
+from shadowcode.engine.api import Access, Caller
 from shadowcode.errors import ConfigError, UsageError
 from shadowcode.limits import GATEWAY_TOKEN_MAX_CHARS, GATEWAY_TOKEN_MIN_CHARS
 
 if TYPE_CHECKING:
-    from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.streamable_http import GatewayLimits
+    from shadowcode.profile import Profile
 
 __all__ = ["BindAddress", "check_token", "parse_bind", "serve_http"]
 
@@ -150,8 +151,6 @@ def serve_http(
         ConfigError: a missing or malformed token, a bad workspace or profile.
         ConfigError: also when the address cannot be bound (in use, not available).
     """
-    from shadowcode.engine import Access, Engine
-    from shadowcode.mcp.server.context import ServerContext
     from shadowcode.profile import Profile
     from shadowcode.secrets import resolve, valid_name
 
@@ -163,21 +162,24 @@ def serve_http(
     token = check_token(resolve(selected, token_env), token_env)
     sys.stdout.flush()
     os.dup2(2, 1)  # stdout belongs to no one here: anything written there lands on stderr (GW-02)
-    with Engine.open(selected) as engine:
-        root = engine.project(workspace).path
-        ctx = ServerContext(engine=engine, root=root, access=Access(allow_write, allow_approvals), owner_kind="gateway")
-        anyio.run(_serve, ctx, address, token, limits)
+    access = Access(allow_write, allow_approvals)
+    anyio.run(_serve, selected, workspace, access, address, token, limits)
 
 
-async def _serve(ctx: ServerContext, address: BindAddress, token: bytes, limits: GatewayLimits | None) -> None:
-    from shadowcode.engine.remote import open_core
+async def _serve(
+    profile: Profile, workspace: Path, access: Access, address: BindAddress, token: bytes, limits: GatewayLimits | None
+) -> None:
+    from shadowcode.engine import open_engine
+    from shadowcode.engine.messages import Empty
     from shadowcode.mcp.server.app import build_server
+    from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.streamable_http import GatewayServer, build_mcp_app
 
-    server = build_server(ctx)
-    manager = build_mcp_app(server) if limits is None else build_mcp_app(server, body_max_bytes=limits.body_max_bytes)
-    async with open_core(ctx.engine) as core:
-        ctx.core = core
+    async with open_engine(profile) as api:
+        project = await api.project_get(Empty(), Caller(project=workspace))
+        ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="gateway")
+        server = build_server(ctx)
+        manager = build_mcp_app(server, **({} if limits is None else {"body_max_bytes": limits.body_max_bytes}))
         reason = "gateway stopped"
         try:
             listener = await anyio.create_tcp_listener(local_host=address.host, local_port=address.port)
@@ -207,7 +209,7 @@ async def _serve(ctx: ServerContext, address: BindAddress, token: bytes, limits:
                 if ctx.owner is not None:
                     sys.stderr.write(f"shadowcode gateway: closing its owner ({reason}); cancelling its jobs\n")
                     try:
-                        await core.close_owner(ctx.owner, reason)
+                        await api.close_owner(ctx.owner, reason)
                     except Exception:
                         logger.exception("closing the gateway's owner failed")
                 sys.stderr.write("shadowcode gateway: stopped\n")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from shadowcode.mcp.server.context import ServerContext
+    from shadowcode.profile import Profile
 
 __all__ = ["serve_stdio"]
 
@@ -33,27 +33,26 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
         ConfigError: bad workspace or profile (before anything is served).
         StoreError: the profile's store cannot be opened.
     """
-    from shadowcode.engine import Access, Engine
-    from shadowcode.mcp.server.context import ServerContext
     from shadowcode.profile import Profile
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode: %(levelname)s %(message)s")
     selected = Profile.select(profile)
-    with Engine.open(selected) as engine:
-        root = engine.project(workspace).path
-        ctx = ServerContext(engine=engine, root=root, access=Access(allow_write, allow_approvals))
-        anyio.run(_serve, ctx)
+    anyio.run(_serve, selected, workspace, allow_write, allow_approvals)
 
 
-async def _serve(ctx: ServerContext) -> None:
-    from shadowcode.engine.remote import open_core
+async def _serve(profile: Profile, workspace: Path, allow_write: bool, allow_approvals: bool) -> None:
+    from shadowcode.engine import open_engine
+    from shadowcode.engine.api import Access, Caller
+    from shadowcode.engine.messages import Empty
     from shadowcode.mcp.server.app import build_server
+    from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
 
-    server = build_server(ctx)
-    read_fd, write_fd = claim_stdio()
-    async with open_core(ctx.engine) as core:
-        ctx.core = core
+    async with open_engine(profile) as api:
+        project = await api.project_get(Empty(), Caller(project=workspace))
+        ctx = ServerContext(api=api, root=Path(project.path), access=Access(allow_write, allow_approvals))
+        server = build_server(ctx)
+        read_fd, write_fd = claim_stdio()
         reason = "connection closed"
         try:
             async with anyio.create_task_group() as tg:
@@ -73,4 +72,4 @@ async def _serve(ctx: ServerContext) -> None:
         finally:
             if ctx.owner is not None:
                 with anyio.CancelScope(shield=True):
-                    await core.close_owner(ctx.owner, reason)
+                    await api.close_owner(ctx.owner, reason)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shadowcode.engine import messages as m
+from shadowcode.engine.wire import to_json
 from shadowcode.errors import NotFound
 from shadowcode.mcp.server.context import ServerContext
 
@@ -27,7 +29,7 @@ PROMPTS: tuple[tuple[str, str, tuple[tuple[str, str, bool], ...]], ...] = (
 )
 
 
-def read_resource(ctx: ServerContext, uri: str) -> str:
+async def read_resource(ctx: ServerContext, uri: str) -> str:
     """The JSON text of resource ``uri``.
 
     Returns:
@@ -38,20 +40,20 @@ def read_resource(ctx: ServerContext, uri: str) -> str:
     Raises:
         NotFound: an unknown uri.
     """
-    history = ctx.engine.history
+    api, caller, empty = ctx.api, ctx.caller(), m.Empty()
     doc: Any
     if uri == "shadow://project":
-        saved = history.saved_map(ctx.root)
-        doc = ctx.project().as_dict() | {
-            "map": saved["map"] if saved else None,
-            "map_saved_at": saved["saved_at"] if saved else None,
+        saved = await api.saved_map(empty, caller)
+        doc = to_json(await api.project_get(empty, caller)) | {
+            "map": saved.map if saved else None,
+            "map_saved_at": saved.saved_at if saved else None,
         }
     elif uri == "shadow://sessions":
-        doc = {"sessions": history.sessions(ctx.root)}
+        doc = {"sessions": to_json(await api.sessions(m.SessionQuery(), caller))}
     elif uri == "shadow://memory":
-        doc = ctx.engine.memory.read(ctx.root)
+        doc = to_json(await api.memory_read(m.MemoryRef(), caller))
     elif uri == "shadow://plan":
-        doc = history.plan(ctx.root)
+        doc = await api.plan(empty, caller)
     else:
         raise NotFound(f"unknown resource {uri!r}")
     return json.dumps(doc, ensure_ascii=False)

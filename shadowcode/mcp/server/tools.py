@@ -8,23 +8,25 @@ policy lives in the engine, inspection in ``shadowcode.project``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio.to_thread
 from pydantic import BaseModel
 
 from shadowcode import __version__
-from shadowcode.engine import require_write
-from shadowcode.errors import NotFound, PolicyError, ToolError
+from shadowcode.engine import messages as m
+from shadowcode.engine.wire import to_json
+from shadowcode.enums import PermissionLevel, TaskMode
+from shadowcode.errors import ToolError
 from shadowcode.mcp.server import schemas as s
 from shadowcode.mcp.server.context import ServerContext
 
 __all__ = ["TOOLS", "ToolSpec", "tool_named"]
 
 Handler = Callable[[ServerContext, Any], Awaitable[dict[str, Any]]]
+
+_EMPTY = m.Empty()
 
 
 @dataclass(frozen=True)
@@ -50,156 +52,118 @@ class ToolSpec:
 
 
 async def _status(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
-    settings = ctx.engine.settings()
+    status = await ctx.api.status(_EMPTY, ctx.caller())
     return {
         "version": __version__,
-        "profile": ctx.engine.profile.name,
+        "profile": status.profile,
         "engine": {"mode": ctx.engine_mode},
-        "project": ctx.project().as_dict(),
+        "project": to_json(status.project),
         "server": {"allow_write": ctx.access.allow_write, "allow_approvals": ctx.access.allow_approvals},
-        "models": {"configured": len(settings.models), "default": settings.default_model},
+        "models": {"configured": status.models_configured, "default": status.default_model},
     }
 
 
 async def _models(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
-    settings = ctx.engine.settings()
-    models = [m.model_dump(exclude={"api_key_env"}) | {"has_api_key_env": bool(m.api_key_env)} for m in settings.models]
-    return {"models": models, "default": settings.default_model}
+    listing = await ctx.api.model_list(_EMPTY, ctx.caller())
+    models = [
+        model.model_dump(exclude={"api_key_env"}) | {"has_api_key_env": bool(model.api_key_env)}
+        for model in listing.models
+    ]
+    return {"models": models, "default": listing.default}
 
 
 async def _sessions(ctx: ServerContext, args: s.SessionsInput) -> dict[str, Any]:
-    return {"sessions": ctx.engine.history.sessions(ctx.root, args.limit)}
+    return {"sessions": to_json(await ctx.api.sessions(m.SessionQuery(args.limit), ctx.caller()))}
 
 
 async def _review(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
-    from shadowcode.project.review import review
-
-    return await anyio.to_thread.run_sync(review, ctx.root)
+    return to_json(await ctx.api.review(_EMPTY, ctx.caller()))
 
 
 async def _tools(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
-    from shadowcode.engine.capabilities import native_tools
-
-    return {"tools": native_tools()}
+    return {"tools": to_json(await ctx.api.tool_list(_EMPTY, ctx.caller()))}
 
 
 async def _understand(ctx: ServerContext, args: s.UnderstandInput) -> dict[str, Any]:
-    from shadowcode.project.understand import build_map
-
-    if args.save:
-        require_write(ctx.project(), ctx.access, "saving the project map")
-    result = dict(await anyio.to_thread.run_sync(build_map, ctx.root))
-    result["saved"] = False
-    if args.save:
-        ctx.engine.history.save_map(ctx.root, str(result["map"]), int(time.time()))
-        result["saved"] = True
-    return result
+    return to_json(await ctx.api.understand(m.UnderstandRequest(save=args.save), ctx.caller()))
 
 
 async def _doctor(ctx: ServerContext, args: s.DoctorInput) -> dict[str, Any]:
-    from shadowcode.engine.diagnostics import diagnose
-
-    return await diagnose(ctx.engine, ctx.root, probe_model=args.probe_model)
+    return to_json(await ctx.api.doctor(m.DoctorRequest(probe_model=args.probe_model), ctx.caller()))
 
 
 async def _why(ctx: ServerContext, args: s.WhyInput) -> dict[str, Any]:
-    return {"entries": ctx.engine.history.why(ctx.root, args.path, args.task_id)}
+    return {"entries": to_json(await ctx.api.why(m.WhyQuery(args.path, args.task_id), ctx.caller()))}
 
 
 async def _memory(ctx: ServerContext, args: s.MemoryInput) -> dict[str, Any]:
-    notes = ctx.engine.memory
+    api, caller = ctx.api, ctx.caller()
     if args.action == "read":
-        return notes.read(ctx.root, args.scope, args.task_id)
-    require_write(ctx.project(), ctx.access, f"{args.action} on a memory note")
-    if args.text is None:
-        raise ToolError(f"{args.action} needs text")
-    if args.action == "append":
-        return notes.append(ctx.root, args.text, args.scope, args.task_id)
-    if not args.expected_hash:
-        raise ToolError("replace needs expected_hash: read the note first and pass its hash")
-    return notes.replace(ctx.root, args.text, args.expected_hash, args.scope, args.task_id)
+        note = await api.memory_read(m.MemoryRef(args.scope, args.task_id), caller)
+    elif args.action == "append":
+        note = await api.memory_append(m.MemoryAppend(args.text, args.scope, args.task_id), caller)
+    else:
+        replace = m.MemoryReplace(args.text, args.expected_hash, args.scope, args.task_id)
+        note = await api.memory_replace(replace, caller)
+    return to_json(note)
 
 
 async def _sqlite(ctx: ServerContext, args: s.SqliteInput) -> dict[str, Any]:
-    from shadowcode.project import sqlite_inspect
-
     if args.action == "tables":
-        return await anyio.to_thread.run_sync(sqlite_inspect.list_tables, ctx.root, args.path)
+        return to_json(await ctx.api.sqlite_tables(m.SqliteTablesRequest(args.path), ctx.caller()))
     if not args.sql:
         raise ToolError("action 'query' needs sql")
-    return await anyio.to_thread.run_sync(sqlite_inspect.run_query, ctx.root, args.path, args.sql, args.params)
+    return to_json(await ctx.api.sqlite_query(m.SqliteQuery(args.path, args.sql, args.params), ctx.caller()))
 
 
 async def _goal(ctx: ServerContext, args: s.GoalInput) -> dict[str, Any]:
-    goals = ctx.engine.goals
+    api, caller = ctx.api, ctx.caller()
     if args.action == "list":
-        return {"goals": goals.list(ctx.root)}
+        return {"goals": to_json(await api.goal_list(_EMPTY, caller))}
     if args.action == "get":
-        return {"goal": goals.get(ctx.root, args.goal_id)}
-    require_write(ctx.project(), ctx.access, f"{args.action} on a goal")
-    if args.action == "create":
-        return {"goal": goals.create(ctx.root, args.title or "")}
-    if args.action == "advance":
-        return {"goal": goals.advance(ctx.root, args.goal_id, args.note or "", done=args.done)}
-    return {"goal": goals.abandon(ctx.root, args.goal_id, args.note)}
+        goal = await api.goal_get(m.GoalRef(args.goal_id), caller)
+    elif args.action == "create":
+        goal = await api.goal_create(m.GoalCreate(args.title), caller)
+    elif args.action == "advance":
+        goal = await api.goal_advance(m.GoalAdvance(args.goal_id, args.note, done=args.done), caller)
+    else:
+        goal = await api.goal_abandon(m.GoalAbandon(args.goal_id, args.note), caller)
+    return {"goal": to_json(goal)}
 
 
 async def _checkpoint(ctx: ServerContext, args: s.CheckpointInput) -> dict[str, Any]:
     if args.checkpoint_id:
-        return {"checkpoint": ctx.engine.history.checkpoint(ctx.root, args.checkpoint_id)}
-    return {"checkpoints": ctx.engine.history.checkpoints(ctx.root, args.task_id)}
+        return {"checkpoint": to_json(await ctx.api.checkpoint(m.CheckpointRef(args.checkpoint_id), ctx.caller()))}
+    return {"checkpoints": to_json(await ctx.api.checkpoints(m.CheckpointQuery(args.task_id), ctx.caller()))}
 
 
 async def _run(ctx: ServerContext, args: s.RunInput) -> dict[str, Any]:
-    core = ctx.running_core()
-    return await core.submit_task(
-        owner=await ctx.ensure_owner(),
-        project=ctx.project(),
-        prompt=args.prompt,
-        mode=args.mode,
-        level=args.permission_level,
-        model=args.model,
-        access=ctx.access,
-    )
+    request = m.TaskRequest(args.prompt, TaskMode(args.mode), PermissionLevel(args.permission_level), args.model)
+    return to_json(await ctx.api.task_submit(request, await ctx.owning_caller()))
 
 
 async def _jobs(ctx: ServerContext, args: s.JobsInput) -> dict[str, Any]:
-    core = ctx.running_core()
     if args.action == "list":
-        return {"jobs": await core.jobs(ctx.owner) if ctx.owner else []}
+        return {"jobs": to_json(await ctx.api.jobs(_EMPTY, ctx.caller()))}
     if not args.job_id:
         raise ToolError(f"action {args.action!r} needs job_id")
-    if ctx.owner is None:
-        raise NotFound(f"no job {args.job_id!r} created by this connection")
     if args.action == "cancel":
-        return await core.cancel(args.job_id, owner=ctx.owner, project=ctx.root)
+        return to_json(await ctx.api.job_cancel(m.JobRef(args.job_id), ctx.caller()))
     cursor = int(args.cursor) if args.cursor and args.cursor.isdigit() else 0
-    return await core.job(args.job_id, owner=ctx.owner, project=ctx.root, cursor=cursor)
+    return to_json(await ctx.api.job(m.JobQuery(args.job_id, cursor), ctx.caller()))
 
 
 async def _approve(ctx: ServerContext, args: s.ApproveInput) -> dict[str, Any]:
-    core = ctx.running_core()
-    if args.decision == "approve" and not (ctx.access.allow_write and ctx.access.allow_approvals):
-        raise PolicyError(
-            "approving needs a server started with --allow-write --allow-approvals; approve it with "
-            f"`shadowcode approve {args.approval_id}` instead"
-        )
-    if ctx.owner is None:
-        raise NotFound(f"no approval {args.approval_id!r} of a job this connection created")
-    approval = await core.resolve_approval(args.approval_id, args.decision, owner=ctx.owner, by=f"mcp:{ctx.owner.id}")
-    return {"approval": approval}
+    approval = await ctx.api.approval_resolve(m.ApprovalDecision(args.approval_id, args.decision), ctx.caller())
+    return {"approval": to_json(approval)}
 
 
 async def _test(ctx: ServerContext, args: s.TestInput) -> dict[str, Any]:
-    core = ctx.running_core()
-    return await core.submit_test(
-        owner=await ctx.ensure_owner(), project=ctx.project(), command=args.command, access=ctx.access
-    )
+    return to_json(await ctx.api.test_submit(m.TestRequest(args.command), await ctx.owning_caller()))
 
 
 async def _rollback(ctx: ServerContext, args: s.RollbackInput) -> dict[str, Any]:
-    core = ctx.running_core()
-    return await core.rollback(args.task_id, project=ctx.project(), access=ctx.access, confirm=args.confirm)
+    return to_json(await ctx.api.rollback(m.Rollback(args.task_id, args.confirm), ctx.caller()))
 
 
 TOOLS: tuple[ToolSpec, ...] = (

@@ -1,0 +1,85 @@
+"""Handlers: project and task notes, durable goals (SRV-08, SRV-12, SRV-14).
+
+Reads need nothing; every change needs write access (SRV-09). Notes and goals belong to the
+caller's canonical project: another project's task or goal is not found (SRV-08).
+"""
+
+from __future__ import annotations
+
+from shadowcode.engine.api import Caller, EngineApi
+from shadowcode.engine.messages import (
+    Empty,
+    Goal,
+    GoalAbandon,
+    GoalAdvance,
+    GoalCreate,
+    GoalRef,
+    GoalSummary,
+    MemoryAppend,
+    MemoryNote,
+    MemoryRef,
+    MemoryReplace,
+)
+from shadowcode.engine.state import EngineState, require_write
+from shadowcode.engine.verbs._registry import handles
+from shadowcode.engine.wire import from_record
+from shadowcode.errors import ToolError
+
+__all__: list[str] = []
+
+
+@handles(EngineApi.memory_read)
+async def memory_read(state: EngineState, request: MemoryRef, caller: Caller) -> MemoryNote:
+    return from_record(MemoryNote, state.memory.read(state.project(caller).path, request.scope, request.task_id))
+
+
+@handles(EngineApi.memory_append)
+async def memory_append(state: EngineState, request: MemoryAppend, caller: Caller) -> MemoryNote:
+    project = state.project(caller)
+    require_write(project, caller.access, "append on a memory note")
+    if request.text is None:
+        raise ToolError("append needs text")
+    return from_record(MemoryNote, state.memory.append(project.path, request.text, request.scope, request.task_id))
+
+
+@handles(EngineApi.memory_replace)
+async def memory_replace(state: EngineState, request: MemoryReplace, caller: Caller) -> MemoryNote:
+    project = state.project(caller)
+    require_write(project, caller.access, "replace on a memory note")
+    if request.text is None:
+        raise ToolError("replace needs text")
+    if not request.expected_hash:
+        raise ToolError("replace needs expected_hash: read the note first and pass its hash")
+    note = state.memory.replace(project.path, request.text, request.expected_hash, request.scope, request.task_id)
+    return from_record(MemoryNote, note)
+
+
+@handles(EngineApi.goal_list)
+async def goal_list(state: EngineState, request: Empty, caller: Caller) -> list[GoalSummary]:
+    return from_record(list[GoalSummary], state.goals.list(state.project(caller).path))
+
+
+@handles(EngineApi.goal_get)
+async def goal_get(state: EngineState, request: GoalRef, caller: Caller) -> Goal:
+    return from_record(Goal, state.goals.get(state.project(caller).path, request.goal_id))
+
+
+@handles(EngineApi.goal_create)
+async def goal_create(state: EngineState, request: GoalCreate, caller: Caller) -> Goal:
+    project = state.project(caller)
+    require_write(project, caller.access, "create on a goal")
+    return from_record(Goal, state.goals.create(project.path, request.title or ""))
+
+
+@handles(EngineApi.goal_advance)
+async def goal_advance(state: EngineState, request: GoalAdvance, caller: Caller) -> Goal:
+    project = state.project(caller)
+    require_write(project, caller.access, "advance on a goal")
+    return from_record(Goal, state.goals.advance(project.path, request.goal_id, request.note or "", done=request.done))
+
+
+@handles(EngineApi.goal_abandon)
+async def goal_abandon(state: EngineState, request: GoalAbandon, caller: Caller) -> Goal:
+    project = state.project(caller)
+    require_write(project, caller.access, "abandon on a goal")
+    return from_record(Goal, state.goals.abandon(project.path, request.goal_id, request.note))
