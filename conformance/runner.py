@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +94,16 @@ async def _run_attached(chk: Check, ctx: Context) -> CheckResult:
     return CheckResult(False, "; ".join([result.detail, *problems]), result.data, result.subresults)
 
 
+HARNESS_VARIABLES: tuple[str, ...] = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH")
+"""How the harness's own Python finds its code; a target never inherits them, or a packaged target
+could import the checkout's modules instead of its own (PKG-01, CONF-04)."""
+
+
+def target_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a target runs in: the harness's, less :data:`HARNESS_VARIABLES`."""
+    return {name: value for name, value in environ.items() if name not in HARNESS_VARIABLES}
+
+
 async def run_one(
     chk: Check,
     *,
@@ -127,7 +137,7 @@ async def run_one(
     home.mkdir()
     work = scratch / "scratch"
     work.mkdir()
-    env = dict(os.environ)
+    env = target_environment(os.environ)
     env["SHADOWCODE_HOME"] = str(home)
     revisions: dict[str, str] = {}
     try:

@@ -141,3 +141,11 @@ def test_commands_that_outlive_their_time_bound_are_killed_conf01() -> None:
 
     outcome = _run([_check("slow", slow)])
     assert outcome.records[0].ok, outcome.records[0].detail
+
+
+@pytest.mark.req("CONF-04", "PKG-01")
+def test_a_target_never_inherits_how_the_harness_finds_its_code() -> None:
+    from conformance.runner import target_environment
+
+    env = target_environment({"PYTHONPATH": "/checkout", "PYTHONHOME": "/x", "PATH": "/bin", "HOME": "/h"})
+    assert env == {"PATH": "/bin", "HOME": "/h"}
