@@ -20,7 +20,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from shadowcode.engine.checkpoints import Checkpoints, read_regular, refuse_git_path, replace_atomically
+from shadowcode.agent.ports import WriteLog
+from shadowcode.engine.checkpoints import read_regular, refuse_git_path, replace_atomically
 from shadowcode.errors import ToolError
 from shadowcode.limits import (
     FILE_LIST_ENTRIES_MAX,
@@ -190,7 +191,7 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
     return {"matches": matches, "truncated": truncated}
 
 
-def write_file(root: Path, path: str, content: str, *, checkpoints: Checkpoints, task_id: str) -> dict[str, Any]:
+def write_file(root: Path, path: str, content: str, *, checkpoints: WriteLog, task_id: str) -> dict[str, Any]:
     """Create or overwrite a project file with ``content``, checkpointed first (ENG-04, ENG-06).
 
     Args:
@@ -219,7 +220,7 @@ def write_file(root: Path, path: str, content: str, *, checkpoints: Checkpoints,
     return {"path": rel, "bytes": len(data), "created": created}
 
 
-def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: Checkpoints, task_id: str) -> dict[str, Any]:
+def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: WriteLog, task_id: str) -> dict[str, Any]:
     """Replace the one occurrence of ``old`` with ``new`` in a UTF-8 project file (ENG-04, ENG-06).
 
     Args:
@@ -275,7 +276,7 @@ def _writable(root: Path, path: str) -> tuple[Path, Path, str]:
     return real_root, target, rel
 
 
-def _write(real_root: Path, target: Path, rel: str, data: bytes, *, checkpoints: Checkpoints, task_id: str) -> None:
+def _write(real_root: Path, target: Path, rel: str, data: bytes, *, checkpoints: WriteLog, task_id: str) -> None:
     change_id = checkpoints.record_write(real_root, task_id, rel, data)
     try:
         replace_atomically(target, data)

@@ -54,7 +54,7 @@ async def run_agent(
     """
     if env.mcp is not None:
         await env.mcp.prepare(env)
-    tools = tool_schemas(env.allowed, env.mcp)
+    tools = tool_schemas(env.offered, env.mcp)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(env)},
         {"role": "user", "content": prompt},

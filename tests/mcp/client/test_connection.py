@@ -30,7 +30,7 @@ from shadowcode.limits import (
 from shadowcode.mcp.client.connection import Connection, ConnectionState, connections_open
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits
-from tests.mcp.client.mcp_client_support import group_gone, hostile_argv, pid_gone, wait_for
+from tests.support.mcp_client import group_gone, hostile_argv, pid_gone, wait_for
 
 pytestmark = [
     pytest.mark.anyio,

@@ -18,7 +18,7 @@ from shadowcode.engine.core import EngineCore
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
 from shadowcode.mcp.client.grants import McpRegistry
 from shadowcode.secrets import SecretStore
-from tests.mcp.client.mcp_client_support import (
+from tests.support.mcp_client import (
     PY,
     PYTHON_SDK_SERVER,
     approve_next,
