@@ -93,7 +93,7 @@ def list_servers(servers: list[ServerState]) -> dict[str, Any]:
                 "server": s.definition.name,
                 "id": s.definition.id,
                 "description": s.definition.spec.description,
-                "tools": None if s.tools is None else len(s.tools),
+                "tools": None if s.tools is None or s.lost is not None else len(s.tools),
                 "state": s.state,
             }
             for s in servers
@@ -109,6 +109,8 @@ def list_server(server: ServerState, args: dict[str, Any]) -> dict[str, Any]:
     """
     if server.tools is None:
         raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
+    if server.lost is not None:
+        raise server.unavailable_error(server.lost, sent=True)
     if args.get("tool"):
         tool = server.tool(str(args["tool"]))
         if tool is None:
@@ -146,6 +148,8 @@ def check_arguments(server: ServerState, tool_name: str, arguments: Any) -> dict
     """
     if server.tools is None:
         raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
+    if server.lost is not None:
+        raise server.unavailable_error(server.lost)
     tool = server.tool(tool_name)
     if tool is None:
         raise ToolError(f"MCP server {server.definition.name} has no tool {tool_name!r}; nothing was sent")

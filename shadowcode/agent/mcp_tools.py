@@ -195,7 +195,7 @@ class TaskServers:
         """
         if not self._servers:
             return ()
-        return COMPACT_MCP_TOOLS + tuple(self._inline)
+        return COMPACT_MCP_TOOLS + tuple(n for n, (server, _) in self._inline.items() if server.lost is None)
 
     def handles(self, name: str) -> bool:
         """True for a tool name this object answers (an inline tool of a lost server included)."""
@@ -268,11 +268,6 @@ class TaskServers:
         """
         server = self._server(server_key)
         checked = check_arguments(server, tool_name, arguments)
-        if server.conn is not None and server.conn.state is not ConnectionState.READY:
-            raise ToolError(
-                f"MCP server {server.definition.id} is not connected ({server.conn.error or server.conn.state.value}); "
-                "nothing was sent; start a new task to reconnect"
-            )
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
         shown = {"server": server.definition.id, "tool": tool_name}
