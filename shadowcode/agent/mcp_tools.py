@@ -45,7 +45,7 @@ from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolErr
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
 )
-from shadowcode.mcp.client.connection import Connection, ConnectionState
+from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
 from shadowcode.mcp.client.definitions import StdioSpec
 from shadowcode.mcp.client.redaction import Redactor
 
@@ -263,7 +263,9 @@ class TaskServers:
         """Check, approve, then send one tool call (CLI-09, CLI-10, CLI-14).
 
         Returns:
-            ``{"server": id, "tool", "is_error", "content", "structured_content"}`` or
+            ``{"server": id, "tool", "is_error", "content", "structured_content"}``;
+            ``{"server": id, "tool", "error", "error_code"}`` when the server answered with a
+            JSON-RPC error (its message redacted; the connection stays usable); or
             ``{"error", "approval_id"}`` when the user did not approve.
         """
         server = self._server(server_key)
@@ -288,8 +290,14 @@ class TaskServers:
         env.records.event(
             env.task_id, "mcp.call", {"server": server.definition.id, "tool": tool_name, "approval_id": approval_id}
         )
+        outcome = {"server": server.definition.id, "tool": tool_name}
         try:
             result = await conn.call(tool_name, checked)
+        except CallRefused as exc:
+            # The server's error reply is this call's answer, not a failed connection (CLI-14).
+            code = exc.fields.get("error_code")
+            env.records.event(env.task_id, "mcp.result", outcome | {"is_error": True, "error_code": code})
+            return outcome | {"error": exc.message, "error_code": code}
         finally:
             if conn.state is not ConnectionState.READY:
                 await conn.wait_closed()
@@ -299,7 +307,7 @@ class TaskServers:
             "mcp.result",
             {"server": server.definition.id, "tool": tool_name, "is_error": result["is_error"]},
         )
-        return {"server": server.definition.id, "tool": tool_name} | result
+        return outcome | result
 
     # -- connections (CLI-04, CLI-12, CLI-19) ------------------------------------------------
 

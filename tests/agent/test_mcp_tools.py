@@ -580,3 +580,57 @@ async def test_the_loop_stops_offering_a_failed_servers_first_class_tools_cli15(
     assert [r["ok"] for r in results] == [False, False]
     assert "is unavailable" in results[1]["summary"] and "nothing was sent" in results[1]["summary"]
     assert fakes.approvals == 1 and fakes.statuses == ["waiting", "running"]
+
+
+async def _approve_until_finished(core: EngineCore, task_id: str) -> dict[str, Any]:
+    """Approve every approval the task asks for until it finishes; returns its record."""
+
+    def approve_all() -> dict[str, Any] | None:
+        for approval in core.approvals.pending(task_id=task_id):
+            core.approvals.resolve(approval["id"], "approve", by="test")
+        task = core.records.get(task_id)
+        return task if task["status"] in ("done", "failed", "cancelled", "interrupted") else None
+
+    return await wait_for(approve_all, seconds=30, what=f"task {task_id} to finish")
+
+
+@pytest.mark.req("CLI-14", "CLI-04")
+async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_call_uses_the_same_connection_cli14(
+    engine: Engine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
+    SecretStore(engine.profile).set("MCP_TEST_TOKEN", SECRET)
+    project = _trust(engine, project_dir)
+    def_id = project_definition(
+        project_dir,
+        "h",
+        {"name": "h", "command": hostile_argv("rpc_error"), "env_refs": {"FIXTURE_TOKEN": "MCP_TEST_TOKEN"}},
+    )
+    _enable(engine, project, def_id)
+    turns = _calls(
+        ("mcp__h__echo", {"text": "-32000"}),
+        ("mcp_call", {"server": "h", "tool": "echo", "arguments": {"text": "-32001"}}),
+        ("mcp__h__echo", {"text": "still here"}),
+    )
+    scripted(engine, tmp_path, [{"match": "", "turns": turns}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        assert (await _approve_until_finished(core, task_id))["status"] == "done"
+        closed_message = _last_tool_message(engine, task_id)
+    refused_32000, refused_32001, fine = _results(core, task_id)
+    assert fine["ok"] is True and json.loads(fine["summary"])["content"][0]["text"] == "still here", fine
+    assert "still here" in closed_message
+    for result, code in ((refused_32000, -32000), (refused_32001, -32001)):
+        doc = json.loads(result["summary"])
+        assert f"JSON-RPC error {code}: refused with {code}: token [redacted]" in doc["error"], doc
+        assert "within" not in doc["error"] and "closed" not in doc["error"]
+        assert result["ok"] is False and doc["error_code"] == code, doc
+    kinds = _kinds(core, task_id)
+    assert kinds.count("mcp.connected") == 1 and kinds.count("mcp.call") == 3 and kinds.count("mcp.closed") == 1
+    outcomes = [e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.result"]
+    assert [o.get("error_code") for o in outcomes] == [-32000, -32001, None]
+    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
+    assert closed["error"] is None and closed["cleanup"] in ("terminated", "killed")
+    for path in engine.profile.root.rglob("*"):
+        if path.is_file() and path.name != "secrets.json":
+            assert SECRET.encode() not in path.read_bytes(), path
