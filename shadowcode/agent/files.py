@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from shadowcode.engine.checkpoints import Checkpoints, read_regular, refuse_git_path, replace_atomically
+from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.errors import ToolError
 from shadowcode.limits import (
     FILE_LIST_ENTRIES_MAX,
@@ -33,6 +33,7 @@ from shadowcode.limits import (
     SEARCH_PATTERN_MAX_CHARS,
     UNDERSTAND_ENTRIES_MAX,
 )
+from shadowcode.project.files import read_regular, refuse_git_path, replace_atomically
 from shadowcode.project.paths import canonical_root, relative_posix, resolve_inside, walk_files
 
 __all__ = ["edit_file", "list_files", "read_file", "search_files", "write_file"]
@@ -244,11 +245,11 @@ def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: Checkpo
     if old == "":
         raise ToolError("old must not be empty")
     real_root, target, rel = _writable(root, path)
-    current = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES)
+    current = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES, label=rel)
     if current is None:
         raise ToolError(f"no such file in the project: {rel}", path=rel)
     try:
-        text = current.decode("utf-8")
+        text = current.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{rel} is not UTF-8 text", path=rel) from exc
     count = text.count(old)
@@ -311,9 +312,9 @@ def _searchable_text(path: Path) -> str | None:
     if not stat.S_ISREG(info.st_mode) or info.st_size > SEARCH_FILE_MAX_BYTES:
         return None
     try:
-        data = read_regular(path, max_bytes=SEARCH_FILE_MAX_BYTES)
+        found = read_regular(path, max_bytes=SEARCH_FILE_MAX_BYTES)
     except ToolError:
         return None
-    if data is None or b"\x00" in data:
+    if found is None or b"\x00" in found.data:
         return None
-    return data.decode("utf-8", errors="replace")
+    return found.data.decode("utf-8", errors="replace")
