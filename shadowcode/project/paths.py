@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from shadowcode.errors import ToolError
-from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_FILES_MAX, UNDERSTAND_READ_MAX_BYTES
+from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_FILES_MAX
 from shadowcode.project.files import (
     canonical_root,
     confine,
     in_profile_root,
     is_inside,
     profile_root,
-    read_optional,
     relative_posix,
     resolve_inside,
 )
@@ -35,7 +34,6 @@ __all__ = [
     "ProjectWalk",
     "canonical_root",
     "is_inside",
-    "read_text_inside",
     "relative_posix",
     "resolve_inside",
     "walk_files",
@@ -46,24 +44,6 @@ SKIPPED_DIR_NAMES: frozenset[str] = frozenset({".git", "node_modules", ".venv", 
 skipped as well, except ``.shadowcode``."""
 
 _KEPT_HIDDEN_DIRS: frozenset[str] = frozenset({".shadowcode"})
-
-
-def read_text_inside(root: Path, rel: str, *, max_bytes: int = UNDERSTAND_READ_MAX_BYTES) -> tuple[str, bool] | None:
-    """``(text, complete)`` of a project file read through :func:`shadowcode.project.files.read_optional`.
-
-    Args:
-        root: the canonical project root.
-        rel: the file's path relative to the root.
-        max_bytes: bytes to read at most.
-
-    Returns:
-        The UTF-8 text (undecodable bytes replaced) and whether the whole file was read; None
-        when there is no readable regular file of project content there (SRV-19).
-    """
-    found = read_optional(root, rel, max_bytes=max_bytes)
-    if found is None:
-        return None
-    return found.data.decode("utf-8", errors="replace"), not found.truncated
 
 
 @dataclass(frozen=True)

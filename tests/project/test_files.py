@@ -1,6 +1,6 @@
 """The one way to reach project content: confinement, non-blocking bounded reads, atomic writes.
 
-Every call that could block on a hostile file runs under :func:`_at_once`, so a regression
+Every call that could block on a hostile file runs under ``at_once``, so a regression
 fails the test within seconds instead of hanging the run (SRV-08, SRV-19, ENG-06, CLI-03).
 """
 
@@ -9,10 +9,8 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -28,29 +26,7 @@ from shadowcode.project.files import (
     refuse_git_path,
     replace_atomically,
 )
-
-T = TypeVar("T")
-_DEADLINE_SECONDS = 5.0
-
-
-def _at_once(call: Callable[[], T]) -> T:
-    """Run ``call`` on a daemon thread; fail the test if it has not returned within the deadline."""
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # handed back to the test below
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(_DEADLINE_SECONDS)
-    if worker.is_alive():
-        pytest.fail(f"the call did not return within {_DEADLINE_SECONDS} s (it blocked)")
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+from tests.support.deadline import at_once
 
 
 @pytest.fixture
@@ -80,28 +56,28 @@ def unix_socket(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_a_fifo_is_refused_at_once_and_named_srv19_eng06(root: Path) -> None:
     os.mkfifo(root / "README.md")
     with pytest.raises(ToolError, match=r"README.md is not a regular file \(a FIFO\)"):
-        _at_once(lambda: read_regular(root / "README.md", max_bytes=100))
-    assert _at_once(lambda: read_optional(root, "README.md", max_bytes=100)) is None
-    assert _at_once(lambda: current_sha256(root / "README.md", max_bytes=100)) == (False, None)
+        at_once(lambda: read_regular(root / "README.md", max_bytes=100))
+    assert at_once(lambda: read_optional(root, "README.md", max_bytes=100)) is None
+    assert at_once(lambda: current_sha256(root / "README.md", max_bytes=100)) == (False, None)
 
 
 @pytest.mark.req("SRV-19")
 def test_a_unix_socket_is_refused_at_once_srv19(root: Path, unix_socket: Path) -> None:
     with pytest.raises(ToolError, match=r"not a regular file \(a socket\)"):
-        _at_once(lambda: read_regular(unix_socket, max_bytes=100))
-    assert _at_once(lambda: read_optional(root, "s.sock", max_bytes=100)) is None
+        at_once(lambda: read_regular(unix_socket, max_bytes=100))
+    assert at_once(lambda: read_optional(root, "s.sock", max_bytes=100)) is None
 
 
 @pytest.mark.req("SRV-08", "SRV-19")
 def test_a_symlink_to_dev_zero_is_refused_at_once_srv08_srv19(root: Path) -> None:
     (root / "zero").symlink_to("/dev/zero")
     with pytest.raises(ToolError, match="outside the project"):
-        _at_once(lambda: confine(root, "zero"))
+        at_once(lambda: confine(root, "zero"))
     with pytest.raises(ToolError, match=r"not a regular file \(a character device\)"):
-        _at_once(lambda: read_regular(root / "zero", max_bytes=100, follow_symlinks=True))
+        at_once(lambda: read_regular(root / "zero", max_bytes=100, follow_symlinks=True))
     with pytest.raises(ToolError, match=r"not a regular file \(a symbolic link\)"):
-        _at_once(lambda: read_regular(root / "zero", max_bytes=100))
-    assert _at_once(lambda: read_optional(root, "zero", max_bytes=100)) is None
+        at_once(lambda: read_regular(root / "zero", max_bytes=100))
+    assert at_once(lambda: read_optional(root, "zero", max_bytes=100)) is None
 
 
 @pytest.mark.req("SRV-08")
@@ -111,7 +87,7 @@ def test_a_symlink_leaving_the_project_is_refused_srv08(root: Path, tmp_path: Pa
     (root / "out").symlink_to(tmp_path)
     for rel in ("leak.txt", "out/secret.txt", "../secret.txt", str(tmp_path / "secret.txt")):
         with pytest.raises(ToolError, match="outside the project"):
-            _at_once(lambda rel=rel: confine(root, rel))
+            at_once(lambda rel=rel: confine(root, rel))
         assert read_optional(root, rel, max_bytes=10) is None
 
 
@@ -122,7 +98,7 @@ def test_paths_inside_git_are_never_content_srv08_eng06(root: Path) -> None:
     (root / "cfg").symlink_to(root / ".git" / "config")
     for rel in (".git/config", ".GIT/config", ".git", "cfg", "src/../.git/config"):
         with pytest.raises(ToolError, match="inside .git"):
-            _at_once(lambda rel=rel: confine(root, rel, must_exist=False))
+            at_once(lambda rel=rel: confine(root, rel, must_exist=False))
         assert read_optional(root, rel, max_bytes=100) is None
     assert confine(root, ".gitignore", must_exist=False) == root / ".gitignore"
 
@@ -139,7 +115,7 @@ def test_the_profile_root_inside_the_project_is_never_content_srv08_srv19(
     assert profile_root() == home
     for rel in ("home/secrets.json", "home", "alias.json", "home/new.txt"):
         with pytest.raises(ToolError, match="profile folder"):
-            _at_once(lambda rel=rel: confine(root, rel, must_exist=False))
+            at_once(lambda rel=rel: confine(root, rel, must_exist=False))
         assert read_optional(root, rel, max_bytes=100) is None
     assert confine(root, "src/app.py") == root / "src" / "app.py"
 
@@ -163,9 +139,9 @@ def test_a_linked_profile_root_is_recognised_by_its_real_path_srv08(
 def test_a_file_at_the_bound_is_read_whole_and_one_byte_past_is_refused_or_cut_srv19_cli03(root: Path) -> None:
     (root / "at.txt").write_bytes(b"x" * 10)
     (root / "past.txt").write_bytes(b"x" * 11)
-    assert _at_once(lambda: read_regular(root / "at.txt", max_bytes=10)) == FileContent(b"x" * 10, False)
+    assert at_once(lambda: read_regular(root / "at.txt", max_bytes=10)) == FileContent(b"x" * 10, False)
     with pytest.raises(ToolError, match="past.txt is larger than 10 bytes"):
-        _at_once(lambda: read_regular(root / "past.txt", max_bytes=10))
+        at_once(lambda: read_regular(root / "past.txt", max_bytes=10))
     assert read_regular(root / "past.txt", max_bytes=10, truncate=True) == FileContent(b"x" * 10, True)
     assert read_optional(root, "at.txt", max_bytes=10) == FileContent(b"x" * 10, False)
     assert read_optional(root, "past.txt", max_bytes=10) == FileContent(b"x" * 10, True)

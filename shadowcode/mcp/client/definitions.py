@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -296,22 +295,17 @@ def read_definition_file(path: Path) -> tuple[bytes, str]:
 
 
 def _read_regular(path: Path, source: str) -> bytes:
+    """The bytes of a definition file, through the one non-blocking bounded reader (CLI-03)."""
+    from shadowcode.errors import ToolError
+    from shadowcode.project.files import read_regular
+
     try:
-        info = path.stat()
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{source}: no such file") from exc
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{source}: not a regular file")
-    if info.st_size > MCP_DEFINITION_MAX_BYTES:
-        raise ConfigError(f"{source}: the definition is {info.st_size} bytes; the limit is {MCP_DEFINITION_MAX_BYTES}")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(MCP_DEFINITION_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
+        found = read_regular(path, max_bytes=MCP_DEFINITION_MAX_BYTES, follow_symlinks=True, label=source)
+    except ToolError as exc:
+        raise ConfigError(exc.message, **exc.fields) from exc
+    if found is None:
+        raise ConfigError(f"{source}: no such file")
+    return found.data
 
 
 def _inside(child: Path, parent: Path) -> bool:
