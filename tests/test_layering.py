@@ -52,7 +52,6 @@ _MAY_IMPORT = {
 }
 # Back-arrows whose removal is under way elsewhere: (importing module, imported module).
 _PENDING = {
-    ("agent/files.py", "shadowcode.engine.checkpoints"),  # file primitives move to project/files.py
     ("mcp/client/stdio.py", "shadowcode.engine.processes"),  # GroupChild moves to process_group.py
     ("mcp/client/grants.py", "shadowcode.store"),  # the registry splits into store/ and engine/
     ("mcp/client/grants.py", "shadowcode.agent.mcp_definitions"),

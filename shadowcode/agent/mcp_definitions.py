@@ -2,8 +2,9 @@
 
 Project definitions are the files directly inside ``.shadowcode/mcp/`` or ``.shadow/mcp/`` of
 the project (``.json``, ``.yaml`` or ``.yml``; sub-folders are not read and a link must not
-lead outside its folder); their id is ``project:<relative path>``. Every file is opened
-without blocking, must be a regular file and at most MCP_DEFINITION_MAX_BYTES. The bytes are
+lead outside its folder); their id is ``project:<relative path>``. Every file is read through
+:func:`shadowcode.project.files.read_regular`: opened without blocking, a regular file
+(checked on the open descriptor) of at most MCP_DEFINITION_MAX_BYTES. The bytes are
 validated by :func:`shadowcode.mcp.client.definitions.parse_definition`. Reading definitions
 starts nothing and contacts nothing.
 """
@@ -11,10 +12,9 @@ starts nothing and contacts nothing.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
-from shadowcode.errors import ConfigError
+from shadowcode.errors import ConfigError, ToolError
 from shadowcode.limits import MCP_DEFINITION_MAX_BYTES
 from shadowcode.mcp.client.definitions import (
     PROJECT_FOLDERS,
@@ -23,6 +23,7 @@ from shadowcode.mcp.client.definitions import (
     parse_definition,
     sha256_hex,
 )
+from shadowcode.project.files import read_regular
 
 __all__ = ["project_definitions", "read_definition_file", "read_project_definition"]
 
@@ -44,22 +45,14 @@ def read_definition_file(path: Path) -> tuple[bytes, str]:
 
 
 def _read_regular(path: Path, source: str) -> bytes:
+    """The bytes of a definition file, through the one non-blocking bounded reader (CLI-03)."""
     try:
-        info = path.stat()
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{source}: no such file") from exc
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{source}: not a regular file")
-    if info.st_size > MCP_DEFINITION_MAX_BYTES:
-        raise ConfigError(f"{source}: the definition is {info.st_size} bytes; the limit is {MCP_DEFINITION_MAX_BYTES}")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(MCP_DEFINITION_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
+        found = read_regular(path, max_bytes=MCP_DEFINITION_MAX_BYTES, follow_symlinks=True, label=source)
+    except ToolError as exc:
+        raise ConfigError(exc.message, **exc.fields) from exc
+    if found is None:
+        raise ConfigError(f"{source}: no such file")
+    return found.data
 
 
 def _inside(child: Path, parent: Path) -> bool:
