@@ -80,3 +80,29 @@ def test_the_agent_and_the_mcp_client_import_nothing_against_the_layer_order() -
                 if not ok and (where, module) not in _PENDING:
                     bad.append((where, module))
     assert bad == []
+
+
+def test_the_agent_and_the_mcp_client_have_no_import_cycle() -> None:
+    def name(path: Path) -> str:
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    graph = {
+        name(p): {m for m in _ours(p) if m.startswith(("shadowcode.agent", "shadowcode.mcp.client"))}
+        for folder in _MAY_IMPORT
+        for p in (PACKAGE / folder).rglob("*.py")
+    }
+    graph = {k: {d for d in deps if d in graph and d != k} for k, deps in graph.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph[node])
+        return False
+
+    assert [m for m in sorted(graph) if reaches(m, m)] == []
