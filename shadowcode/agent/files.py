@@ -1,9 +1,11 @@
 """The native file tools of agent tasks: read, list, search, write, edit (ENG-04, ENG-06).
 
 Each tool is a plain function over the canonical project root. Every user-given path goes
-through :func:`shadowcode.project.paths.resolve_inside`, so ``..``, absolute paths elsewhere
-and symlinks that lead out of the project are refused alike; results name paths relative to
-the root, after symlinks inside the project are resolved.
+through :func:`shadowcode.project.files.confine`, so ``..``, absolute paths elsewhere,
+symlinks that lead out of the project, the profile root (even inside the workspace) and
+``.git`` are refused alike; results name paths relative to the root, after symlinks inside
+the project are resolved. Files are opened without blocking and only regular files are read
+(:func:`shadowcode.project.files.read_regular`), so a FIFO or device never stalls a task.
 
 Writes (``write_file``, ``edit_file``) never touch ``.git``, need an existing folder inside
 the project for a new file, are recorded by :meth:`Checkpoints.record_write` first, and then
@@ -20,7 +22,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from shadowcode.engine.checkpoints import Checkpoints, read_regular, refuse_git_path, replace_atomically
+from shadowcode.agent.ports import WriteLog
 from shadowcode.errors import ToolError
 from shadowcode.limits import (
     FILE_LIST_ENTRIES_MAX,
@@ -33,7 +35,17 @@ from shadowcode.limits import (
     SEARCH_PATTERN_MAX_CHARS,
     UNDERSTAND_ENTRIES_MAX,
 )
-from shadowcode.project.paths import canonical_root, relative_posix, resolve_inside, walk_files
+from shadowcode.project.files import (
+    canonical_root,
+    confine,
+    in_profile_root,
+    profile_root,
+    read_regular,
+    refuse_git_path,
+    relative_posix,
+    replace_atomically,
+)
+from shadowcode.project.paths import walk_files
 
 __all__ = ["edit_file", "list_files", "read_file", "search_files", "write_file"]
 
@@ -56,30 +68,26 @@ def read_file(root: Path, path: str, *, offset: int = 0, max_bytes: int = FILE_R
         Undecodable bytes are replaced.
 
     Raises:
-        ToolError: the path leaves the project, does not exist, is not a regular file, or
-            ``offset`` / ``max_bytes`` is out of range.
+        ToolError: the path is not project content (outside, profile root, ``.git``), does
+            not exist, is not a regular file, or ``offset`` / ``max_bytes`` is out of range.
     """
     if not isinstance(offset, int) or offset < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError("offset must be a whole number, 0 or more", offset=offset)
     if not isinstance(max_bytes, int) or not 1 <= max_bytes <= FILE_READ_MAX_BYTES:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError(f"max_bytes must be between 1 and {FILE_READ_MAX_BYTES}", max_bytes=max_bytes)
     real_root = canonical_root(root)
-    target = resolve_inside(real_root, path, must_exist=True)
+    target = confine(real_root, path, must_exist=True)
     rel = relative_posix(real_root, target)
-    try:
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ToolError(f"cannot read {rel}: {exc.strerror}", path=rel) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ToolError(f"{rel} is not a regular file", path=rel)
-    with os.fdopen(fd, "rb") as handle:
-        handle.seek(offset)
-        data = handle.read(max_bytes + 1)
-    truncated = len(data) > max_bytes
-    if truncated:
-        data = _whole_utf8(data[:max_bytes])
-    return {"path": rel, "content": data.decode("utf-8", errors="replace"), "bytes": len(data), "truncated": truncated}
+    found = read_regular(target, max_bytes=max_bytes, offset=offset, truncate=True, label=rel)
+    if found is None:
+        raise ToolError(f"no such file in the project: {rel}", path=rel)
+    data = _whole_utf8(found.data) if found.truncated else found.data
+    return {
+        "path": rel,
+        "content": data.decode("utf-8", errors="replace"),
+        "bytes": len(data),
+        "truncated": found.truncated,
+    }
 
 
 def list_files(root: Path, path: str = ".") -> dict[str, Any]:
@@ -92,16 +100,18 @@ def list_files(root: Path, path: str = ".") -> dict[str, Any]:
     Returns:
         ``{"path": str, "entries": [{"name": str, "type": "file"|"dir"|"symlink"|"other",
         "size": int | None}], "truncated": bool}``; ``size`` is given for files and links.
-        At most ``FILE_LIST_ENTRIES_MAX`` entries; more set ``truncated``.
+        At most ``FILE_LIST_ENTRIES_MAX`` entries; more set ``truncated``. The profile root
+        is never listed, not even by name.
 
     Raises:
-        ToolError: the path leaves the project, does not exist, or is not a folder.
+        ToolError: the path is not project content, does not exist, or is not a folder.
     """
     real_root = canonical_root(root)
-    target = resolve_inside(real_root, path, must_exist=True)
+    target = confine(real_root, path, must_exist=True)
     rel = relative_posix(real_root, target)
     if not target.is_dir():
         raise ToolError(f"{rel} is not a folder", path=rel)
+    home = profile_root()
     found: list[os.DirEntry[str]] = []
     complete = True
     try:
@@ -110,7 +120,8 @@ def list_files(root: Path, path: str = ".") -> dict[str, Any]:
                 if len(found) >= UNDERSTAND_ENTRIES_MAX:
                     complete = False
                     break
-                found.append(entry)
+                if not in_profile_root(Path(entry.path), home):
+                    found.append(entry)
     except OSError as exc:
         raise ToolError(f"cannot list {rel}: {exc.strerror}", path=rel) from exc
     found.sort(key=lambda e: e.name)
@@ -135,9 +146,10 @@ def list_files(root: Path, path: str = ".") -> dict[str, Any]:
 def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = False) -> dict[str, Any]:
     """Find lines holding a text (or matching a regular expression) in the project's files (ENG-04).
 
-    Files are visited breadth-first in name order, skipping ``.git``, dependency and build
-    folders and hidden folders (as the project walk does), links, files larger than
-    ``SEARCH_FILE_MAX_BYTES`` and files that look binary (a NUL byte).
+    Files are visited breadth-first in name order, skipping ``.git``, the profile root,
+    dependency and build folders and hidden folders (as the project walk does), links,
+    anything but regular files, files larger than ``SEARCH_FILE_MAX_BYTES`` and files that
+    look binary (a NUL byte).
 
     Args:
         root: the canonical project root.
@@ -153,7 +165,7 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
 
     Raises:
         ToolError: an empty or too long pattern, an invalid regular expression, or a path
-            that leaves the project or does not exist.
+            that is not project content or does not exist.
     """
     if not isinstance(pattern, str) or pattern == "":  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError("the search pattern is empty")
@@ -166,7 +178,7 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
         except re.error as exc:
             raise ToolError(f"invalid regular expression: {exc}") from exc
     real_root = canonical_root(root)
-    target = resolve_inside(real_root, path, must_exist=True)
+    target = confine(real_root, path, must_exist=True)
     rel = relative_posix(real_root, target)
     if target.is_dir():
         walk = walk_files(real_root, under="" if rel == "." else rel, files_max=SEARCH_FILES_MAX)
@@ -190,7 +202,7 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
     return {"matches": matches, "truncated": truncated}
 
 
-def write_file(root: Path, path: str, content: str, *, checkpoints: Checkpoints, task_id: str) -> dict[str, Any]:
+def write_file(root: Path, path: str, content: str, *, checkpoints: WriteLog, task_id: str) -> dict[str, Any]:
     """Create or overwrite a project file with ``content``, checkpointed first (ENG-04, ENG-06).
 
     Args:
@@ -204,8 +216,9 @@ def write_file(root: Path, path: str, content: str, *, checkpoints: Checkpoints,
         ``{"path": str, "bytes": int, "created": bool}`` (path relative to the root).
 
     Raises:
-        ToolError: the path leaves the project, lies under ``.git``, is a folder or another
-            non-regular file, its folder is missing, or a size limit is exceeded.
+        ToolError: the path is not project content (outside, profile root, ``.git``), is a
+            folder or another non-regular file, its folder is missing, or a size limit is
+            exceeded.
         NotFound: the task does not exist in this project.
     """
     if not isinstance(content, str):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -219,7 +232,7 @@ def write_file(root: Path, path: str, content: str, *, checkpoints: Checkpoints,
     return {"path": rel, "bytes": len(data), "created": created}
 
 
-def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: Checkpoints, task_id: str) -> dict[str, Any]:
+def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: WriteLog, task_id: str) -> dict[str, Any]:
     """Replace the one occurrence of ``old`` with ``new`` in a UTF-8 project file (ENG-04, ENG-06).
 
     Args:
@@ -244,11 +257,11 @@ def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: Checkpo
     if old == "":
         raise ToolError("old must not be empty")
     real_root, target, rel = _writable(root, path)
-    current = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES)
+    current = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES, label=rel)
     if current is None:
         raise ToolError(f"no such file in the project: {rel}", path=rel)
     try:
-        text = current.decode("utf-8")
+        text = current.data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{rel} is not UTF-8 text", path=rel) from exc
     count = text.count(old)
@@ -263,9 +276,9 @@ def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: Checkpo
 
 
 def _writable(root: Path, path: str) -> tuple[Path, Path, str]:
-    """Resolve a write target: inside the project, not under .git, in an existing folder, not a folder."""
+    """Resolve a write target: project content, not under .git, in an existing folder, not a folder."""
     real_root = canonical_root(root)
-    target = resolve_inside(real_root, path, must_exist=False)
+    target = confine(real_root, path, must_exist=False)
     rel = relative_posix(real_root, target)
     refuse_git_path(rel)
     if not target.parent.is_dir():
@@ -275,7 +288,7 @@ def _writable(root: Path, path: str) -> tuple[Path, Path, str]:
     return real_root, target, rel
 
 
-def _write(real_root: Path, target: Path, rel: str, data: bytes, *, checkpoints: Checkpoints, task_id: str) -> None:
+def _write(real_root: Path, target: Path, rel: str, data: bytes, *, checkpoints: WriteLog, task_id: str) -> None:
     change_id = checkpoints.record_write(real_root, task_id, rel, data)
     try:
         replace_atomically(target, data)
@@ -311,9 +324,9 @@ def _searchable_text(path: Path) -> str | None:
     if not stat.S_ISREG(info.st_mode) or info.st_size > SEARCH_FILE_MAX_BYTES:
         return None
     try:
-        data = read_regular(path, max_bytes=SEARCH_FILE_MAX_BYTES)
+        found = read_regular(path, max_bytes=SEARCH_FILE_MAX_BYTES)
     except ToolError:
         return None
-    if data is None or b"\x00" in data:
+    if found is None or b"\x00" in found.data:
         return None
-    return data.decode("utf-8", errors="replace")
+    return found.data.decode("utf-8", errors="replace")

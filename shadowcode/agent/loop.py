@@ -54,12 +54,13 @@ async def run_agent(
     """
     if env.mcp is not None:
         await env.mcp.prepare(env)
-    tools = tool_schemas(env.allowed, env.mcp)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(env)},
         {"role": "user", "content": prompt},
     ]
     for step in range(1, steps_max + 1):
+        # Read every turn: a failed MCP server's tools are no longer offered (CLI-15).
+        tools = tool_schemas(env.offered, env.mcp)
         async with limiter:
             env.records.event(env.task_id, "model.request", {"step": step, "model": provider.name})
             reply = await provider.complete(messages, tools, task_id=env.task_id)

@@ -12,115 +12,112 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from shadowcode.agent.ports import ApprovalGate, EventLog, Processes, WriteLog, field_of
+from shadowcode.agent.tool_specs import function_schema, native_tools_for, spec
 from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import COMMAND_OUTPUT_TAIL_BYTES, COMMAND_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
     from shadowcode.agent.providers import ToolCall
-    from shadowcode.engine.approvals import Approvals
-    from shadowcode.engine.checkpoints import Checkpoints
-    from shadowcode.engine.processes import ProcessManager
-    from shadowcode.engine.tasks import TaskRecords
-    from shadowcode.mcp.client.pool import TaskServers
 
 __all__ = [
+    "McpTools",
     "TaskEnv",
     "await_approval",
     "detect_single_test_command",
     "dispatch",
     "run_approved_command",
     "tool_schemas",
-    "tools_for",
 ]
 
-_STR = {"type": "string"}
-_ARGV = {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Literal argv; no shell."}
 
-_SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
-    "read_file": ("Read a text file of the project.", {"path": _STR, "offset": {"type": "integer", "minimum": 0}},
-                  ["path"]),
-    "list_files": ("List a directory of the project.", {"path": _STR}, []),
-    "search_files": ("Search the project's files for a text (or a regex with regex=true).",
-                     {"pattern": _STR, "path": _STR, "regex": {"type": "boolean"}}, ["pattern"]),
-    "write_file": ("Create or overwrite a file (checkpointed first).", {"path": _STR, "content": _STR},
-                   ["path", "content"]),
-    "edit_file": ("Replace one exact occurrence of old with new in a file (checkpointed first).",
-                  {"path": _STR, "old": _STR, "new": _STR}, ["path", "old", "new"]),
-    "run_command": ("Run one command (literal argv, no shell) after the user approves that exact argv and cwd.",
-                    {"argv": _ARGV, "cwd": {"type": "string", "description": "Project-relative directory."}},
-                    ["argv"]),
-    "run_tests": ("Run the project's test command after approval (detected when command is omitted).",
-                  {"command": _ARGV}, []),
-    "background_start": ("Start a background process (outlives the task) after approval.",
-                         {"argv": _ARGV, "cwd": _STR}, ["argv"]),
-    "background_stop": ("Stop a background process by id.", {"id": _STR}, ["id"]),
-}  # fmt: skip
+def tool_schemas(names: tuple[str, ...], mcp: McpTools | None = None) -> list[dict[str, Any]]:
+    """OpenAI function-tool schemas for ``names``: registry tools from the registry, inline MCP tools from ``mcp``.
 
-_READ = ("read_file", "list_files", "search_files")
-_WRITE = ("write_file", "edit_file", "run_command", "run_tests")
-_ELEVATED = ("background_start", "background_stop")
-
-
-def tools_for(mode: str, level: str) -> tuple[str, ...]:
-    """Names of the native tools for a task of ``mode`` at effective ``level``."""
-    if mode in ("plan", "review") or level == "read_only":
-        return _READ
-    if level == "workspace":
-        return _READ + _WRITE
-    return _READ + _WRITE + _ELEVATED
-
-
-def tool_schemas(names: tuple[str, ...], mcp: TaskServers | None = None) -> list[dict[str, Any]]:
-    """OpenAI function-tool schemas for ``names``; names outside the native set come from ``mcp`` (CLI-07)."""
+    Raises:
+        KeyError: a name outside the registry and no ``mcp`` to describe it.
+    """
     out = []
     for name in names:
-        if name not in _SCHEMAS and mcp is not None:
+        known = spec(name)
+        if known is not None:
+            out.append(function_schema(known))
+        elif mcp is not None:
             out.append(mcp.schema(name))
-            continue
-        description, props, required = _SCHEMAS[name]
-        out.append({
-            "type": "function",
-            "function": {
-                "name": name,
-                "description": description,
-                "parameters": {"type": "object", "properties": props, "required": required,
-                               "additionalProperties": False},
-            },
-        })  # fmt: skip
+        else:
+            raise KeyError(name)
     return out
+
+
+class McpTools(Protocol):
+    """The external MCP tools of one Build task (CLI-07, CLI-09): :class:`shadowcode.agent.mcp_tools.TaskServers`."""
+
+    async def prepare(self, env: TaskEnv) -> None:
+        """Load the servers' catalogs once, before the first model turn."""
+        ...
+
+    def tool_names(self) -> tuple[str, ...]:
+        """Names offered to the model now (a failed server's tools are left out, CLI-15)."""
+        ...
+
+    def handles(self, name: str) -> bool:
+        """True for a name this object answers (offered now or earlier in the task)."""
+        ...
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The OpenAI function schema of one offered name."""
+        ...
+
+    async def run(self, env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Answer one call; returns the JSON object given back to the model."""
+        ...
 
 
 @dataclass
 class TaskEnv:
-    """What one running task's tools work with."""
+    """What one running task's tools work with.
+
+    The collaborators are the engine's objects, seen through the protocols of
+    :mod:`shadowcode.agent.ports`: ``records`` (events, status), ``approvals``,
+    ``checkpoints`` (the write log) and ``processes``.
+    """
 
     task_id: str
     owner: str | None
     project: Path
     mode: str
     level: str
-    records: TaskRecords
-    approvals: Approvals
-    checkpoints: Checkpoints
-    processes: ProcessManager
+    records: EventLog
+    approvals: ApprovalGate
+    checkpoints: WriteLog
+    processes: Processes
     env: dict[str, str]
-    mcp: TaskServers | None = None
+    mcp: McpTools | None = None
     """The task's external MCP servers: only Build tasks above read_only in trusted projects (CLI-07, CLI-09)."""
 
+    def _mcp_active(self) -> bool:
+        return self.mcp is not None and self.mode == "build" and self.level != "read_only"
+
     @property
-    def allowed(self) -> tuple[str, ...]:
-        """Tool names this task may call."""
-        native = tools_for(self.mode, self.level)
-        if self.mcp is None or self.mode != "build" or self.level == "read_only":
+    def offered(self) -> tuple[str, ...]:
+        """Tool names offered to the model now: the native tools, then the MCP tools (ENG-04, CLI-07)."""
+        native = native_tools_for(self.mode, self.level)
+        if self.mcp is None or not self._mcp_active():
             return native
         return native + self.mcp.tool_names()
+
+    def may_call(self, name: str) -> bool:
+        """True when a call of ``name`` is answered by a tool (an MCP tool of a failed server included, CLI-15)."""
+        if name in native_tools_for(self.mode, self.level):
+            return True
+        return self.mcp is not None and self._mcp_active() and self.mcp.handles(name)
 
 
 async def dispatch(env: TaskEnv, call: ToolCall) -> str:
     """Run one tool call; returns the JSON text given back to the model. Never raises a tool failure."""
-    if call.name not in env.allowed:
+    if not env.may_call(call.name):
         result: dict[str, Any] = {"error": f"unknown or unavailable tool {call.name!r} for this task"}
     elif call.arguments is None:
         result = {"error": f"arguments for {call.name} are not a JSON object"}
@@ -232,16 +229,16 @@ async def await_approval(env: TaskEnv, kind: str, action: dict[str, Any], shown:
     Returns:
         ``(approval_id, decision)`` with decision ``approved``, ``denied`` or ``expired``.
     """
-    approval = env.approvals.request(env.task_id, env.owner, kind, action)
-    env.records.event(env.task_id, "approval.waiting", {"approval_id": approval["id"], "kind": kind} | shown)
+    approval_id = str(field_of(env.approvals.request(env.task_id, env.owner, kind, action), "id"))
+    env.records.event(env.task_id, "approval.waiting", {"approval_id": approval_id, "kind": kind} | shown)
     env.records.set_status(env.task_id, "waiting")
     try:
-        decision = await env.approvals.wait(approval["id"])
+        decision = await env.approvals.wait(approval_id)
     finally:
         env.approvals.expire(env.task_id)
     env.records.set_status(env.task_id, "running")
-    env.records.event(env.task_id, "approval.resolved", {"approval_id": approval["id"], "status": decision})
-    return approval["id"], decision
+    env.records.event(env.task_id, "approval.resolved", {"approval_id": approval_id, "status": decision})
+    return approval_id, decision
 
 
 async def run_approved_command(env: TaskEnv, argv: list[str], cwd: Path, *, kind: str) -> dict[str, Any]:

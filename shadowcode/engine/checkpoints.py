@@ -17,29 +17,34 @@ the per-path history that shadow_why reads shows the restore next to the writes 
 and one ``rollback`` event on the task, so the job's timeline shows it too. Rows of the
 change history are never removed.
 
-This module also holds the two file primitives every project write uses: a bounded read of
-a regular file and an atomic replace (temporary file in the same folder, then rename).
+The file primitives (confinement, the non-blocking bounded read, the atomic replace and the
+current-content hash) live in :mod:`shadowcode.project.files`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import secrets
-import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from shadowcode.errors import ConflictError, NotFound, StoreError, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
-from shadowcode.project.paths import canonical_root, relative_posix, resolve_inside
+from shadowcode.project.files import (
+    canonical_root,
+    confine,
+    current_sha256,
+    read_regular,
+    refuse_git_path,
+    relative_posix,
+    replace_atomically,
+)
 from shadowcode.store import Store
 
-__all__ = ["Checkpoints", "content_sha256", "read_regular", "refuse_git_path", "replace_atomically"]
+__all__ = ["Checkpoints", "content_sha256"]
 
 
 _INSERT_CHANGE = (
@@ -51,108 +56,6 @@ _INSERT_CHANGE = (
 def content_sha256(data: bytes) -> str:
     """The lowercase hex SHA-256 of ``data``: the blob key used by checkpoints (ENG-06)."""
     return hashlib.sha256(data).hexdigest()
-
-
-def refuse_git_path(rel: str) -> None:
-    """Refuse a project-relative path inside any ``.git`` folder, or the project root itself.
-
-    Args:
-        rel: a POSIX path relative to the project root.
-
-    Raises:
-        ToolError: the path is the root or has a ``.git`` component (any letter case).
-    """
-    parts = PurePosixPath(rel).parts
-    if rel in ("", ".") or not parts:
-        raise ToolError("the project folder itself cannot be written", path=rel)
-    if any(part.casefold() == ".git" for part in parts):
-        raise ToolError(f"files under .git are never written: {rel}", path=rel)
-
-
-def read_regular(path: Path, *, max_bytes: int) -> bytes | None:
-    """Read a whole regular file, refusing anything else or anything larger than ``max_bytes``.
-
-    The file is opened without blocking (a FIFO swapped in cannot stall the engine) and
-    checked to be a regular file on the open descriptor.
-
-    Args:
-        path: an absolute, already confined path.
-        max_bytes: largest size accepted.
-
-    Returns:
-        The content, or None when nothing exists at ``path``.
-
-    Raises:
-        ToolError: the path is a folder or another non-regular file, is larger than
-            ``max_bytes``, or cannot be read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise ToolError(f"cannot read {path.name}: {exc.strerror}", path=str(path)) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ToolError(f"{path.name} is not a regular file", path=str(path))
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ToolError(f"{path.name} is larger than {max_bytes} bytes", path=str(path), limit=max_bytes)
-    return data
-
-
-def replace_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
-
-    A reader sees the old content or the new one, never a mix. An existing file keeps its
-    permission bits; a new one gets the usual mode under the process umask.
-
-    Args:
-        path: an absolute, already confined path whose folder exists.
-        data: the complete new content.
-
-    Raises:
-        ToolError: the folder is missing or the write fails (the temporary file is removed).
-    """
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    except OSError as exc:
-        raise ToolError(f"cannot write {path.name}: {exc.strerror}", path=str(path)) from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise ToolError(f"cannot write {path.name}: {exc.strerror}", path=str(path)) from exc
-
-
-def _current_sha(path: Path) -> tuple[bool, str | None]:
-    """``(ok, sha)``: sha of a regular file, ``(True, None)`` when missing, ``(False, None)`` otherwise."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return True, None
-    if not stat.S_ISREG(info.st_mode):
-        return False, None
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1024 * 1024):
-                digest.update(chunk)
-    except OSError:
-        return False, None
-    return True, digest.hexdigest()
 
 
 @dataclass
@@ -228,17 +131,17 @@ class Checkpoints:
             NotFound: the task does not exist in this project.
         """
         root = canonical_root(project)
-        target = resolve_inside(root, rel_path, must_exist=False)
+        target = confine(root, rel_path, must_exist=False)
         rel = relative_posix(root, target)
         refuse_git_path(rel)
         if new_content is not None and len(new_content) > FILE_WRITE_MAX_BYTES:
             raise ToolError(
                 f"the new content is larger than {FILE_WRITE_MAX_BYTES} bytes", path=rel, limit=FILE_WRITE_MAX_BYTES
             )
-        before = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES)
+        found = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES, label=rel)
         with self._store.atomic():
             checkpoint_id = self.begin(root, task_id)
-            before_sha = self._put_blob(before) if before is not None else None
+            before_sha = self._put_blob(found.data) if found is not None else None
             after_sha = content_sha256(new_content) if new_content is not None else None
             return self._store.insert(
                 _INSERT_CHANGE,
@@ -286,12 +189,12 @@ class Checkpoints:
         conflicts: list[str] = []
         for rel, original in first_before.items():
             try:
-                target = resolve_inside(root, rel, must_exist=False)
+                target = confine(root, rel, must_exist=False)
                 refuse_git_path(relative_posix(root, target))
             except ToolError:
                 conflicts.append(rel)
                 continue
-            ok, current = _current_sha(target)
+            ok, current = current_sha256(target, max_bytes=FILE_WRITE_MAX_BYTES)
             if not ok or current != last_after[rel]:
                 conflicts.append(rel)
             elif current != original:
@@ -304,7 +207,8 @@ class Checkpoints:
             )
         blobs = {step.original: self._blob(step.original) for step in plan if step.original is not None}
         for step in plan:  # keep what the task left, so the rollback's own record has its blob
-            step.content = read_regular(step.target, max_bytes=FILE_WRITE_MAX_BYTES) if step.current else None
+            kept = read_regular(step.target, max_bytes=FILE_WRITE_MAX_BYTES, label=step.rel) if step.current else None
+            step.content = kept.data if kept is not None else None
         restored: list[str] = []
         removed: list[str] = []
         done: list[_Step] = []

@@ -354,15 +354,15 @@ class EngineCore:
         env = self._task_env(task)
         async with AsyncExitStack() as stack:
             if servers is not None and servers.servers:
+                from shadowcode.agent.mcp_tools import TaskServers, inline_tools_setting
                 from shadowcode.mcp.client.grants import McpRegistry
-                from shadowcode.mcp.client.pool import TaskServers, inline_tools_setting
 
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,
                 # before _guarded records the outcome (CLI-19).
                 env.mcp = await stack.enter_async_context(
                     TaskServers(
                         snapshot=servers,
-                        registry=McpRegistry(self.engine.store),
+                        catalog=McpRegistry(self.engine.store),
                         profile=self.engine.profile,
                         task_id=task["id"],
                         records=self.records,

@@ -13,7 +13,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from shadowcode.limits import DOCTOR_LARGE_FILE_BYTES
-from shadowcode.project.paths import ProjectWalk, canonical_root, is_inside, walk_files
+from shadowcode.project.files import canonical_root, in_profile_root, is_inside
+from shadowcode.project.paths import ProjectWalk, walk_files
 from shadowcode.project.test_detection import detect_test_commands
 from shadowcode.project.understand import MANIFEST_KINDS
 
@@ -116,6 +117,12 @@ def _shadowcode_folder(root: Path) -> dict[str, Any]:
         info = folder.stat()
     if not stat.S_ISDIR(info.st_mode):
         return _check("shadowcode_folder", "fail", ".shadowcode exists but is not a folder")
+    if in_profile_root(canonical_root(folder)):
+        return _check(
+            "shadowcode_folder",
+            "ok",
+            ".shadowcode/ is the profile folder (SHADOWCODE_HOME), not project content; it is not inspected",
+        )
     try:
         names = sorted(entry.name for entry in os.scandir(folder))
     except OSError as exc:

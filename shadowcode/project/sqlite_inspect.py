@@ -23,9 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import sqlite3
-import stat
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -41,7 +39,7 @@ from shadowcode.limits import (
     SQLITE_ROWS_MAX,
     SQLITE_VALUE_MAX_BYTES,
 )
-from shadowcode.project.paths import relative_posix, resolve_inside
+from shadowcode.project.files import confine, read_regular, relative_posix
 
 __all__ = ["BLOB_KEY", "list_tables", "run_query"]
 
@@ -266,18 +264,13 @@ class _Guard:
 
 
 def _open_database(root: Path, rel_path: str) -> tuple[Path, str]:
-    path = resolve_inside(root, rel_path, must_exist=True)
+    """Confine the path and check the SQLite header, opening the file without blocking."""
+    path = confine(root, rel_path, must_exist=True)
     shown = relative_posix(root, path)
-    try:
-        with path.open("rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise ToolError(f"not a regular file: {shown}", path=shown)
-            header = handle.read(len(_HEADER))
-    except IsADirectoryError as exc:
-        raise ToolError(f"not a regular file: {shown}", path=shown) from exc
-    except OSError as exc:
-        raise ToolError(f"cannot read {shown}: {exc.strerror}", path=shown) from exc
-    if header != _HEADER:
+    found = read_regular(path, max_bytes=len(_HEADER), truncate=True, label=shown)
+    if found is None:
+        raise ToolError(f"no such file in the project: {shown}", path=shown)
+    if found.data != _HEADER:
         raise ToolError(f"not a SQLite database (no SQLite header): {shown}", path=shown)
     return path, shown
 

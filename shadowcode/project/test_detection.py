@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_READ_MAX_BYTES
-from shadowcode.project.paths import read_text_inside, walk_files
+from shadowcode.project.files import read_optional
+from shadowcode.project.paths import walk_files
 
 __all__ = ["MAKEFILE_NAMES", "NPM_PLACEHOLDER_MARK", "detect_test_commands", "makefile_has_target"]
 
@@ -32,14 +33,16 @@ _PY_TEST_DIR_FILES_MAX = 500
 
 
 def _read(root: Path, rel: str) -> str | None:
-    found = read_text_inside(root, rel, max_bytes=UNDERSTAND_READ_MAX_BYTES)
-    if found is None or not found[1]:
+    """The whole text of a small regular file of the project, else None (never blocks)."""
+    found = read_optional(root, rel, max_bytes=UNDERSTAND_READ_MAX_BYTES)
+    if found is None or found.truncated:
         return None
-    return found[0]
+    return found.data.decode("utf-8", errors="replace")
 
 
 def _exists(root: Path, rel: str) -> bool:
-    return read_text_inside(root, rel, max_bytes=0) is not None
+    """True when ``rel`` is a regular file of project content (opened without blocking)."""
+    return read_optional(root, rel, max_bytes=0) is not None
 
 
 def _pytest_reasons(root: Path) -> list[str]:

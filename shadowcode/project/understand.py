@@ -21,7 +21,8 @@ from shadowcode.limits import (
     UNDERSTAND_READ_MAX_BYTES,
     UNDERSTAND_README_LINES_MAX,
 )
-from shadowcode.project.paths import ProjectFile, read_text_inside, walk_files
+from shadowcode.project.files import read_optional
+from shadowcode.project.paths import ProjectFile, walk_files
 from shadowcode.project.test_detection import MAKEFILE_NAMES, detect_test_commands
 
 __all__ = ["LANGUAGES", "MANIFEST_KINDS", "MAP_SHORTENED_MARK", "build_map", "clip_utf8"]
@@ -125,14 +126,14 @@ def _manifest_details(root: Path, path: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"path": path, "kind": MANIFEST_KINDS[name]}
     if name not in {"pyproject.toml", "package.json", "Cargo.toml", "go.mod"}:
         return entry
-    found = read_text_inside(root, path, max_bytes=UNDERSTAND_READ_MAX_BYTES)
+    found = read_optional(root, path, max_bytes=UNDERSTAND_READ_MAX_BYTES)
     if found is None:
-        entry["note"] = "not readable inside the project"
+        entry["note"] = "not a readable regular file inside the project"
         return entry
-    text, complete = found
-    if not complete:
+    if found.truncated:
         entry["note"] = f"larger than {UNDERSTAND_READ_MAX_BYTES} bytes; not parsed"
         return entry
+    text = found.data.decode("utf-8", errors="replace")
     try:
         if name == "pyproject.toml":
             project = tomllib.loads(text).get("project", {})
@@ -186,9 +187,9 @@ def _entry_points(manifests: list[dict[str, Any]], files: tuple[ProjectFile, ...
 
 def _readme(root: Path) -> tuple[str, list[str]] | None:
     for name in _README_NAMES:
-        found = read_text_inside(root, name, max_bytes=UNDERSTAND_READ_MAX_BYTES)
+        found = read_optional(root, name, max_bytes=UNDERSTAND_READ_MAX_BYTES)
         if found is not None:
-            return name, found[0].splitlines()[:UNDERSTAND_README_LINES_MAX]
+            return name, found.data.decode("utf-8", errors="replace").splitlines()[:UNDERSTAND_README_LINES_MAX]
     return None
 
 

@@ -200,6 +200,35 @@ def test_search_files_marks_truncated_past_the_file_limit_eng04(root: Path) -> N
     assert files.search_files(root, "nothing")["truncated"] is True
 
 
+@pytest.mark.req("SRV-08", "ENG-04")
+@pytest.mark.parametrize("folder", ["profile", ".shadowcode"])
+def test_the_profile_root_inside_the_project_is_never_read_listed_searched_or_written_srv08_eng04(
+    root: Path, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    home = root / folder
+    (home / "profiles" / "default").mkdir(parents=True)
+    secrets = home / "profiles" / "default" / "secrets.json"
+    secrets.write_text('{"token": "needle-s3cret"}', encoding="utf-8")
+    monkeypatch.setenv("SHADOWCODE_HOME", str(home))
+    rel = f"{folder}/profiles/default/secrets.json"
+    attempts = [
+        lambda: files.read_file(root, rel),
+        lambda: files.list_files(root, folder),
+        lambda: files.search_files(root, "needle", rel),
+        lambda: files.search_files(root, "needle", folder),
+        lambda: files.write_file(root, rel, "{}", checkpoints=cps, task_id=TASK),
+        lambda: files.write_file(root, f"{folder}/new.json", "{}", checkpoints=cps, task_id=TASK),
+        lambda: files.edit_file(root, rel, "needle", "x", checkpoints=cps, task_id=TASK),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ToolError, match="profile folder"):
+            attempt()
+    assert folder not in [e["name"] for e in files.list_files(root)["entries"]]
+    assert files.search_files(root, "needle-s3cret")["matches"] == []
+    assert secrets.read_text(encoding="utf-8") == '{"token": "needle-s3cret"}'
+    assert not (home / "new.json").exists()
+
+
 # --- write_file and edit_file ---------------------------------------------------------
 
 

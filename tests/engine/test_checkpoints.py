@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from shadowcode.engine import Engine
-from shadowcode.engine.checkpoints import Checkpoints, content_sha256, replace_atomically
+from shadowcode.engine.checkpoints import Checkpoints, content_sha256
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
+from shadowcode.project.files import replace_atomically
 
 
 @pytest.fixture

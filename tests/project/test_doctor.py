@@ -10,6 +10,7 @@ import pytest
 
 from shadowcode.limits import DOCTOR_LARGE_FILE_BYTES
 from shadowcode.project.doctor import CHECK_NAMES, project_checks
+from tests.support.deadline import at_once
 
 
 @pytest.fixture
@@ -122,3 +123,20 @@ def test_checks_change_nothing_in_the_project_srv19(root: Path) -> None:
     before = _snapshot(root)
     project_checks(root)
     assert _snapshot(root) == before
+
+
+@pytest.mark.req("SRV-19")
+def test_a_fifo_named_pyproject_toml_does_not_hang_the_diagnostics_srv19(root: Path) -> None:
+    os.mkfifo(root / "pyproject.toml")
+    checks = at_once(lambda: project_checks(root), fifos=[root / "pyproject.toml"])
+    assert [c["name"] for c in checks] == list(CHECK_NAMES)
+
+
+@pytest.mark.req("SRV-19", "SRV-08")
+def test_a_profile_root_at_the_project_shadowcode_folder_is_not_inspected_srv19_srv08(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (root / ".shadowcode" / "profiles").mkdir(parents=True)
+    monkeypatch.setenv("SHADOWCODE_HOME", str(root / ".shadowcode"))
+    check = _by_name(root)["shadowcode_folder"]
+    assert check["status"] == "ok" and "profile folder" in check["detail"]

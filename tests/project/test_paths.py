@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from shadowcode.errors import ToolError
 from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_FILES_MAX
-from shadowcode.project.paths import read_text_inside, resolve_inside, walk_files
+from shadowcode.project.files import read_optional
+from shadowcode.project.paths import resolve_inside, walk_files
 
 
 @pytest.fixture
@@ -41,7 +43,7 @@ def test_symlink_leading_out_of_the_project_is_refused_srv08(root: Path, tmp_pat
         resolve_inside(root, "inner.txt")
     with pytest.raises(ToolError, match="outside the project"):
         resolve_inside(root, "outdir/secret.txt")
-    assert read_text_inside(root, "inner.txt") is None
+    assert read_optional(root, "inner.txt", max_bytes=10) is None
 
 
 def test_symlink_staying_inside_the_project_is_followed_srv08(root: Path) -> None:
@@ -66,13 +68,6 @@ def test_symlink_loop_is_refused_srv08(root: Path) -> None:
     (root / "b").symlink_to(root / "a")
     with pytest.raises(ToolError):
         resolve_inside(root, "a")
-
-
-def test_bounded_read_reports_whether_the_file_was_complete_srv19(root: Path) -> None:
-    (root / "f.txt").write_bytes(b"abcd")
-    assert read_text_inside(root, "f.txt", max_bytes=4) == ("abcd", True)
-    assert read_text_inside(root, "f.txt", max_bytes=3) == ("abc", False)
-    assert read_text_inside(root, "src") is None
 
 
 def test_walk_at_the_file_limit_is_complete_and_one_more_file_truncates_srv19(tmp_path: Path) -> None:
@@ -113,3 +108,17 @@ def test_walk_skips_tool_folders_and_never_enters_linked_folders_srv19(root: Pat
     (root / ".gitignore").touch()
     paths = [f.path for f in walk_files(root).files]
     assert paths == [".gitignore", "src/app.py", ".shadowcode/mcp/tools.yaml"]
+
+
+@pytest.mark.req("SRV-19", "SRV-08")
+def test_walk_never_enters_the_profile_root_inside_the_project_srv19_srv08(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for home in (root / "profile", root / ".shadowcode"):
+        (home / "profiles" / "default").mkdir(parents=True)
+        (home / "profiles" / "default" / "secrets.json").write_text("{}", encoding="utf-8")
+        monkeypatch.setenv("SHADOWCODE_HOME", str(home))
+        paths = [f.path for f in walk_files(root).files]
+        assert not any("secrets.json" in p for p in paths), paths
+        assert walk_files(root, under=home.name).files == ()
+        shutil.rmtree(home)

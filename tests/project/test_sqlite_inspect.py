@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import time
@@ -23,6 +24,7 @@ from shadowcode.limits import (
     SQLITE_VALUE_MAX_BYTES,
 )
 from shadowcode.project.sqlite_inspect import BLOB_KEY, list_tables, run_query
+from tests.support.deadline import at_once
 
 
 @pytest.fixture
@@ -147,6 +149,14 @@ def test_missing_file_and_folder_are_refused_srv13(root: Path) -> None:
         run_query(root, "missing.db", "SELECT 1")
     with pytest.raises(ToolError, match="not a regular file"):
         run_query(root, "folder.db", "SELECT 1")
+
+
+@pytest.mark.req("SRV-13")
+def test_a_fifo_named_like_a_database_is_refused_at_once_srv13(root: Path) -> None:
+    os.mkfifo(root / "data.db")
+    for call in (lambda: run_query(root, "data.db", "SELECT 1"), lambda: list_tables(root, "data.db")):
+        with pytest.raises(ToolError, match=r"not a regular file \(a FIFO\)"):
+            at_once(call, fifos=[root / "data.db"])
 
 
 @pytest.mark.parametrize(

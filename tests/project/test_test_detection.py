@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from shadowcode.limits import UNDERSTAND_READ_MAX_BYTES
 from shadowcode.project.test_detection import detect_test_commands, makefile_has_target
+from tests.support.deadline import at_once
 
 
 @pytest.fixture
@@ -124,3 +126,10 @@ def test_manifest_linked_from_outside_the_project_is_ignored_srv17(root: Path, t
     (tmp_path / "elsewhere.json").write_text('{"scripts": {"test": "jest"}}', encoding="utf-8")
     (root / "package.json").symlink_to(tmp_path / "elsewhere.json")
     assert detect_test_commands(root) == []
+
+
+@pytest.mark.req("SRV-17", "SRV-19")
+@pytest.mark.parametrize("name", ["pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "package.json", "Makefile"])
+def test_a_fifo_named_like_a_test_configuration_is_not_waited_on_srv17_srv19(root: Path, name: str) -> None:
+    os.mkfifo(root / name)
+    assert at_once(lambda: detect_test_commands(root), fifos=[root / name]) == []

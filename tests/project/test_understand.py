@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from shadowcode.limits import (
     UNDERSTAND_README_LINES_MAX,
 )
 from shadowcode.project.understand import MAP_SHORTENED_MARK, build_map, clip_utf8
+from tests.support.deadline import at_once
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -151,3 +153,29 @@ def test_clip_keeps_text_at_the_limit_and_cuts_one_byte_more_on_a_character_boun
     assert cut is True
     assert len(clipped.encode()) <= UNDERSTAND_MAP_MAX_BYTES
     assert clipped.endswith(MAP_SHORTENED_MARK)
+
+
+@pytest.mark.req("SRV-19")
+def test_fifos_named_like_a_readme_or_manifests_do_not_hang_the_map_srv19(root: Path) -> None:
+    fifos = [root / "README.md", root / "pyproject.toml", root / "package.json", root / "Cargo.toml"]
+    for fifo in fifos:
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+    result = at_once(lambda: build_map(root), fifos=fifos)
+    notes = {m["path"]: m.get("note") for m in result["manifests"]}
+    assert notes == dict.fromkeys(notes, "not a readable regular file inside the project")
+    assert "## README" not in result["map"]
+
+
+@pytest.mark.req("SRV-19", "SRV-08")
+def test_the_map_leaves_out_the_profile_root_inside_the_project_srv19_srv08(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = root / ".shadowcode"
+    monkeypatch.setenv("SHADOWCODE_HOME", str(home))
+    before = build_map(root)
+    (home / "profiles" / "default").mkdir(parents=True)
+    (home / "profiles" / "default" / "secrets.json").write_text('{"k": "s3cret"}', encoding="utf-8")
+    after = build_map(root)
+    assert after["files"] == before["files"]
+    assert ".shadowcode" not in after["map"]

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 
-from shadowcode.agent.providers import ModelReply, ProviderError, ToolCall
+from shadowcode.agent.providers.base import ModelReply, ProviderError, ToolCall
 from shadowcode.agent.providers.request_log import RequestLog
 from shadowcode.agent.providers.tool_calls import make_tool_call
 from shadowcode.errors import ConfigError

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shadowcode.agent.providers import ProviderError
 from shadowcode.agent.providers._paths import profile_relative
+from shadowcode.agent.providers.base import ProviderError
 from shadowcode.limits import MODEL_LOG_TEXT_MAX_CHARS
 from shadowcode.profile import ModelSettings, Profile
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shadowcode.agent.providers import ModelReply
+from shadowcode.agent.providers.base import ModelReply
 from shadowcode.agent.providers.tool_calls import make_tool_call
 from shadowcode.errors import ConfigError
 from shadowcode.limits import MODEL_SCRIPT_DELAY_MAX_SECONDS, MODEL_SCRIPT_MAX_BYTES

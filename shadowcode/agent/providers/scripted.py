@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from shadowcode.agent.providers import ModelReply, ProviderError
 from shadowcode.agent.providers._paths import profile_relative
+from shadowcode.agent.providers.base import ModelReply, ProviderError
 from shadowcode.agent.providers.request_log import RequestLog
 from shadowcode.agent.providers.script import ModelScript, ScriptEntry, first_user_text, load_script
 from shadowcode.errors import ConfigError

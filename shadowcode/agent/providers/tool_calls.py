@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shadowcode.agent.providers import ToolCall
+from shadowcode.agent.providers.base import ToolCall
 
 __all__ = ["make_tool_call", "parse_arguments"]
 

@@ -11,7 +11,10 @@ The client advertises no capability: no roots, sampling, elicitation or tasks. A
 roots request from the server is answered with an error and elicitation is declined. A tool
 result asking for more input (a task continuation) is refused. A failed call is reported and
 never retried; a connection that failed stays failed, and its old catalog is never served.
-Responses are not cached. Configured values are redacted from the catalog and from results.
+A JSON-RPC error answering a call is that call's error (:class:`CallRefused`, with its code and
+redacted message): it is not a transport failure and the connection stays usable (CLI-14).
+Responses are not cached. Configured values are redacted from the catalog and from results;
+which values those are is decided above this package and passed in as a :class:`Redactor`.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from shadowcode.limits import (
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
 
-__all__ = ["CatalogLimits", "Connection", "ConnectionState", "connections_open"]
+__all__ = ["CallRefused", "CatalogLimits", "Connection", "ConnectionState", "connections_open"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +77,14 @@ def _give_permit() -> None:
     global _permits_used
     with _permits_lock:
         _permits_used -= 1
+
+
+class CallRefused(UpstreamServerError):
+    """The server answered a call with a JSON-RPC error; the connection stays usable (CLI-14).
+
+    ``fields`` carries ``server`` (the definition id) and ``error_code`` (the JSON-RPC code);
+    the message names the code and the server's message, redacted.
+    """
 
 
 class ConnectionState(enum.Enum):
@@ -319,9 +330,9 @@ class Connection:
             the server's blocks and structured data as sent (configured values redacted).
 
         Raises:
+            CallRefused: the server answered with a JSON-RPC error (the connection stays usable).
             UpstreamServerError: the connection is not ready or failed, the call timed out, the
-                server answered with a JSON-RPC error, closed the connection, sent a malformed
-                result or asked for more input.
+                server closed the connection, sent a malformed result or asked for more input.
         """
         session, server = self._session, self._server
         if self.state is not ConnectionState.READY or session is None or server is None:
@@ -332,12 +343,14 @@ class Connection:
                 server=self.server_id,
             )
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
+        result: types.CallToolResult | types.InputRequiredResult | None = None
         try:
-            result = await session.send_request(
-                request, _CALL_RESULT, request_read_timeout_seconds=self.timeout_seconds
-            )
+            # The deadline is ours, not the SDK's: an error reply carrying the SDK's own timeout or
+            # closed code (-32001, -32000) must read as the server's answer, not as either event.
+            with anyio.move_on_after(self.timeout_seconds):
+                result = await session.send_request(request, _CALL_RESULT)
         except MCPError as exc:
-            if server.failure or exc.error.code == types.CONNECTION_CLOSED:
+            if server.failure or server.failed.is_set() or self._close.is_set():
                 reason = server.failure or "the server closed the connection"
                 self._set_failed(reason)
                 raise UpstreamServerError(
@@ -345,22 +358,23 @@ class Connection:
                     "and is not retried",
                     server=self.server_id,
                 ) from None
-            if exc.error.code == types.REQUEST_TIMEOUT:
-                raise UpstreamServerError(
-                    f"{self.server_id}: the call did not finish within {self.timeout_seconds} s; it may have had "
-                    "effects and is not retried",
-                    server=self.server_id,
-                ) from None
-            raise UpstreamServerError(
-                f"{self.server_id}: the server answered error {exc.error.code}: "
+            raise CallRefused(
+                f"{self.server_id}: the server answered the call with JSON-RPC error {exc.error.code}: "
                 + self.redactor.text(exc.error.message),
                 server=self.server_id,
+                error_code=exc.error.code,
             ) from None
         except ValidationError:
             self._set_failed("the server sent a malformed tools/call result")
             raise UpstreamServerError(
                 f"{self.server_id}: the server sent a malformed tools/call result", server=self.server_id
             ) from None
+        if result is None:
+            raise UpstreamServerError(
+                f"{self.server_id}: the call did not finish within {self.timeout_seconds} s; it may have had "
+                "effects and is not retried",
+                server=self.server_id,
+            )
         if isinstance(result, types.InputRequiredResult) or result.result_type != "complete":
             raise UpstreamServerError(
                 f"{self.server_id}: the tool asked for further input (a task continuation); this client refuses it",

@@ -1,4 +1,4 @@
-"""External MCP server definitions: their shape, ids, content hashes and project files (CLI-01, CLI-03).
+"""External MCP server definitions: their shape, ids, content hashes and the parser of their bytes (CLI-01, CLI-03).
 
 A definition is a small JSON or YAML object naming one server:
 
@@ -13,19 +13,16 @@ Unknown fields, a definition with both ``command`` and ``url`` (or neither), and
 Ids: ``config:NAME`` for a global registration (``shadowcode mcp add FILE``), and
 ``project:<relative path>`` for a file directly inside ``.shadowcode/mcp/`` or ``.shadow/mcp/``
 of the project (``.json``, ``.yaml`` or ``.yml``; sub-folders are not read and a link must not
-lead outside its folder). A definition's hash is the SHA-256 of its exact bytes. Reading
-definitions starts nothing and contacts nothing.
+lead outside its folder). A definition's hash is the SHA-256 of its exact bytes. Files are read
+by :mod:`shadowcode.agent.mcp_definitions`; this module only validates bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -41,16 +38,12 @@ __all__ = [
     "ServerDefinition",
     "StdioSpec",
     "parse_definition",
-    "project_definitions",
-    "read_definition_file",
-    "read_project_definition",
     "sha256_hex",
 ]
 
 PROJECT_FOLDERS: tuple[str, ...] = (".shadowcode/mcp", ".shadow/mcp")
 """Folders of a project whose files are server definitions (CLI-03)."""
 
-_SUFFIXES = (".json", ".yaml", ".yml")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}")
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ERRORS_SHOWN = 3
@@ -279,121 +272,3 @@ def parse_definition(data: bytes, source: str, *, fmt: str) -> StdioSpec | HttpS
         return HttpSpec.model_validate(doc) if has_url else StdioSpec.model_validate(doc)
     except ValidationError as exc:
         raise ConfigError(_format_errors(source, exc)) from exc
-
-
-def _format_of(name: str) -> str:
-    return "json" if name.lower().endswith(".json") else "yaml"
-
-
-def read_definition_file(path: Path) -> tuple[bytes, str]:
-    """Read a definition file given to ``mcp add``: ``(bytes, format)``.
-
-    Raises:
-        ConfigError: missing, not a regular file, unreadable or over MCP_DEFINITION_MAX_BYTES.
-    """
-    data = _read_regular(path, str(path))
-    return data, _format_of(path.name)
-
-
-def _read_regular(path: Path, source: str) -> bytes:
-    try:
-        info = path.stat()
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{source}: no such file") from exc
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{source}: not a regular file")
-    if info.st_size > MCP_DEFINITION_MAX_BYTES:
-        raise ConfigError(f"{source}: the definition is {info.st_size} bytes; the limit is {MCP_DEFINITION_MAX_BYTES}")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(MCP_DEFINITION_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot be read ({exc.strerror})") from exc
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    return child == parent or parent in child.parents
-
-
-def _load_project_file(project: Path, folder_real: Path, entry: Path) -> ServerDefinition | DefinitionProblem:
-    rel = entry.relative_to(project).as_posix()
-    def_id = f"project:{rel}"
-    try:
-        real = entry.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return DefinitionProblem(def_id, rel, None, f"{rel}: a broken or looping link")
-    if real.parent != folder_real:
-        return DefinitionProblem(def_id, rel, None, f"{rel}: a link leading outside {entry.parent.name}/ is refused")
-    try:
-        data = _read_regular(real, rel)
-    except ConfigError as exc:
-        return DefinitionProblem(def_id, rel, None, exc.message)
-    digest = sha256_hex(data)
-    try:
-        spec = parse_definition(data, rel, fmt=_format_of(entry.name))
-    except ConfigError as exc:
-        return DefinitionProblem(def_id, rel, digest, exc.message)
-    return ServerDefinition(id=def_id, scope="project", path=rel, sha256=digest, spec=spec)
-
-
-def _folder(project: Path, rel_folder: str) -> Path | None:
-    folder = project / rel_folder
-    if not folder.is_dir():
-        return None
-    real = folder.resolve()
-    return real if _inside(real, project) else None
-
-
-def project_definitions(project: Path) -> list[ServerDefinition | DefinitionProblem]:
-    """Every definition file directly inside the project's definition folders, by id (CLI-03).
-
-    Args:
-        project: the canonical project path.
-
-    Returns:
-        Valid definitions and problems (invalid, unreadable or escaping files), sorted by id.
-        A definition folder that itself leads outside the project is ignored.
-    """
-    found: list[ServerDefinition | DefinitionProblem] = []
-    for rel_folder in PROJECT_FOLDERS:
-        folder_real = _folder(project, rel_folder)
-        if folder_real is None:
-            continue
-        folder = project / rel_folder
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith(".") or not name.lower().endswith(_SUFFIXES):
-                continue
-            entry = folder / name
-            if entry.is_dir():
-                continue
-            found.append(_load_project_file(project, folder_real, entry))
-    return sorted(found, key=lambda d: d.id)
-
-
-def read_project_definition(project: Path, def_id: str) -> ServerDefinition:
-    """Re-read one project definition by id, now (CLI-06, CLI-10).
-
-    Raises:
-        ConfigError: not a project id, the file is gone, escapes its folder, or is invalid.
-    """
-    if not def_id.startswith("project:"):
-        raise ConfigError(f"{def_id!r} is not a project definition id")
-    rel = def_id.removeprefix("project:")
-    parent = rel.rpartition("/")[0]
-    if parent not in PROJECT_FOLDERS or not rel.lower().endswith(_SUFFIXES):
-        raise ConfigError(f"{def_id!r} does not name a file directly in {' or '.join(PROJECT_FOLDERS)}")
-    folder_real = _folder(project, parent)
-    entry = project / rel
-    if folder_real is None or not (entry.exists() or entry.is_symlink()):
-        raise ConfigError(f"{rel}: the definition file is missing")
-    loaded = _load_project_file(project, folder_real, entry)
-    if isinstance(loaded, DefinitionProblem):
-        raise ConfigError(loaded.error)
-    return loaded

@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shadowcode.agent.mcp_definitions import project_definitions, read_definition_file
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import (
     DefinitionProblem,
     ServerDefinition,
     parse_definition,
-    project_definitions,
-    read_definition_file,
     sha256_hex,
 )
 from shadowcode.store import Store

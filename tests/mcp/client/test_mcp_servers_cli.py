@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.mcp.client.mcp_client_support import REPO
+from tests.support.mcp_client import REPO
 
 
 def _cli(home: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:

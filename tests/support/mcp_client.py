@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 PY = sys.executable
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "fixtures" / "servers" / "hostile_server.py"
 PYTHON_SDK_SERVER = REPO / "fixtures" / "servers" / "python_sdk_server.py"
 _POLL_SECONDS = 0.02

@@ -30,7 +30,7 @@ from shadowcode.limits import (
 from shadowcode.mcp.client.connection import Connection, ConnectionState, connections_open
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits
-from tests.mcp.client.mcp_client_support import group_gone, hostile_argv, pid_gone, wait_for
+from tests.support.mcp_client import group_gone, hostile_argv, pid_gone, wait_for
 
 pytestmark = [
     pytest.mark.anyio,
@@ -265,6 +265,25 @@ async def test_configured_values_are_redacted_from_the_catalog_and_results_cli04
     async with connected(hostile_argv(), tmp_path, redactor=redactor) as conn:
         result = await conn.call("echo", {"text": "still plain text"})
     assert result["content"][0]["text"] == "[redacted] [redacted] text"
+
+
+@pytest.mark.req("CLI-14", "CLI-04")
+@pytest.mark.parametrize("code", [-32000, -32001, -32603, -32602, 1])
+async def test_a_json_rpc_error_reply_is_that_calls_error_and_the_connection_stays_usable_cli14(
+    tmp_path: Path, code: int
+) -> None:
+    token = "tok-5e1f0c"
+    env = child_env() | {"FIXTURE_TOKEN": token}
+    async with connected(hostile_argv("rpc_error"), tmp_path, env=env, redactor=Redactor([token])) as conn:
+        with pytest.raises(UpstreamServerError) as raised:
+            await conn.call("echo", {"text": str(code)})
+        assert conn.state is ConnectionState.READY, conn.error
+        assert (await conn.call("echo", {"text": "still here"}))["content"][0]["text"] == "still here"
+    message = raised.value.message
+    assert f"error {code}" in message and f"refused with {code}: token [redacted]" in message, message
+    assert token not in message and "within" not in message and "closed" not in message
+    assert raised.value.fields["error_code"] == code
+    assert conn.error is None
 
 
 async def test_at_most_16_connections_are_open_at_once_and_the_17th_is_refused_cli13(tmp_path: Path) -> None:

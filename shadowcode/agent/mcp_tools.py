@@ -1,7 +1,9 @@
-"""The external MCP servers of one Build task: tools, approvals, lazy connections (CLI-04, CLI-07..CLI-10, CLI-19).
+"""The external MCP tools of one Build task: tools, approvals, lazy connections.
 
-A :class:`TaskServers` is built from the :class:`~shadowcode.mcp.client.grants.Snapshot` taken
-when the task was submitted and lives exactly as long as the task's turn loop:
+Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-14, CLI-15, CLI-19.
+
+A :class:`TaskServers` is built from the snapshot of enabled servers taken when the task was
+submitted and lives exactly as long as the task's turn loop:
 
 - :meth:`TaskServers.prepare` loads each server's tool catalog from the last connection with
   the same definition hash; without one it starts the server once to read it (and keeps that
@@ -15,65 +17,47 @@ when the task was submitted and lives exactly as long as the task's turn loop:
   kind ``mcp_call`` naming ``{"server": id, "tool": name, "arguments": {...}}``. A project
   definition file is re-read and its hash compared with the task's snapshot before the
   approval is asked and again after it was given; a change refuses the call.
-- Connections are reused within the task and never re-opened after a failure. Leaving the
-  context closes every connection and waits for its cleanup; ``mcp.connected`` and
-  ``mcp.closed`` events record the definition id, hash and cleanup outcome, never
-  environment values. Server stderr never enters task events.
+- Connections are reused within the task and never re-opened after a failure. A server whose
+  connection failed or closed no longer serves its catalog: ``mcp_tools`` lists it without
+  tools, its first-class tools are no longer offered, and a call says it is unavailable
+  (CLI-15). A JSON-RPC error answering a call is that call's error; the connection stays
+  usable (CLI-14). Leaving the context closes every connection and waits for its cleanup;
+  ``mcp.connected`` and ``mcp.closed`` events record the definition id, hash and cleanup
+  outcome, never environment values. Server stderr never enters task events.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import re
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
+from shadowcode.agent.mcp_catalog import ServerState, check_arguments, list_server, list_servers
+from shadowcode.agent.mcp_definitions import read_project_definition
+from shadowcode.agent.ports import CatalogCache, EventLog, ServerSnapshot
+from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
+from shadowcode.agent.toolbox import await_approval
 from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
-    MCP_TIMEOUT_DEFAULT_SECONDS,
-    MCP_TOOL_ARGUMENTS_MAX_BYTES,
-    MCP_TOOL_NAMES_PAGE_MAX,
 )
-from shadowcode.mcp.client.connection import Connection, ConnectionState
-from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec, read_project_definition
-from shadowcode.mcp.client.grants import McpRegistry, Snapshot
+from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
+from shadowcode.mcp.client.definitions import StdioSpec
 from shadowcode.mcp.client.redaction import Redactor
 
 if TYPE_CHECKING:
     from shadowcode.agent.toolbox import TaskEnv
     from shadowcode.profile import Profile
 
-__all__ = ["COMPACT_TOOLS", "TaskServers", "inline_tools_setting"]
+__all__ = ["TaskServers", "inline_tools_setting"]
 
 logger = logging.getLogger(__name__)
 
-COMPACT_TOOLS: tuple[str, ...] = ("mcp_tools", "mcp_call")
-"""The two tools every Build task with enabled servers gets (CLI-07)."""
-
 _FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_STR = {"type": "string"}
-_COMPACT_SCHEMAS: dict[str, tuple[str, dict[str, Any], list[str]]] = {
-    "mcp_tools": (
-        "Discover external MCP tools: no arguments lists the enabled servers; `server` lists its tool "
-        f"names ({MCP_TOOL_NAMES_PAGE_MAX} a page, `page` from 0); `server` with `tool` returns that tool's "
-        "exact input schema.",
-        {"server": _STR, "tool": _STR, "page": {"type": "integer", "minimum": 0}},
-        [],
-    ),
-    "mcp_call": (
-        "Call a tool of an enabled external MCP server with an argument object. Each call waits for the "
-        "user's approval of this exact server, tool and arguments.",
-        {"server": _STR, "tool": _STR, "arguments": {"type": "object"}},
-        ["server", "tool"],
-    ),
-}
 
 
 def inline_tools_setting(settings: Any) -> int:
@@ -83,56 +67,37 @@ def inline_tools_setting(settings: Any) -> int:
     return MCP_INLINE_TOOLS_MAX if value is None else max(0, int(value))
 
 
-@dataclass
-class _Server:
-    definition: ServerDefinition
-    tools: list[dict[str, Any]] | None = None
-    conn: Connection | None = None
-    unavailable: str | None = None
-    closed_recorded: bool = False
-
-    @property
-    def timeout_seconds(self) -> float:
-        return self.definition.spec.timeout_sec or MCP_TIMEOUT_DEFAULT_SECONDS
-
-    def tool(self, name: str) -> dict[str, Any] | None:
-        for tool in self.tools or ():
-            if tool.get("name") == name:
-                return tool
-        return None
-
-
 class TaskServers:
-    """The MCP servers of one Build task (CLI-07..CLI-10, CLI-19).
+    """The MCP servers of one Build task (CLI-07, CLI-08, CLI-09, CLI-10, CLI-19).
 
     Args:
         snapshot: the enabled servers fixed at submission.
-        registry: grants and cached catalogs.
+        catalog: the cached tool catalogs (read before starting a server, written after).
         profile: where ``env_refs`` secrets are looked up (with the environment first).
         task_id: the task, for events.
-        records: the task records (events).
+        records: the task's event log.
         inline_tools: at most this many tools are offered as first-class functions; 0 turns them off.
     """
 
     def __init__(
         self,
         *,
-        snapshot: Snapshot,
-        registry: McpRegistry,
+        snapshot: ServerSnapshot,
+        catalog: CatalogCache,
         profile: Profile,
         task_id: str,
-        records: Any,
+        records: EventLog,
         inline_tools: int = MCP_INLINE_TOOLS_MAX,
     ) -> None:
         self.project = snapshot.project
-        self.registry = registry
+        self.catalog = catalog
         self.profile = profile
         self.task_id = task_id
         self.records = records
         self.inline_tools = inline_tools
-        self._servers = {d.name: _Server(d) for d in snapshot.servers}
+        self._servers = {d.name: ServerState(d) for d in snapshot.servers}
         self._by_id = {s.definition.id: s for s in self._servers.values()}
-        self._inline: dict[str, tuple[_Server, str]] = {}
+        self._inline: dict[str, tuple[ServerState, str]] = {}
         self._prepared = False
         self._base_env: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -165,7 +130,7 @@ class TaskServers:
             await server.conn.wait_closed()
             self._record_closed(server)
 
-    def _record_closed(self, server: _Server) -> None:
+    def _record_closed(self, server: ServerState) -> None:
         conn = server.conn
         if conn is None or server.closed_recorded:
             return
@@ -199,7 +164,7 @@ class TaskServers:
             if not isinstance(definition.spec, StdioSpec):
                 server.unavailable = "Streamable HTTP servers are not supported by this build"
             else:
-                cached = self.registry.cached_tools(self.project, definition)
+                cached = self.catalog.cached_tools(self.project, definition)
                 if cached is not None:
                     server.tools = cached
                     continue
@@ -224,25 +189,27 @@ class TaskServers:
                         self._inline[name] = (server, str(tool["name"]))
 
     def tool_names(self) -> tuple[str, ...]:
-        """Tool names this task's model may call: the compact tools, then the inline ones (CLI-07)."""
+        """Tool names offered to the model now: the compact tools, then the inline ones (CLI-07).
+
+        The inline tools of a server whose connection failed or closed are left out (CLI-15).
+        """
         if not self._servers:
             return ()
-        return COMPACT_TOOLS + tuple(self._inline)
+        return COMPACT_MCP_TOOLS + tuple(n for n, (server, _) in self._inline.items() if server.lost is None)
 
     def handles(self, name: str) -> bool:
-        """True for a tool name this object answers."""
-        return name in COMPACT_TOOLS or name in self._inline
+        """True for a tool name this object answers (an inline tool of a lost server included)."""
+        return bool(self._servers) and (name in COMPACT_MCP_TOOLS or name in self._inline)
 
     def schema(self, name: str) -> dict[str, Any]:
         """The OpenAI function schema of one of :meth:`tool_names` (servers' own input schemas)."""
-        if name in _COMPACT_SCHEMAS:
-            description, props, required = _COMPACT_SCHEMAS[name]
-            parameters: dict[str, Any] = {"type": "object", "properties": props, "required": required}
-        else:
-            server, tool_name = self._inline[name]
-            tool = server.tool(tool_name) or {}
-            description = f"[MCP server {server.definition.name}] {tool.get('description') or tool_name}"
-            parameters = tool.get("inputSchema") or {"type": "object"}
+        compact = spec(name)
+        if compact is not None:
+            return function_schema(compact)
+        server, tool_name = self._inline[name]
+        tool = server.tool(tool_name) or {}
+        description = f"[MCP server {server.definition.name}] {tool.get('description') or tool_name}"
+        parameters = tool.get("inputSchema") or {"type": "object"}
         return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
     # -- calls (CLI-09, CLI-10) ------------------------------------------------------------
@@ -259,81 +226,23 @@ class TaskServers:
             UpstreamServerError: the server failed; the call is not retried.
         """
         if name == "mcp_tools":
-            return self._list(args)
+            if not args.get("server"):
+                return list_servers(list(self._servers.values()))
+            return list_server(self._server(str(args["server"])), args)
         if name == "mcp_call":
             arguments = args.get("arguments", {})
             return await self.call(env, str(args["server"]), str(args["tool"]), arguments)
         server, tool_name = self._inline[name]
         return await self.call(env, server.definition.name, tool_name, args)
 
-    def _server(self, key: str) -> _Server:
+    def _server(self, key: str) -> ServerState:
         server = self._servers.get(key) or self._by_id.get(key)
         if server is None:
             known = ", ".join(sorted(self._servers)) or "none"
             raise ToolError(f"no enabled MCP server {key!r} for this task (enabled: {known})")
         return server
 
-    def _list(self, args: dict[str, Any]) -> dict[str, Any]:
-        if not args.get("server"):
-            return {
-                "servers": [
-                    {
-                        "server": s.definition.name,
-                        "id": s.definition.id,
-                        "description": s.definition.spec.description,
-                        "tools": None if s.tools is None else len(s.tools),
-                        "state": _state(s),
-                    }
-                    for s in self._servers.values()
-                ]
-            }
-        server = self._server(str(args["server"]))
-        if server.tools is None:
-            raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
-        if args.get("tool"):
-            tool = server.tool(str(args["tool"]))
-            if tool is None:
-                raise ToolError(f"MCP server {server.definition.name} has no tool {args['tool']!r}")
-            return {
-                "server": server.definition.name,
-                "tool": {
-                    "name": tool.get("name"),
-                    "description": tool.get("description"),
-                    "input_schema": tool.get("inputSchema"),
-                    "annotations": tool.get("annotations"),
-                },
-            }
-        page = int(args.get("page", 0))
-        if page < 0:
-            raise ToolError("page must be 0 or more")
-        names = [str(t.get("name")) for t in server.tools]
-        pages = max(1, math.ceil(len(names) / MCP_TOOL_NAMES_PAGE_MAX))
-        chunk = names[page * MCP_TOOL_NAMES_PAGE_MAX : (page + 1) * MCP_TOOL_NAMES_PAGE_MAX]
-        return {
-            "server": server.definition.name,
-            "tools": chunk,
-            "page": page,
-            "pages": pages,
-            "next_page": page + 1 if page + 1 < pages else None,
-        }
-
-    def _check_arguments(self, server: _Server, tool_name: str, arguments: Any) -> dict[str, Any]:
-        if server.tools is None:
-            raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
-        tool = server.tool(tool_name)
-        if tool is None:
-            raise ToolError(f"MCP server {server.definition.name} has no tool {tool_name!r}; nothing was sent")
-        if not isinstance(arguments, dict):
-            raise ToolError("arguments must be a JSON object; nothing was sent")
-        size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-        if size > MCP_TOOL_ARGUMENTS_MAX_BYTES:
-            raise ToolError(
-                f"the arguments are {size} bytes; the limit is {MCP_TOOL_ARGUMENTS_MAX_BYTES} bytes; nothing was sent"
-            )
-        _validate(tool, arguments)
-        return arguments  # pyright: ignore[reportUnknownVariableType]
-
-    def _recheck(self, server: _Server) -> None:
+    def _recheck(self, server: ServerState) -> None:
         """Re-read a project definition and compare its hash with the task's snapshot (CLI-10)."""
         definition = server.definition
         if definition.scope != "project":
@@ -354,20 +263,15 @@ class TaskServers:
         """Check, approve, then send one tool call (CLI-09, CLI-10, CLI-14).
 
         Returns:
-            ``{"server": id, "tool", "is_error", "content", "structured_content"}`` or
+            ``{"server": id, "tool", "is_error", "content", "structured_content"}``;
+            ``{"server": id, "tool", "error", "error_code"}`` when the server answered with a
+            JSON-RPC error (its message redacted; the connection stays usable); or
             ``{"error", "approval_id"}`` when the user did not approve.
         """
         server = self._server(server_key)
-        checked = self._check_arguments(server, tool_name, arguments)
-        if server.conn is not None and server.conn.state is not ConnectionState.READY:
-            raise ToolError(
-                f"MCP server {server.definition.id} is not connected ({server.conn.error or server.conn.state.value}); "
-                "nothing was sent; start a new task to reconnect"
-            )
+        checked = check_arguments(server, tool_name, arguments)
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
-        from shadowcode.agent.toolbox import await_approval
-
         shown = {"server": server.definition.id, "tool": tool_name}
         approval_id, decision = await await_approval(env, "mcp_call", action, shown)
         if decision != "approved":
@@ -386,8 +290,14 @@ class TaskServers:
         env.records.event(
             env.task_id, "mcp.call", {"server": server.definition.id, "tool": tool_name, "approval_id": approval_id}
         )
+        outcome = {"server": server.definition.id, "tool": tool_name}
         try:
             result = await conn.call(tool_name, checked)
+        except CallRefused as exc:
+            # The server's error reply is this call's answer, not a failed connection (CLI-14).
+            code = exc.fields.get("error_code")
+            env.records.event(env.task_id, "mcp.result", outcome | {"is_error": True, "error_code": code})
+            return outcome | {"error": exc.message, "error_code": code}
         finally:
             if conn.state is not ConnectionState.READY:
                 await conn.wait_closed()
@@ -397,7 +307,7 @@ class TaskServers:
             "mcp.result",
             {"server": server.definition.id, "tool": tool_name, "is_error": result["is_error"]},
         )
-        return {"server": server.definition.id, "tool": tool_name} | result
+        return outcome | result
 
     # -- connections (CLI-04, CLI-12, CLI-19) ------------------------------------------------
 
@@ -417,7 +327,7 @@ class TaskServers:
         env.update(extra)
         return env, Redactor(extra.values())
 
-    async def _connect(self, server: _Server) -> Connection:
+    async def _connect(self, server: ServerState) -> Connection:
         """Start the server under the task's task group and wait until it is ready (CLI-08, CLI-12)."""
         if server.unavailable is not None and server.conn is not None:
             raise ToolError(f"MCP server {server.definition.id} failed earlier in this task; start a new task")
@@ -453,7 +363,7 @@ class TaskServers:
                 "tools": len(conn.tools),
             },
         )
-        self.registry.save_tools(self.project, server.definition, conn.tools)
+        self.catalog.save_tools(self.project, server.definition, conn.tools)
         if server.tools is not None and server.tools != conn.tools:
             self.records.event(
                 self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}
@@ -462,32 +372,3 @@ class TaskServers:
         return conn
 
 
-def _state(server: _Server) -> str:
-    if server.conn is not None:
-        return server.conn.state.value
-    return "unavailable" if server.unavailable else "not connected"
-
-
-def _validate(tool: dict[str, Any], arguments: dict[str, Any]) -> None:
-    """Refuse arguments that do not match the tool's input schema (CLI-14); nothing is sent."""
-    from jsonschema import SchemaError, ValidationError
-    from jsonschema.validators import validator_for
-
-    schema = tool.get("inputSchema")
-    if not isinstance(schema, dict):
-        return
-    try:
-        validator_cls = validator_for(schema)
-        validator_cls.check_schema(schema)
-    except SchemaError:
-        logger.warning(
-            "the input schema of MCP tool %r is not valid JSON Schema; arguments are not checked", tool.get("name")
-        )
-        return
-    try:
-        validator_cls(schema).validate(arguments)
-    except ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ToolError(
-            f"invalid arguments for {tool.get('name')} at {where}: {exc.message}; nothing was sent"
-        ) from None

@@ -1,40 +1,25 @@
-"""Server definitions, grants and the catalog: validation, ids, hashes, limits, review of changes.
+"""The grants registry: registrations, grants, the catalog view and review of changed definitions.
 
-Covers CLI-01, CLI-02, CLI-03, CLI-04, CLI-05, CLI-06.
+Covers CLI-01, CLI-02, CLI-04, CLI-05, CLI-06.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from shadowcode.agent.mcp_definitions import project_definitions
 from shadowcode.engine import Engine
-from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
-from shadowcode.limits import (
-    MCP_DEFINITION_MAX_BYTES,
-    MCP_ENABLED_SERVERS_MAX,
-    MCP_TIMEOUT_MAX_SECONDS,
-    MCP_TIMEOUT_MIN_SECONDS,
-)
-from shadowcode.mcp.client.definitions import (
-    DefinitionProblem,
-    ServerDefinition,
-    parse_definition,
-    project_definitions,
-    read_project_definition,
-    sha256_hex,
-)
+from shadowcode.errors import ConflictError, NotFound, PolicyError
+from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
+from shadowcode.mcp.client.definitions import DefinitionProblem, ServerDefinition, sha256_hex
 from shadowcode.mcp.client.grants import McpRegistry
-from shadowcode.mcp.client.redaction import REDACTED, Redactor
+
+pytestmark = pytest.mark.req("CLI-01", "CLI-02", "CLI-04", "CLI-05", "CLI-06")
 
 STDIO = {"name": "tools", "command": ["server", "--stdio"]}
-
-
-def _parse(doc: object) -> object:
-    return parse_definition(json.dumps(doc).encode(), "def.json", fmt="json")
 
 
 def _problem(project: Path, def_id: str) -> str:
@@ -42,96 +27,6 @@ def _problem(project: Path, def_id: str) -> str:
     item = found[def_id]
     assert isinstance(item, DefinitionProblem)
     return item.error
-
-
-def test_a_shell_string_instead_of_an_argv_array_is_refused_naming_the_field_cli03() -> None:
-    with pytest.raises(ConfigError, match=r"def.json: field 'command': must be an array of literal arguments"):
-        _parse({"name": "tools", "command": "server --stdio | tee log"})
-
-
-def test_env_or_env_refs_on_an_http_definition_are_refused_cli03() -> None:
-    for field in ("env", "env_refs"):
-        with pytest.raises(ConfigError, match=f"field '{field}' applies to stdio servers only"):
-            _parse({"name": "remote", "url": "https://example.com/mcp", field: {"A": "B"}})
-
-
-def test_unknown_fields_and_ambiguous_or_missing_transports_are_refused_cli03() -> None:
-    with pytest.raises(ConfigError, match="field 'enabled': unknown field"):
-        _parse(STDIO | {"enabled": True})
-    with pytest.raises(ConfigError, match="'command' and 'url' both present"):
-        _parse(STDIO | {"url": "https://example.com/mcp"})
-    with pytest.raises(ConfigError, match="'command' \\(stdio\\) or 'url'"):
-        _parse({"name": "tools"})
-    with pytest.raises(ConfigError, match="field 'name'"):
-        _parse(STDIO | {"name": "two__underscores"})
-
-
-def test_timeouts_are_accepted_from_0_1_to_120_seconds_and_refused_outside_cli13() -> None:
-    for ok in (MCP_TIMEOUT_MIN_SECONDS, MCP_TIMEOUT_MAX_SECONDS):
-        assert _parse(STDIO | {"timeout_sec": ok}).timeout_sec == ok  # type: ignore[attr-defined]
-    for bad in (0.09, 120.1):
-        with pytest.raises(ConfigError, match="timeout_sec"):
-            _parse(STDIO | {"timeout_sec": bad})
-
-
-def test_a_definition_of_the_size_limit_is_read_and_one_byte_more_is_refused_cli03() -> None:
-    base = json.dumps(STDIO | {"description": ""}).encode()
-    at = json.dumps(STDIO | {"description": "x" * (MCP_DEFINITION_MAX_BYTES - len(base))}).encode()
-    assert len(at) == MCP_DEFINITION_MAX_BYTES
-    parse_definition(at, "def.json", fmt="json")
-    with pytest.raises(ConfigError, match="the limit is"):
-        parse_definition(at + b" ", "def.json", fmt="json")
-
-
-def test_project_files_are_read_directly_in_both_folders_in_json_and_yaml_only_cli03(project_dir: Path) -> None:
-    (project_dir / ".shadowcode/mcp/sub").mkdir(parents=True)
-    (project_dir / ".shadow/mcp").mkdir(parents=True)
-    (project_dir / ".shadowcode/mcp/a.json").write_text(json.dumps(STDIO | {"name": "a"}), encoding="utf-8")
-    (project_dir / ".shadow/mcp/b.yaml").write_text("name: b\ncommand: [server]\n", encoding="utf-8")
-    (project_dir / ".shadow/mcp/c.yml").write_text("name: c\ncommand: [server]\n", encoding="utf-8")
-    (project_dir / ".shadowcode/mcp/sub/d.json").write_text(json.dumps(STDIO | {"name": "d"}), encoding="utf-8")
-    (project_dir / ".shadowcode/mcp/notes.txt").write_text("ignored", encoding="utf-8")
-    found = project_definitions(project_dir)
-    assert [d.id for d in found] == [
-        "project:.shadow/mcp/b.yaml",
-        "project:.shadow/mcp/c.yml",
-        "project:.shadowcode/mcp/a.json",
-    ]
-    first = found[2]
-    assert isinstance(first, ServerDefinition)
-    assert first.sha256 == sha256_hex((project_dir / ".shadowcode/mcp/a.json").read_bytes())
-
-
-def test_a_symlinked_definition_pointing_outside_its_folder_is_refused_cli03(project_dir: Path, tmp_path: Path) -> None:
-    folder = project_dir / ".shadowcode/mcp"
-    folder.mkdir(parents=True)
-    outside = tmp_path / "outside.json"
-    outside.write_text(json.dumps(STDIO), encoding="utf-8")
-    (folder / "link.json").symlink_to(outside)
-    (folder / "real.json").write_text(json.dumps(STDIO | {"name": "real"}), encoding="utf-8")
-    (folder / "alias.json").symlink_to(folder / "real.json")
-    assert "leading outside" in _problem(project_dir, "project:.shadowcode/mcp/link.json")
-    assert isinstance(
-        {d.id: d for d in project_definitions(project_dir)}["project:.shadowcode/mcp/alias.json"], ServerDefinition
-    )
-    with pytest.raises(ConfigError, match="leading outside"):
-        read_project_definition(project_dir, "project:.shadowcode/mcp/link.json")
-
-
-def test_a_definition_folder_that_leaves_the_project_is_ignored_cli03(project_dir: Path, tmp_path: Path) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "x.json").write_text(json.dumps(STDIO), encoding="utf-8")
-    (project_dir / ".shadowcode").mkdir()
-    (project_dir / ".shadowcode/mcp").symlink_to(elsewhere)
-    assert project_definitions(project_dir) == []
-
-
-def test_a_fifo_named_like_a_definition_is_refused_without_blocking_cli03(project_dir: Path) -> None:
-    folder = project_dir / ".shadowcode/mcp"
-    folder.mkdir(parents=True)
-    os.mkfifo(folder / "pipe.json")
-    assert "not a regular file" in _problem(project_dir, "project:.shadowcode/mcp/pipe.json")
 
 
 def _registry(engine: Engine, project_dir: Path) -> tuple[McpRegistry, Path]:
@@ -264,13 +159,3 @@ def test_a_project_file_cannot_grant_itself_or_borrow_a_global_grant_cli05(
     same = next(d for d in project_definitions(path) if d.id == "project:.shadowcode/mcp/same.json")
     with pytest.raises(ConflictError, match="same name"):
         registry.enable(path, same.id, same.sha256 or "", trusted=True)
-
-
-def test_redaction_replaces_every_configured_value_in_keys_and_strings_in_one_pass_cli04() -> None:
-    redactor = Redactor(["abc", "abcdef", ""])
-    doc = {"abc-key": ["xabcdefx", {"n": 1, "t": "abc abc"}], "none": None}
-    assert redactor.redact(doc) == {
-        f"{REDACTED}-key": [f"x{REDACTED}x", {"n": 1, "t": f"{REDACTED} {REDACTED}"}],
-        "none": None,
-    }
-    assert Redactor().redact(doc) is doc

@@ -7,18 +7,26 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
+from shadowcode.agent.loop import run_agent
+from shadowcode.agent.mcp_tools import TaskServers
+from shadowcode.agent.providers import ModelReply, ToolCall
+from shadowcode.agent.toolbox import TaskEnv
 from shadowcode.engine import Access, Engine, Project
+from shadowcode.engine.childenv import child_env
 from shadowcode.engine.core import EngineCore
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
+from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
 from shadowcode.mcp.client.grants import McpRegistry
+from shadowcode.profile import Profile
 from shadowcode.secrets import SecretStore
-from tests.mcp.client.mcp_client_support import (
+from tests.support.mcp_client import (
     PY,
     PYTHON_SDK_SERVER,
     approve_next,
@@ -429,3 +437,200 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
     notes = [e["data"]["note"] for e in events_of(core, task_id) if e["kind"] == "task.note"]
     assert any("did not finish initialization within 0.5 s" in n for n in notes)
     assert "no tool list" in _results(core, task_id)[0]["summary"]
+
+
+@pytest.mark.req("CLI-15")
+async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it_is_unavailable_cli15(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    project = _trust(engine, project_dir)
+    def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
+    _enable(engine, project, def_id)
+    turns = _calls(
+        ("mcp_tools", {}),
+        ("mcp__h__crash", {}),
+        ("mcp_tools", {}),
+        ("mcp_tools", {"server": "h"}),
+        ("mcp_tools", {"server": "h", "tool": "echo"}),
+        ("mcp__h__echo", {"text": "again"}),
+        ("mcp_call", {"server": "h", "tool": "echo", "arguments": {"text": "again"}}),
+    )
+    scripted(engine, tmp_path, [{"match": "", "turns": turns}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        await approve_next(core, task_id)
+        assert (await finished(core, task_id))["status"] == "done"
+    before, crashed, listing, names, schema, inline, compact = _results(core, task_id)
+    assert json.loads(before["summary"])["servers"][0]["tools"] == 5
+    assert crashed["ok"] is False
+    (server,) = json.loads(listing["summary"])["servers"]
+    assert server["tools"] is None and server["state"] == "failed"
+    for result in (names, schema, inline, compact):
+        assert result["ok"] is False and "is unavailable" in result["summary"], result
+        assert set(json.loads(result["summary"])) == {"error"}  # no tool names, no schema
+    assert "nothing was sent" in inline["summary"] and "start a new task" in inline["summary"]
+    assert _kinds(core, task_id).count("mcp.call") == 1
+    assert len([e for e in events_of(core, task_id) if e["kind"] == "approval.waiting"]) == 1
+
+
+@dataclass(frozen=True)
+class _Approval:
+    """An approval record shaped as the store's frozen dataclasses are (attribute access)."""
+
+    id: str
+    status: str = "pending"
+
+
+class _Fakes:
+    """The engine collaborators a task needs, as plain objects: an event log, an approving gate, a catalog cache."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.statuses: list[str] = []
+        self.approvals = 0
+
+    def event(self, task_id: str, kind: str, data: dict[str, Any]) -> int:
+        self.events.append((kind, data))
+        return len(self.events)
+
+    def set_status(self, task_id: str, status: str, *, answer: str | None = None, error: str | None = None) -> None:
+        self.statuses.append(status)
+
+    def request(self, task_id: str, owner: str | None, kind: str, action: dict[str, Any]) -> _Approval:
+        self.approvals += 1
+        return _Approval(id=f"appr_{self.approvals}")
+
+    async def wait(self, approval_id: str) -> str:
+        return "approved"
+
+    def expire(self, task_id: str) -> None:
+        pass
+
+    def cached_tools(self, project: Path, definition: ServerDefinition) -> list[dict[str, Any]] | None:
+        return None
+
+    def save_tools(self, project: Path, definition: ServerDefinition, tools: list[dict[str, Any]]) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    project: Path
+    servers: tuple[ServerDefinition, ...]
+
+
+class _Model:
+    """A provider replaying tool calls and recording the tool names it was offered on each turn."""
+
+    name = "fake"
+
+    def __init__(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        self.calls = calls
+        self.offered: list[list[str]] = []
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, task_id: str
+    ) -> ModelReply:
+        self.offered.append([t["function"]["name"] for t in tools])
+        if len(self.offered) > len(self.calls):
+            return ModelReply(content="done", tool_calls=(), finish_reason="stop")
+        name, args = self.calls[len(self.offered) - 1]
+        call = ToolCall(id=f"call_{len(self.offered)}", name=name, arguments=args, raw_arguments=json.dumps(args))
+        return ModelReply(content=None, tool_calls=(call,), finish_reason="tool_calls")
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.req("CLI-15", "CLI-07")
+async def test_the_loop_stops_offering_a_failed_servers_first_class_tools_cli15(home: Path, project_dir: Path) -> None:
+    definition = ServerDefinition(
+        id="config:h", scope="config", path=None, sha256="0" * 64, spec=StdioSpec(name="h", command=hostile_argv())
+    )
+    fakes = _Fakes()
+    model = _Model([("mcp__h__crash", {}), ("mcp__h__echo", {"text": "x"})])
+    servers = TaskServers(
+        snapshot=_Snapshot(project_dir, (definition,)),
+        catalog=fakes,
+        profile=Profile.select(),
+        task_id="task_1",
+        records=fakes,
+    )
+    env = TaskEnv(
+        task_id="task_1",
+        owner=None,
+        project=project_dir,
+        mode="build",
+        level="workspace",
+        records=fakes,
+        approvals=fakes,
+        checkpoints=cast(Any, None),
+        processes=cast(Any, None),
+        env=child_env(),
+    )
+    with anyio.fail_after(30):
+        async with servers:
+            env.mcp = servers
+            assert await run_agent(env, model, "go", anyio.CapacityLimiter(1)) == "done"
+    first, *later = model.offered
+    assert {"mcp_tools", "mcp_call", "mcp__h__crash", "mcp__h__echo"} <= set(first)
+    for names in later:
+        assert "mcp_tools" in names and not any(n.startswith("mcp__h__") for n in names)
+    results = [data for kind, data in fakes.events if kind == "tool.result"]
+    assert [r["ok"] for r in results] == [False, False]
+    assert "is unavailable" in results[1]["summary"] and "nothing was sent" in results[1]["summary"]
+    assert fakes.approvals == 1 and fakes.statuses == ["waiting", "running"]
+
+
+async def _approve_until_finished(core: EngineCore, task_id: str) -> dict[str, Any]:
+    """Approve every approval the task asks for until it finishes; returns its record."""
+
+    def approve_all() -> dict[str, Any] | None:
+        for approval in core.approvals.pending(task_id=task_id):
+            core.approvals.resolve(approval["id"], "approve", by="test")
+        task = core.records.get(task_id)
+        return task if task["status"] in ("done", "failed", "cancelled", "interrupted") else None
+
+    return await wait_for(approve_all, seconds=30, what=f"task {task_id} to finish")
+
+
+@pytest.mark.req("CLI-14", "CLI-04")
+async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_call_uses_the_same_connection_cli14(
+    engine: Engine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
+    SecretStore(engine.profile).set("MCP_TEST_TOKEN", SECRET)
+    project = _trust(engine, project_dir)
+    def_id = project_definition(
+        project_dir,
+        "h",
+        {"name": "h", "command": hostile_argv("rpc_error"), "env_refs": {"FIXTURE_TOKEN": "MCP_TEST_TOKEN"}},
+    )
+    _enable(engine, project, def_id)
+    turns = _calls(
+        ("mcp__h__echo", {"text": "-32000"}),
+        ("mcp_call", {"server": "h", "tool": "echo", "arguments": {"text": "-32001"}}),
+        ("mcp__h__echo", {"text": "still here"}),
+    )
+    scripted(engine, tmp_path, [{"match": "", "turns": turns}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "x")
+        assert (await _approve_until_finished(core, task_id))["status"] == "done"
+        closed_message = _last_tool_message(engine, task_id)
+    refused_32000, refused_32001, fine = _results(core, task_id)
+    assert fine["ok"] is True and json.loads(fine["summary"])["content"][0]["text"] == "still here", fine
+    assert "still here" in closed_message
+    for result, code in ((refused_32000, -32000), (refused_32001, -32001)):
+        doc = json.loads(result["summary"])
+        assert f"JSON-RPC error {code}: refused with {code}: token [redacted]" in doc["error"], doc
+        assert "within" not in doc["error"] and "closed" not in doc["error"]
+        assert result["ok"] is False and doc["error_code"] == code, doc
+    kinds = _kinds(core, task_id)
+    assert kinds.count("mcp.connected") == 1 and kinds.count("mcp.call") == 3 and kinds.count("mcp.closed") == 1
+    outcomes = [e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.result"]
+    assert [o.get("error_code") for o in outcomes] == [-32000, -32001, None]
+    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
+    assert closed["error"] is None and closed["cleanup"] in ("terminated", "killed")
+    for path in engine.profile.root.rglob("*"):
+        if path.is_file() and path.name != "secrets.json":
+            assert SECRET.encode() not in path.read_bytes(), path
