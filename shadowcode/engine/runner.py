@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from shadowcode.agent.loop import run_agent
+from shadowcode.agent.mcp_tools import TaskServers, inline_tools_setting
 from shadowcode.agent.providers import ModelProvider, open_provider
 from shadowcode.agent.providers._paths import profile_relative
 from shadowcode.agent.toolbox import TaskEnv, run_approved_command
@@ -29,6 +30,7 @@ from shadowcode.errors import PolicyError, ShadowcodeError
 from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, MODEL_SLOTS_PER_MODEL_MAX
 
 if TYPE_CHECKING:
+    from shadowcode.agent.ports import CatalogCache
     from shadowcode.agent.processes import ProcessManager
     from shadowcode.engine.approvals import Approvals
     from shadowcode.engine.checkpoints import Checkpoints
@@ -56,6 +58,7 @@ class JobRunner:
         approvals: exact approvals.
         checkpoints: where writes are recorded before they happen.
         processes: command children and background processes.
+        mcp_catalog: the tool catalogs of external servers, kept per definition hash (CLI-08).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class JobRunner:
         approvals: Approvals,
         checkpoints: Checkpoints,
         processes: ProcessManager,
+        mcp_catalog: CatalogCache,
     ) -> None:
         self.engine_id = engine_id
         self.profile = profile
@@ -76,6 +80,7 @@ class JobRunner:
         self.approvals = approvals
         self.checkpoints = checkpoints
         self.processes = processes
+        self.mcp_catalog = mcp_catalog
         self._scheduler: Scheduler | None = None
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self._providers: dict[str, tuple[object, ModelProvider]] = {}
@@ -201,22 +206,19 @@ class JobRunner:
         env = self._task_env(task)
         async with AsyncExitStack() as stack:
             if servers is not None and servers.servers:
-                from shadowcode.mcp.client.grants import McpRegistry
-                from shadowcode.mcp.client.pool import TaskServers, inline_tools_setting
-
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,
                 # before _guarded records the outcome (CLI-19).
                 env.mcp = await stack.enter_async_context(
                     TaskServers(
                         snapshot=servers,
-                        registry=McpRegistry(self.store),
+                        catalog=self.mcp_catalog,
                         profile=self.profile,
                         task_id=task.id,
                         records=self.records,
                         inline_tools=inline_tools_setting(self.profile.settings()),
                     )
                 )
-            answer = await run_agent(env, self._provider(model), task.prompt, self._limiter(model.name))
+            answer = await run_agent(env, self.provider(model), task.prompt, self._limiter(model.name))
         if task.mode == TaskMode.PLAN:
             self.records.event(task.id, "plan", {"plan": answer, "prompt": task.prompt})
         return str(answer)
@@ -231,7 +233,7 @@ class JobRunner:
 
     # -- model providers (ENG-05) ----------------------------------------------------------
 
-    def _provider(self, settings: ModelSettings) -> ModelProvider:
+    def provider(self, settings: ModelSettings) -> ModelProvider:
         """The open provider for ``settings``, reopened when the model's definition changed.
 
         A long-lived engine must see ``models add`` replacing a model, or an edited model

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from pydantic import JsonValue
 
-from shadowcode.agent.tool_specs import native_tools
+from shadowcode.agent.tool_specs import TOOL_SPECS
 from shadowcode.blocking import run_blocking
 from shadowcode.engine.api import Caller, EngineApi
 from shadowcode.engine.messages import (
@@ -60,7 +60,7 @@ MODEL_PROBE_PROMPT = "ShadowCode doctor: reply with one short sentence to show t
 
 @handles(EngineApi.tool_list)
 async def tool_list(state: EngineState, request: Empty, caller: Caller) -> list[ToolInfo]:
-    return [ToolInfo(spec.name, spec.level, spec.summary) for spec in native_tools()]
+    return [ToolInfo(spec.name, spec.level, spec.summary) for spec in TOOL_SPECS]
 
 
 @handles(EngineApi.review)
