@@ -84,6 +84,7 @@ __all__ = [
     "RELAY_NOTICE_SESSIONS_MAX",
     "RESULT_MAX_BYTES",
     "REVIEW_CHANGES_MAX",
+    "REVIEW_GIT_CONFIG_NAMES_MAX_BYTES",
     "REVIEW_GIT_OUTPUT_MAX_BYTES",
     "REVIEW_GIT_TIMEOUT_SECONDS",
     "SEARCH_FILES_MAX",
@@ -273,6 +274,11 @@ the result is marked truncated (SRV-20)."""
 
 REVIEW_CHANGES_MAX: Final = 500
 """Changed paths listed by one shadow_review call; more set ``truncated`` (SRV-20)."""
+
+REVIEW_GIT_CONFIG_NAMES_MAX_BYTES: Final = 64 * 1024
+"""Bytes of configuration key names (``git config --list --name-only``) shadow_review reads
+from a repository to switch off every filter driver it names. Past it the review is refused:
+a driver it could not see might run (SRV-20)."""
 
 # --- model providers (ENG-05) ----------------------------------------------------------
 
