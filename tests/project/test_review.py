@@ -279,7 +279,7 @@ def _same_size_change(path: Path) -> None:
 def test_a_clean_filter_defined_after_a_70_kb_config_value_does_not_run_srv20(
     repo: Path, evil: str, markers: Path
 ) -> None:
-    git(repo, "config", "user.note", "x" * 70_000)
+    git(repo, "config", "filter.padding.smudge", "x" * 70_000)  # a long value before the driver
     git(repo, "config", "filter.evil.clean", f"{evil} clean")
     git(repo, "config", "filter.evil.smudge", f"{evil} smudge")
     _filtered_change(repo)
