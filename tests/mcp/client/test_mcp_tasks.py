@@ -429,3 +429,22 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
     notes = [e["data"]["note"] for e in events_of(core, task_id) if e["kind"] == "task.note"]
     assert any("did not finish initialization within 0.5 s" in n for n in notes)
     assert "no tool list" in _results(core, task_id)[0]["summary"]
+
+
+@pytest.mark.req("CLI-10")
+async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it_cli10(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    (project_dir / "README.md").write_text("# Old title\n", encoding="utf-8")
+    project = _trust(engine, project_dir)
+    _enable(engine, project, project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()}))
+    edit = ("edit_file", {"path": "README.md", "old": "Old", "new": "New"})
+    read = ("read_file", {"path": "README.md"})
+    scripted(engine, tmp_path, [{"match": "", "turns": _calls(read, ("mcp_tools", {}), edit, read, edit)}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "retitle")
+        assert (await finished(core, task_id))["status"] == "done"
+    results = _results(core, task_id)
+    assert [r["ok"] for r in results] == [True, True, False, True, True]
+    assert "read it again first" in results[2]["summary"]
+    assert (project_dir / "README.md").read_text(encoding="utf-8") == "# New title\n"
