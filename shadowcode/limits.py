@@ -84,6 +84,7 @@ __all__ = [
     "RELAY_NOTICE_SESSIONS_MAX",
     "RESULT_MAX_BYTES",
     "REVIEW_CHANGES_MAX",
+    "REVIEW_GIT_CONFIG_NAMES_MAX_BYTES",
     "REVIEW_GIT_OUTPUT_MAX_BYTES",
     "REVIEW_GIT_TIMEOUT_SECONDS",
     "SEARCH_FILES_MAX",
@@ -99,6 +100,7 @@ __all__ = [
     "SQLITE_RESULT_MAX_BYTES",
     "SQLITE_ROWS_MAX",
     "SQLITE_VALUE_MAX_BYTES",
+    "SQLITE_WORKER_REPLY_MAX_BYTES",
     "STDIO_CONNECTION_MAX_BYTES",
     "STDIO_FRAMES_PER_SECOND_MAX",
     "STDIO_FRAME_MAX_BYTES",
@@ -234,7 +236,13 @@ SQLITE_QUERY_MAX_BYTES: Final = 16 * 1024
 """UTF-8 bytes of one shadow_sqlite SQL statement (SRV-13)."""
 
 SQLITE_QUERY_TIMEOUT_SECONDS: Final = 5.0
-"""Seconds one shadow_sqlite query may run before it is interrupted (SRV-13)."""
+"""Seconds one shadow_sqlite call may take, its worker process's start included; at the
+bound the worker is killed, whatever the query is doing (SRV-13)."""
+
+SQLITE_WORKER_REPLY_MAX_BYTES: Final = 16 * 1024 * 1024
+"""Bytes of the reply read from one shadow_sqlite worker process; the rows inside it are
+already bounded by ``SQLITE_RESULT_MAX_BYTES``, so a larger reply (huge column names, a
+listing of many wide tables) fails the call instead of filling memory (SRV-13)."""
 
 UNDERSTAND_FILES_MAX: Final = 2000
 """Files visited by one shadow_understand walk (SRV-19)."""
@@ -273,6 +281,11 @@ the result is marked truncated (SRV-20)."""
 
 REVIEW_CHANGES_MAX: Final = 500
 """Changed paths listed by one shadow_review call; more set ``truncated`` (SRV-20)."""
+
+REVIEW_GIT_CONFIG_NAMES_MAX_BYTES: Final = 64 * 1024
+"""Bytes of configuration key names (``git config --list --name-only``) shadow_review reads
+from a repository to switch off every filter driver it names. Past it the review is refused:
+a driver it could not see might run (SRV-20)."""
 
 # --- model providers (ENG-05) ----------------------------------------------------------
 

@@ -12,6 +12,10 @@ the project for a new file, are recorded by :meth:`Checkpoints.record_write` fir
 replace the file atomically (temporary file and rename). Every size is bounded by a limit in
 :mod:`shadowcode.limits`. Whether a task may write at all (Build versus Plan and Review, the
 permission level) is decided by the caller.
+
+Given the task's :class:`~shadowcode.agent.observations.Observations` (CLI-10), reads and
+writes are recorded there, and ``edit_file`` refuses a file whose content changed since the
+task read it, or any file the task read before an MCP action ran, until it is read again.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from shadowcode.agent.observations import Observations
 from shadowcode.agent.ports import WriteLog
 from shadowcode.errors import ToolError
 from shadowcode.limits import (
@@ -36,6 +41,7 @@ from shadowcode.limits import (
     UNDERSTAND_ENTRIES_MAX,
 )
 from shadowcode.project.files import (
+    FileContent,
     canonical_root,
     confine,
     in_profile_root,
@@ -50,8 +56,15 @@ from shadowcode.project.paths import walk_files
 __all__ = ["edit_file", "list_files", "read_file", "search_files", "write_file"]
 
 
-def read_file(root: Path, path: str, *, offset: int = 0, max_bytes: int = FILE_READ_MAX_BYTES) -> dict[str, Any]:
-    """Read part of a regular file of the project as UTF-8 text (ENG-04).
+def read_file(
+    root: Path,
+    path: str,
+    *,
+    offset: int = 0,
+    max_bytes: int = FILE_READ_MAX_BYTES,
+    observations: Observations | None = None,
+) -> dict[str, Any]:
+    """Read part of a regular file of the project as UTF-8 text (ENG-04, CLI-10).
 
     A read that stops early never ends inside a UTF-8 sequence, so ``offset + bytes`` is
     where the next read starts.
@@ -61,6 +74,8 @@ def read_file(root: Path, path: str, *, offset: int = 0, max_bytes: int = FILE_R
         path: the file, relative to the root (or absolute inside it).
         offset: byte offset to start at, 0 or more; past the end gives empty content.
         max_bytes: bytes to return at most, 1..``FILE_READ_MAX_BYTES``.
+        observations: the task's observations; the whole file's content is recorded there
+            (files larger than ``FILE_WRITE_MAX_BYTES``, which cannot be edited, are not).
 
     Returns:
         ``{"path": str, "content": str, "bytes": int, "truncated": bool}``: ``bytes`` is the
@@ -78,9 +93,7 @@ def read_file(root: Path, path: str, *, offset: int = 0, max_bytes: int = FILE_R
     real_root = canonical_root(root)
     target = confine(real_root, path, must_exist=True)
     rel = relative_posix(real_root, target)
-    found = read_regular(target, max_bytes=max_bytes, offset=offset, truncate=True, label=rel)
-    if found is None:
-        raise ToolError(f"no such file in the project: {rel}", path=rel)
+    found = _read_observed(target, rel, offset, max_bytes, observations)
     data = _whole_utf8(found.data) if found.truncated else found.data
     return {
         "path": rel,
@@ -88,6 +101,25 @@ def read_file(root: Path, path: str, *, offset: int = 0, max_bytes: int = FILE_R
         "bytes": len(data),
         "truncated": found.truncated,
     }
+
+
+def _read_observed(
+    target: Path, rel: str, offset: int, max_bytes: int, observations: Observations | None
+) -> FileContent:
+    """Read ``max_bytes`` from ``offset``; with ``observations``, from one read of the whole file it records."""
+    if observations is not None:
+        whole = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES, truncate=True, label=rel)
+        if whole is None:
+            raise ToolError(f"no such file in the project: {rel}", path=rel)
+        if not whole.truncated:
+            observations.record(rel, whole.data)
+            part = whole.data[offset : offset + max_bytes + 1]
+            return FileContent(data=part[:max_bytes], truncated=len(part) > max_bytes)
+        observations.forget(rel)
+    found = read_regular(target, max_bytes=max_bytes, offset=offset, truncate=True, label=rel)
+    if found is None:
+        raise ToolError(f"no such file in the project: {rel}", path=rel)
+    return found
 
 
 def list_files(root: Path, path: str = ".") -> dict[str, Any]:
@@ -202,7 +234,15 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
     return {"matches": matches, "truncated": truncated}
 
 
-def write_file(root: Path, path: str, content: str, *, checkpoints: WriteLog, task_id: str) -> dict[str, Any]:
+def write_file(
+    root: Path,
+    path: str,
+    content: str,
+    *,
+    checkpoints: WriteLog,
+    task_id: str,
+    observations: Observations | None = None,
+) -> dict[str, Any]:
     """Create or overwrite a project file with ``content``, checkpointed first (ENG-04, ENG-06).
 
     Args:
@@ -211,6 +251,7 @@ def write_file(root: Path, path: str, content: str, *, checkpoints: WriteLog, ta
         content: the complete new text, written as UTF-8, at most ``FILE_WRITE_MAX_BYTES``.
         checkpoints: where the write is recorded before the file changes.
         task_id: the writing task (of this project).
+        observations: the task's observations; the written content is recorded there (CLI-10).
 
     Returns:
         ``{"path": str, "bytes": int, "created": bool}`` (path relative to the root).
@@ -229,11 +270,22 @@ def write_file(root: Path, path: str, content: str, *, checkpoints: WriteLog, ta
     real_root, target, rel = _writable(root, path)
     created = not os.path.lexists(target)
     _write(real_root, target, rel, data, checkpoints=checkpoints, task_id=task_id)
+    if observations is not None:
+        observations.record(rel, data)
     return {"path": rel, "bytes": len(data), "created": created}
 
 
-def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: WriteLog, task_id: str) -> dict[str, Any]:
-    """Replace the one occurrence of ``old`` with ``new`` in a UTF-8 project file (ENG-04, ENG-06).
+def edit_file(
+    root: Path,
+    path: str,
+    old: str,
+    new: str,
+    *,
+    checkpoints: WriteLog,
+    task_id: str,
+    observations: Observations | None = None,
+) -> dict[str, Any]:
+    """Replace the one occurrence of ``old`` with ``new`` in a UTF-8 project file (ENG-04, ENG-06, CLI-10).
 
     Args:
         root: the canonical project root.
@@ -242,14 +294,18 @@ def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: WriteLo
         new: the replacement text.
         checkpoints: where the write is recorded before the file changes.
         task_id: the editing task (of this project).
+        observations: the task's observations: a file the task read is edited only while
+            its observation is fresh and the content is unchanged since; the result is
+            recorded there.
 
     Returns:
         ``{"path": str, "replacements": 1}``.
 
     Raises:
         ToolError: the path leaves the project, lies under ``.git`` or is missing; the file
-            is not UTF-8; ``old`` is empty, absent or occurs more than once; or the file
-            before or after the edit is larger than ``FILE_WRITE_MAX_BYTES``.
+            is not UTF-8; ``old`` is empty, absent or occurs more than once; the file
+            before or after the edit is larger than ``FILE_WRITE_MAX_BYTES``; or the file
+            changed since the task read it, or an MCP action ran since (read it again first).
         NotFound: the task does not exist in this project.
     """
     if not isinstance(old, str) or not isinstance(new, str):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -260,6 +316,8 @@ def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: WriteLo
     current = read_regular(target, max_bytes=FILE_WRITE_MAX_BYTES, label=rel)
     if current is None:
         raise ToolError(f"no such file in the project: {rel}", path=rel)
+    if observations is not None:
+        observations.check_edit(rel, current.data)
     try:
         text = current.data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -272,6 +330,8 @@ def edit_file(root: Path, path: str, old: str, new: str, *, checkpoints: WriteLo
     if len(data) > FILE_WRITE_MAX_BYTES:
         raise ToolError(f"the edited file would be larger than {FILE_WRITE_MAX_BYTES} bytes", path=rel)
     _write(real_root, target, rel, data, checkpoints=checkpoints, task_id=task_id)
+    if observations is not None:
+        observations.record(rel, data)
     return {"path": rel, "replacements": 1}
 
 

@@ -10,10 +10,11 @@ never get a writing tool. A tool failure becomes a tool result the model reads
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from shadowcode.agent.observations import Observations
 from shadowcode.agent.ports import ApprovalGate, EventLog, Processes, WriteLog, field_of
 from shadowcode.agent.tool_specs import function_schema, native_tools_for, spec
 from shadowcode.errors import ShadowcodeError, ToolError
@@ -96,6 +97,8 @@ class TaskEnv:
     env: dict[str, str]
     mcp: McpTools | None = None
     """The task's external MCP servers: only Build tasks above read_only in trusted projects (CLI-07, CLI-09)."""
+    observations: Observations = field(default_factory=Observations)
+    """What the task last read or wrote of each file; an MCP action makes it all stale (CLI-10)."""
 
     def _mcp_active(self) -> bool:
         return self.mcp is not None and self.mode == "build" and self.level != "read_only"
@@ -145,9 +148,15 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
     root = env.project
     if env.mcp is not None and env.mcp.handles(name):
-        return await env.mcp.run(env, name, args)
+        env.observations.invalidate_all()  # CLI-10: an MCP action may change any file
+        try:
+            return await env.mcp.run(env, name, args)
+        finally:
+            env.observations.invalidate_all()
     if name == "read_file":
-        return files.read_file(root, str(args["path"]), offset=int(args.get("offset", 0)))
+        return files.read_file(
+            root, str(args["path"]), offset=int(args.get("offset", 0)), observations=env.observations
+        )
     if name == "list_files":
         return files.list_files(root, str(args.get("path", ".")))
     if name == "search_files":
@@ -156,7 +165,12 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
         )
     if name == "write_file":
         out = files.write_file(
-            root, str(args["path"]), str(args["content"]), checkpoints=env.checkpoints, task_id=env.task_id
+            root,
+            str(args["path"]),
+            str(args["content"]),
+            checkpoints=env.checkpoints,
+            task_id=env.task_id,
+            observations=env.observations,
         )
         env.records.event(env.task_id, "file.write", {"path": out["path"]})
         return out
@@ -168,6 +182,7 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
             str(args["new"]),
             checkpoints=env.checkpoints,
             task_id=env.task_id,
+            observations=env.observations,
         )
         env.records.event(env.task_id, "file.write", {"path": out["path"]})
         return out

@@ -1,31 +1,44 @@
 """Read-only inspection of a SQLite database file inside the project (SRV-13).
 
-This module is the inspection edge for ``sqlite3``: apart from ``shadowcode.store`` it is
-the only place that imports it, and every ``sqlite3.Error`` is translated here into a
+This module checks everything that needs no database (the path, the SQLite header, the
+statement and its parameters), then runs the query in a worker process
+(:mod:`shadowcode.project.sqlite_worker`, started as ``python -I`` in its own process group)
+and kills that process group at the deadline. The deadline therefore holds for every query
+shape: an endless recursive CTE, and also a single expensive function call that SQLite's
+progress handler never interrupts. Apart from ``shadowcode.store`` these two modules are the
+only ones that import ``sqlite3``; every SQLite error is turned into a
 :class:`~shadowcode.errors.ToolError` with a sentence a person can act on.
 
 Defences, each enough on its own for the common cases and layered on purpose:
 
-* the file must exist inside the project and start with the SQLite header;
+* the file must be project content (:func:`shadowcode.project.files.confine`), open as a
+  regular file without blocking (a FIFO named ``data.db`` is refused at once) and start with
+  the SQLite header;
 * the connection is opened with ``mode=ro`` (never ``immutable``, so rows still in the
   write-ahead log are visible; SQLite may create the ``-shm`` sidecar to read them);
 * the text must hold exactly one statement (trailing ``;`` and comments are fine), and
   it must start with SELECT, WITH, VALUES, EXPLAIN or PRAGMA;
 * an authorizer allows only reads, selects, recursive CTEs, functions other than the
   file/extension ones, and a short list of read-only pragmas;
-* no database may be attached, SQL text and values are size-limited by SQLite itself,
-  and a progress handler interrupts the query at its deadline;
-* rows, cells and the total JSON size of the result are bounded here.
+* no database may be attached, SQL text and values are size-limited by SQLite itself;
+* rows, cells and the total JSON size of the result are bounded, and so is the worker's reply;
+* the worker is killed with its process group at the deadline and reaped, so none is left.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-import math
+import logging
+import os
+import select
+import signal
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import time
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,80 +51,20 @@ from shadowcode.limits import (
     SQLITE_RESULT_MAX_BYTES,
     SQLITE_ROWS_MAX,
     SQLITE_VALUE_MAX_BYTES,
+    SQLITE_WORKER_REPLY_MAX_BYTES,
 )
 from shadowcode.project.files import confine, read_regular, relative_posix
+from shadowcode.project.sqlite_worker import BLOB_KEY
 
 __all__ = ["BLOB_KEY", "list_tables", "run_query"]
 
-BLOB_KEY = "$blob_base64"
-"""Key of the object that carries a blob cell (or a blob parameter) as base64."""
+logger = logging.getLogger(__name__)
 
 _HEADER = b"SQLite format 3\x00"
-_PROGRESS_STEPS = 1000
 _LEADING_WORDS = frozenset({"SELECT", "WITH", "VALUES", "EXPLAIN", "PRAGMA"})
-_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
-# Pragmas that only report, whatever their argument (a table, index or schema name).
-_REPORTING_PRAGMAS = frozenset(
-    {
-        "table_info",
-        "table_xinfo",
-        "table_list",
-        "index_list",
-        "index_info",
-        "index_xinfo",
-        "foreign_key_list",
-        "collation_list",
-        "function_list",
-        "module_list",
-        "pragma_list",
-        "database_list",
-        "compile_options",
-        "page_count",
-        "freelist_count",
-        "data_version",
-        "quick_check",
-        "integrity_check",
-        "foreign_key_check",
-    }
-)
-# Pragmas that report when given no argument and change something when given one.
-_SETTING_PRAGMAS = frozenset(
-    {"user_version", "application_id", "schema_version", "page_size", "encoding", "journal_mode", "foreign_keys"}
-)
-_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE})
-_ACTION_NAMES = {
-    getattr(sqlite3, name): name.removeprefix("SQLITE_").replace("_", " ")
-    for name in (
-        "SQLITE_ALTER_TABLE",
-        "SQLITE_ANALYZE",
-        "SQLITE_ATTACH",
-        "SQLITE_CREATE_INDEX",
-        "SQLITE_CREATE_TABLE",
-        "SQLITE_CREATE_TEMP_INDEX",
-        "SQLITE_CREATE_TEMP_TABLE",
-        "SQLITE_CREATE_TEMP_TRIGGER",
-        "SQLITE_CREATE_TEMP_VIEW",
-        "SQLITE_CREATE_TRIGGER",
-        "SQLITE_CREATE_VIEW",
-        "SQLITE_CREATE_VTABLE",
-        "SQLITE_DELETE",
-        "SQLITE_DETACH",
-        "SQLITE_DROP_INDEX",
-        "SQLITE_DROP_TABLE",
-        "SQLITE_DROP_TEMP_INDEX",
-        "SQLITE_DROP_TEMP_TABLE",
-        "SQLITE_DROP_TEMP_TRIGGER",
-        "SQLITE_DROP_TEMP_VIEW",
-        "SQLITE_DROP_TRIGGER",
-        "SQLITE_DROP_VIEW",
-        "SQLITE_DROP_VTABLE",
-        "SQLITE_INSERT",
-        "SQLITE_REINDEX",
-        "SQLITE_SAVEPOINT",
-        "SQLITE_TRANSACTION",
-        "SQLITE_UPDATE",
-    )
-}
+_WORKER_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from shadowcode.project.sqlite_worker import main; main()"
+_WORKER_ENV_KEPT = ("PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "SYSTEMROOT")
+_STDERR_KEPT_BYTES = 2048
 
 
 # --- statement checks ------------------------------------------------------------------
@@ -198,134 +151,7 @@ def _check_leading_word(statement: str) -> None:
         )
 
 
-# --- connection ------------------------------------------------------------------------
-
-
-class _Guard:
-    """The authorizer and progress handler of one inspection connection."""
-
-    def __init__(self, timeout_seconds: float) -> None:
-        self.deadline = time.monotonic() + timeout_seconds
-        self.timeout_seconds = timeout_seconds
-        self.timed_out = False
-        self.denied: str | None = None
-
-    def authorize(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
-        if action in _ALLOWED_ACTIONS:
-            return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_FUNCTION:
-            name = (arg2 or "").lower()
-            if name in _DENIED_FUNCTIONS:
-                return self._deny(f"the function {name}() is not allowed")
-            return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_PRAGMA:
-            name = (arg1 or "").lower()
-            if name in _REPORTING_PRAGMAS or (name in _SETTING_PRAGMAS and arg2 is None):
-                return sqlite3.SQLITE_OK
-            if arg2 is not None:
-                return self._deny(f"PRAGMA {name} with a value would change the database")
-            return self._deny(f"PRAGMA {name} is not on the read-only list")
-        if action == sqlite3.SQLITE_ATTACH:
-            return self._deny("ATTACH (and VACUUM INTO) are not allowed")
-        if action == sqlite3.SQLITE_DETACH:
-            return self._deny("DETACH is not allowed")
-        label = _ACTION_NAMES.get(action, f"action {action}")
-        return self._deny(f"{label} is not allowed: the database is opened read-only")
-
-    def _deny(self, reason: str) -> int:
-        if self.denied is None:
-            self.denied = reason
-        return sqlite3.SQLITE_DENY
-
-    def progress(self) -> int:
-        if time.monotonic() > self.deadline:
-            self.timed_out = True
-            return 1
-        return 0
-
-    def check_clock(self) -> None:
-        if time.monotonic() > self.deadline:
-            self.timed_out = True
-            raise ToolError(f"the query ran longer than {self.timeout_seconds:g} s and was stopped")
-
-    def translate(self, exc: sqlite3.Error, rel: str) -> ToolError:
-        if self.timed_out:
-            return ToolError(f"the query ran longer than {self.timeout_seconds:g} s and was stopped", path=rel)
-        if self.denied is not None:
-            return ToolError(f"query refused: {self.denied}", path=rel)
-        text = str(exc)
-        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
-            return ToolError(f"not a SQLite database: {rel}", path=rel)
-        if "too big" in text:
-            return ToolError(f"a value exceeded {SQLITE_VALUE_MAX_BYTES} bytes: {text}", path=rel)
-        if "one statement at a time" in text:
-            return ToolError("only one SQL statement may be run at a time", path=rel)
-        return ToolError(f"SQLite refused the query: {text}", path=rel)
-
-
-def _open_database(root: Path, rel_path: str) -> tuple[Path, str]:
-    """Confine the path and check the SQLite header, opening the file without blocking."""
-    path = confine(root, rel_path, must_exist=True)
-    shown = relative_posix(root, path)
-    found = read_regular(path, max_bytes=len(_HEADER), truncate=True, label=shown)
-    if found is None:
-        raise ToolError(f"no such file in the project: {shown}", path=shown)
-    if found.data != _HEADER:
-        raise ToolError(f"not a SQLite database (no SQLite header): {shown}", path=shown)
-    return path, shown
-
-
-def _connect(path: Path, guard: _Guard, shown: str) -> sqlite3.Connection:
-    uri = "file:" + urllib.parse.quote(str(path), safe="/") + "?mode=ro"
-    try:
-        conn = sqlite3.connect(
-            uri,
-            uri=True,
-            timeout=guard.timeout_seconds,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-    except sqlite3.Error as exc:
-        raise guard.translate(exc, shown) from exc
-    try:
-        conn.text_factory = lambda data: data.decode("utf-8", errors="replace")
-        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_QUERY_MAX_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_VALUE_MAX_BYTES)
-        conn.execute("PRAGMA trusted_schema = OFF")
-        conn.set_authorizer(guard.authorize)
-        conn.set_progress_handler(guard.progress, _PROGRESS_STEPS)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise guard.translate(exc, shown) from exc
-    return conn
-
-
 # --- values ----------------------------------------------------------------------------
-
-
-def _clip_utf8(text: str, max_bytes: int) -> tuple[str, int]:
-    data = text.encode("utf-8", errors="surrogatepass")
-    if len(data) <= max_bytes:
-        return text, len(data)
-    return data[:max_bytes].decode("utf-8", errors="ignore"), len(data)
-
-
-def _cell(value: object, cell_max_bytes: int) -> object:
-    if value is None or isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, bytes):
-        size = len(value)
-        blob: dict[str, object] = {BLOB_KEY: base64.b64encode(value[:cell_max_bytes]).decode("ascii"), "bytes": size}
-        if size > cell_max_bytes:
-            blob["shortened"] = True
-        return blob
-    text, size = _clip_utf8(str(value), cell_max_bytes)
-    if size > cell_max_bytes:
-        return f"{text}…[shortened from {size} bytes]"
-    return text
 
 
 def _param(value: object, where: str) -> object:
@@ -342,15 +168,16 @@ def _param(value: object, where: str) -> object:
         if not isinstance(encoded, str):
             raise ToolError(f"parameter {where}: {BLOB_KEY} must be a base64 string")
         try:
-            return base64.b64decode(encoded, validate=True)
+            base64.b64decode(encoded, validate=True)
         except ValueError as exc:
             raise ToolError(f"parameter {where}: {BLOB_KEY} is not valid base64") from exc
+        return {BLOB_KEY: encoded}  # decoded again in the worker
     raise ToolError(f"parameter {where} must be null, a boolean, a number, a string or a {BLOB_KEY} object")
 
 
-def _params(params: object) -> Sequence[object] | dict[str, object]:
+def _params(params: object) -> list[object] | dict[str, object]:
     if params is None:
-        return ()
+        return []
     if isinstance(params, Mapping):
         named: dict[str, object] = {}
         for key, value in params.items():  # pyright: ignore[reportUnknownVariableType]
@@ -363,8 +190,108 @@ def _params(params: object) -> Sequence[object] | dict[str, object]:
     raise ToolError("params must be a list (positional ?) or an object (named :name)")
 
 
-def _json_size(row: list[object]) -> int:
-    return len(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+# --- the worker ------------------------------------------------------------------------
+
+
+def _open_database(root: Path, rel_path: str) -> tuple[Path, str]:
+    """Confine the path and check the SQLite header, opening the file without blocking."""
+    path = confine(root, rel_path, must_exist=True)
+    shown = relative_posix(root, path)
+    found = read_regular(path, max_bytes=len(_HEADER), truncate=True, label=shown)
+    if found is None:
+        raise ToolError(f"no such file in the project: {shown}", path=shown)
+    if found.data != _HEADER:
+        raise ToolError(f"not a SQLite database (no SQLite header): {shown}", path=shown)
+    return path, shown
+
+
+def _package_parent() -> str:
+    """The ``sys.path`` entry holding the ``shadowcode`` package (a folder, or the zipapp)."""
+    import shadowcode
+
+    return os.path.dirname(os.path.dirname(shadowcode.__file__ or ""))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker's process group; only called before the worker is reaped, so the id is ours."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read_reply(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int) -> tuple[bytes, bool, bool]:
+    """Read the worker's stdout until EOF, ``max_bytes + 1`` bytes or the deadline: ``(data, too_big, late)``."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"", False, True
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks), False, False
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            return b"", True, False
+
+
+def _in_worker(request: dict[str, Any], shown: str, timeout_seconds: float, reply_max_bytes: int) -> dict[str, Any]:
+    """Run one request in a fresh worker process, killed with its group at the deadline (SRV-13).
+
+    Returns:
+        The worker's ``result`` object.
+
+    Raises:
+        ToolError: the worker's refusal, the deadline, an oversized reply, or a worker that
+            could not start or failed.
+    """
+    if not sys.executable:
+        raise ToolError("no Python interpreter is known to run the query in", path=shown)
+    started = time.monotonic()
+    deadline = started + timeout_seconds
+    request = request | {"shown": shown, "timeout_seconds": timeout_seconds}
+    env = {name: os.environ[name] for name in _WORKER_ENV_KEPT if name in os.environ}
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
+        stdin.write(json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        stdin.seek(0)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WORKER_BOOT, _package_parent()],
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"the query worker could not be started: {exc.strerror}", path=shown) from exc
+        try:
+            data, too_big, late = _read_reply(proc, deadline, reply_max_bytes)
+        finally:
+            if proc.poll() is None:
+                _kill_group(proc)
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if late:
+            raise ToolError(f"the query ran longer than {timeout_seconds:g} s and was stopped", path=shown)
+        if too_big:
+            raise ToolError(f"the query's reply is larger than {reply_max_bytes} bytes", path=shown)
+        try:
+            reply = json.loads(data.decode("utf-8"))
+        except ValueError:
+            stderr.seek(0)
+            tail = stderr.read(_STDERR_KEPT_BYTES).decode("utf-8", errors="replace").strip()
+            logger.warning("the SQLite worker failed (exit %s): %s", proc.returncode, tail)
+            raise ToolError(f"the query worker failed (exit {proc.returncode})", path=shown) from None
+    if "error" in reply:
+        raise ToolError(str(reply["error"]), path=shown)
+    return reply["result"]
 
 
 # --- public ----------------------------------------------------------------------------
@@ -376,6 +303,7 @@ def list_tables(
     *,
     tables_max: int = SQLITE_ROWS_MAX,
     timeout_seconds: float = SQLITE_QUERY_TIMEOUT_SECONDS,
+    reply_max_bytes: int = SQLITE_WORKER_REPLY_MAX_BYTES,
 ) -> dict[str, Any]:
     """List the tables and views of a project database with their columns (SRV-13).
 
@@ -386,7 +314,8 @@ def list_tables(
         root: the canonical project root.
         rel_path: the database file, relative to the root.
         tables_max: tables and views listed at most; more set ``truncated``.
-        timeout_seconds: deadline for the whole listing.
+        timeout_seconds: deadline for the whole listing, the worker's start included.
+        reply_max_bytes: bytes of the worker's reply read at most.
 
     Returns:
         ``{"path": str, "tables": [{"name": str, "type": "table"|"view",
@@ -394,37 +323,18 @@ def list_tables(
         A table whose columns cannot be read gets ``"columns": []`` and an ``"error"``.
 
     Raises:
-        ToolError: the path leaves the project, does not exist, is not a SQLite database,
-            or SQLite failed to read it.
+        ToolError: the path is not project content, does not exist, is not a regular file or
+            not a SQLite database, SQLite failed to read it, or the deadline passed.
     """
     path, shown = _open_database(root, rel_path)
-    guard = _Guard(timeout_seconds)
-    conn = _connect(path, guard, shown)
-    try:
-        try:
-            found = conn.execute(
-                "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
-                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT ?",
-                (tables_max + 1,),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise guard.translate(exc, shown) from exc
-        tables: list[dict[str, Any]] = []
-        for name, kind in found[:tables_max]:
-            entry: dict[str, Any] = {"name": name, "type": kind, "columns": []}
-            try:
-                quoted = '"' + str(name).replace('"', '""') + '"'
-                columns = conn.execute(f"PRAGMA main.table_info({quoted})").fetchall()
-                entry["columns"] = [{"name": col[1], "type": col[2] or ""} for col in columns]
-            except sqlite3.Error as exc:
-                if guard.timed_out:
-                    raise guard.translate(exc, shown) from exc
-                entry["error"] = f"columns unavailable: {guard.denied or exc}"
-                guard.denied = None
-            tables.append(entry)
-        return {"path": shown, "tables": tables, "truncated": len(found) > tables_max}
-    finally:
-        conn.close()
+    request = {
+        "op": "tables",
+        "path": str(path),
+        "tables_max": tables_max,
+        "query_max_bytes": SQLITE_QUERY_MAX_BYTES,
+        "value_max_bytes": SQLITE_VALUE_MAX_BYTES,
+    }
+    return _in_worker(request, shown, timeout_seconds, reply_max_bytes)
 
 
 def run_query(
@@ -437,6 +347,7 @@ def run_query(
     cell_max_bytes: int = SQLITE_CELL_MAX_BYTES,
     result_max_bytes: int = SQLITE_RESULT_MAX_BYTES,
     timeout_seconds: float = SQLITE_QUERY_TIMEOUT_SECONDS,
+    reply_max_bytes: int = SQLITE_WORKER_REPLY_MAX_BYTES,
 ) -> dict[str, Any]:
     """Run one bounded read-only query on a project database (SRV-13).
 
@@ -446,7 +357,8 @@ def run_query(
     ``{"$blob_base64": str, "bytes": int}`` (plus ``"shortened": true`` when cut);
     infinite floats come back as strings. Reading stops at ``rows_max`` rows or before the
     row that would take the rows' compact JSON past ``result_max_bytes``; either sets
-    ``truncated``.
+    ``truncated``. The query runs in a worker process killed at ``timeout_seconds``, so
+    the bound holds whatever the query does.
 
     Args:
         root: the canonical project root.
@@ -458,7 +370,10 @@ def run_query(
         rows_max: rows returned at most.
         cell_max_bytes: bytes of one text or blob cell before it is shortened.
         result_max_bytes: bytes of the returned rows, as compact JSON arrays, at most.
-        timeout_seconds: deadline for preparing, running and reading the query.
+        timeout_seconds: deadline for preparing, running and reading the query, the worker's
+            start included.
+        reply_max_bytes: bytes of the worker's reply (compact JSON ``{"result": ...}``) read
+            at most.
 
     Returns:
         ``{"path": str, "columns": [str], "rows": [[cell]], "row_count": int,
@@ -467,8 +382,8 @@ def run_query(
     Raises:
         ToolError: a bad path or non-database file, an oversize or empty query, more than
             one statement, anything that is not a read (writes, ATTACH/DETACH, PRAGMA
-            writes, file or extension functions), bad parameters, the deadline, or any
-            other SQLite error.
+            writes, file or extension functions), bad parameters, the deadline, an oversized
+            reply, or any other SQLite error.
     """
     if not isinstance(sql, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError("the query must be a string")
@@ -479,36 +394,15 @@ def run_query(
     _check_leading_word(statement)
     bound = _params(params)
     path, shown = _open_database(root, rel_path)
-    guard = _Guard(timeout_seconds)
-    conn = _connect(path, guard, shown)
-    try:
-        try:
-            cursor = conn.execute(statement, bound)
-            columns = [str(col[0]) for col in cursor.description or ()]
-            rows: list[list[object]] = []
-            total = 0
-            truncated = False
-            while True:
-                guard.check_clock()
-                raw = cursor.fetchone()
-                if raw is None:
-                    break
-                if len(rows) >= rows_max:
-                    truncated = True
-                    break
-                row = [_cell(value, cell_max_bytes) for value in raw]
-                row_bytes = _json_size(row)
-                if total + row_bytes > result_max_bytes:
-                    truncated = True
-                    break
-                total += row_bytes
-                rows.append(row)
-        except (OverflowError, sqlite3.ProgrammingError) as exc:
-            if isinstance(exc, sqlite3.Error) and (guard.denied or guard.timed_out):
-                raise guard.translate(exc, shown) from exc
-            raise ToolError(f"the query or its parameters were rejected: {exc}", path=shown) from exc
-        except sqlite3.Error as exc:
-            raise guard.translate(exc, shown) from exc
-        return {"path": shown, "columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated}
-    finally:
-        conn.close()
+    request = {
+        "op": "query",
+        "path": str(path),
+        "sql": statement,
+        "params": bound,
+        "rows_max": rows_max,
+        "cell_max_bytes": cell_max_bytes,
+        "result_max_bytes": result_max_bytes,
+        "query_max_bytes": SQLITE_QUERY_MAX_BYTES,
+        "value_max_bytes": SQLITE_VALUE_MAX_BYTES,
+    }
+    return _in_worker(request, shown, timeout_seconds, reply_max_bytes)

@@ -25,7 +25,7 @@ from shadowcode.project.files import read_optional
 from shadowcode.project.paths import ProjectFile, walk_files
 from shadowcode.project.test_detection import MAKEFILE_NAMES, detect_test_commands
 
-__all__ = ["LANGUAGES", "MANIFEST_KINDS", "MAP_SHORTENED_MARK", "build_map", "clip_utf8"]
+__all__ = ["LANGUAGES", "MANIFEST_KINDS", "MAP_SHORTENED_MARK", "SQLITE_SIDECAR_ENDINGS", "build_map", "clip_utf8"]
 
 MANIFEST_KINDS: dict[str, str] = {
     "pyproject.toml": "python",
@@ -82,6 +82,10 @@ LANGUAGES: dict[str, str] = {
 """File extensions mapped to the language name counted in ``languages``; other
 extensions are counted under the extension itself."""
 
+SQLITE_SIDECAR_ENDINGS: tuple[str, ...] = ("-wal", "-shm", "-journal")
+"""Endings of the files SQLite keeps beside a database (``app.db-wal``, ``app.db-shm``,
+``app.db-journal``); they are data, not a language, and are not counted."""
+
 MAP_SHORTENED_MARK = "\n\n…(map shortened)\n"
 """Text that ends a map cut to its byte limit."""
 
@@ -116,7 +120,7 @@ def _language(path: str) -> str | None:
     if name == "Dockerfile":
         return "Dockerfile"
     suffix = PurePosixPath(path).suffix.lower()
-    if not suffix or suffix == name:
+    if not suffix or suffix == name or suffix.endswith(SQLITE_SIDECAR_ENDINGS):
         return None
     return LANGUAGES.get(suffix, suffix)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from shadowcode.agent import files
+from shadowcode.agent.observations import Observations
 from shadowcode.engine import Engine
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
 from shadowcode.errors import ConflictError, NotFound, ToolError
@@ -376,3 +377,54 @@ def test_rollback_refuses_after_a_conflicting_edit_and_changes_nothing_eng06(roo
         cps.rollback(root, TASK)
     assert (root / "src" / "new.py").read_text(encoding="utf-8") == "new\n"
     assert (root / "src" / "app.py").read_text(encoding="utf-8") == "someone else\n"
+
+
+# --- observations: an edit never lands on content the task has not seen (CLI-10) ---------
+
+
+@pytest.mark.req("CLI-10")
+def test_edit_is_refused_when_the_file_changed_since_the_task_read_it_cli10(root: Path, cps: Checkpoints) -> None:
+    seen = Observations()
+    files.read_file(root, "src/app.py", observations=seen)
+    (root / "src" / "app.py").write_text("def main():\n    return 1  # changed elsewhere\n", encoding="utf-8")
+    with pytest.raises(ToolError, match="src/app.py changed since the task last read it; read it again first"):
+        files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK, observations=seen)
+    files.read_file(root, "src/app.py", observations=seen)
+    files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK, observations=seen)
+    assert "return 2" in (root / "src" / "app.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.req("CLI-10")
+def test_after_an_mcp_action_a_read_file_must_be_read_again_before_editing_cli10(root: Path, cps: Checkpoints) -> None:
+    seen = Observations()
+    files.read_file(root, "src/app.py", observations=seen)
+    seen.invalidate_all()
+    with pytest.raises(ToolError, match="read it again first"):
+        files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK, observations=seen)
+    assert (root / "src" / "app.py").read_text(encoding="utf-8") == "def main():\n    return 1\n"
+    files.read_file(root, "src/app.py", offset=5, max_bytes=1, observations=seen)  # any read of it counts
+    files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK, observations=seen)
+
+
+@pytest.mark.req("CLI-10")
+def test_a_file_never_read_or_just_written_may_be_edited_cli10(root: Path, cps: Checkpoints) -> None:
+    seen = Observations()
+    files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK, observations=seen)
+    files.edit_file(root, "src/app.py", "return 2", "return 3", checkpoints=cps, task_id=TASK, observations=seen)
+    files.write_file(root, "new.txt", "a\n", checkpoints=cps, task_id=TASK, observations=seen)
+    files.edit_file(root, "new.txt", "a", "b", checkpoints=cps, task_id=TASK, observations=seen)
+    assert (root / "new.txt").read_text(encoding="utf-8") == "b\n"
+
+
+@pytest.mark.req("CLI-10")
+def test_reads_are_observed_under_the_resolved_path_and_pages_match_plain_reads_cli10(root: Path) -> None:
+    seen = Observations()
+    (root / "alias.py").symlink_to(root / "src" / "app.py")
+    (root / "big.txt").write_bytes(b"x" * (FILE_WRITE_MAX_BYTES + 1))
+    assert files.read_file(root, "alias.py", offset=4, max_bytes=5, observations=seen) == files.read_file(
+        root, "alias.py", offset=4, max_bytes=5
+    )
+    assert seen.get("src/app.py") is not None and seen.get("alias.py") is None
+    page = files.read_file(root, "big.txt", offset=FILE_WRITE_MAX_BYTES - 2, max_bytes=2, observations=seen)
+    assert (page["bytes"], page["truncated"]) == (2, True)
+    assert seen.get("big.txt") is None

@@ -634,3 +634,22 @@ async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_ca
     for path in engine.profile.root.rglob("*"):
         if path.is_file() and path.name != "secrets.json":
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.req("CLI-10")
+async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it_cli10(
+    engine: Engine, project_dir: Path, tmp_path: Path
+) -> None:
+    (project_dir / "README.md").write_text("# Old title\n", encoding="utf-8")
+    project = _trust(engine, project_dir)
+    _enable(engine, project, project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()}))
+    edit = ("edit_file", {"path": "README.md", "old": "Old", "new": "New"})
+    read = ("read_file", {"path": "README.md"})
+    scripted(engine, tmp_path, [{"match": "", "turns": _calls(read, ("mcp_tools", {}), edit, read, edit)}])
+    async with running(engine) as core:
+        task_id = await _submit(core, project, "retitle")
+        assert (await finished(core, task_id))["status"] == "done"
+    results = _results(core, task_id)
+    assert [r["ok"] for r in results] == [True, True, False, True, True]
+    assert "read it again first" in results[2]["summary"]
+    assert (project_dir / "README.md").read_text(encoding="utf-8") == "# New title\n"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -230,3 +233,229 @@ def test_review_never_runs_a_content_filter_from_the_repository_config_srv20(tmp
     result = review(repo.resolve())
     assert any(c["path"] == "f.txt" for c in result["changes"])
     assert not marker.exists()
+
+
+# --- programs the repository configures never run (SRV-20) ----------------------------------
+#
+# Each test points one kind of program at a script that leaves a marker file, makes the
+# review reach the point where git would start it, and checks the marker is absent.
+
+
+@pytest.fixture
+def markers(tmp_path: Path) -> Path:
+    folder = tmp_path / "markers"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def evil(tmp_path: Path, markers: Path) -> str:
+    """A command that records that it ran (its first argument names the kind) and passes stdin on."""
+    script = tmp_path / "evil.sh"
+    script.write_text(f'#!/bin/sh\ntouch "{markers}/$1"\nexec cat\n', encoding="utf-8")
+    script.chmod(0o755)
+    return str(script)
+
+
+def _ran(markers: Path) -> list[str]:
+    return sorted(p.name for p in markers.iterdir())
+
+
+def _filtered_change(repo: Path, driver: str = "evil") -> None:
+    """Put every file under ``driver`` and change keep.txt so git must hash it again."""
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text(f"* filter={driver}\n", encoding="utf-8")
+    _same_size_change(repo / "keep.txt")
+
+
+def _same_size_change(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data.swapcase() if data.swapcase() != data else data[::-1])
+    later = time.time() + 10
+    os.utime(path, (later, later))
+
+
+@pytest.mark.req("SRV-20")
+def test_a_clean_filter_defined_after_a_70_kb_config_value_does_not_run_srv20(
+    repo: Path, evil: str, markers: Path
+) -> None:
+    git(repo, "config", "filter.padding.smudge", "x" * 70_000)  # a long value before the driver
+    git(repo, "config", "filter.evil.clean", f"{evil} clean")
+    git(repo, "config", "filter.evil.smudge", f"{evil} smudge")
+    _filtered_change(repo)
+    result = review(repo)
+    assert [c["path"] for c in result["changes"]] == ["keep.txt"]
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_a_process_filter_does_not_run_srv20(repo: Path, evil: str, markers: Path) -> None:
+    git(repo, "config", "filter.long-running.process", f"{evil} process")
+    git(repo, "config", "filter.long-running.required", "true")
+    _filtered_change(repo, "long-running")
+    assert [c["path"] for c in review(repo)["changes"]] == ["keep.txt"]
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_filters_and_fsmonitor_from_included_files_do_not_run_srv20(
+    repo: Path, evil: str, markers: Path, tmp_path: Path
+) -> None:
+    included = tmp_path / "included.cfg"
+    included.write_text(f'[filter "inc"]\n\tclean = {evil} include\n[core]\n\tfsmonitor = {evil}\n', encoding="utf-8")
+    conditional = tmp_path / "conditional.cfg"
+    conditional.write_text(f'[filter "cond"]\n\tclean = {evil} includeif\n', encoding="utf-8")
+    git(repo, "config", "include.path", str(included))
+    git(repo, "config", f"includeIf.gitdir:{repo}/.git.path", str(conditional))
+    (repo / ".gitattributes").write_text("keep.txt filter=inc\ngone.txt filter=cond\n", encoding="utf-8")
+    _same_size_change(repo / "keep.txt")
+    _same_size_change(repo / "gone.txt")
+    review(repo)
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_a_clean_filter_in_a_submodule_config_does_not_run_srv20(
+    repo: Path, evil: str, markers: Path, tmp_path: Path
+) -> None:
+    upstream = (tmp_path / "upstream").resolve()
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    (upstream / "s.txt").write_text("sub\n", encoding="utf-8")
+    git(upstream, "add", ".")
+    git(upstream, "commit", "-q", "-m", "sub")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub")
+    git(repo, "commit", "-q", "-m", "add sub")
+    sub = repo / "sub"
+    git(sub, "commit", "-q", "--allow-empty", "-m", "moved on")
+    git(sub, "config", "filter.subevil.clean", f"{evil} submodule")
+    (sub / ".gitattributes").write_text("* filter=subevil\n", encoding="utf-8")
+    _same_size_change(sub / "s.txt")
+    result = review(repo)
+    assert {"path": "sub", "status": "modified", "staged": False} in result["changes"]
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_hooks_do_not_run_even_where_the_index_would_be_written_srv20(
+    repo: Path, evil: str, markers: Path, tmp_path: Path
+) -> None:
+    for folder in (repo / ".git" / "hooks", tmp_path / "repo-hooks"):
+        folder.mkdir(exist_ok=True)
+        for name in ("post-index-change", "reference-transaction", "pre-auto-gc"):
+            hook = folder / name
+            hook.write_text(f'#!/bin/sh\n"{evil}" hook-{folder.name}-{name} </dev/null\n', encoding="utf-8")
+            hook.chmod(0o755)
+    git(repo, "config", "core.hooksPath", str(tmp_path / "repo-hooks"))
+    _same_size_change(repo / "keep.txt")
+    review(repo)
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_pagers_and_diff_programs_do_not_run_srv20(repo: Path, evil: str, markers: Path) -> None:
+    git(repo, "config", "core.pager", f"{evil} pager")
+    git(repo, "config", "pager.status", f"{evil} pager-status")
+    git(repo, "config", "diff.external", f"{evil} external-diff")
+    git(repo, "config", "diff.evil.command", f"{evil} diff-command")
+    git(repo, "config", "diff.evil.textconv", f"{evil} textconv")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("* diff=evil\n", encoding="utf-8")
+    (repo / "keep.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    result = review(repo)
+    assert result["diffstat"]["insertions"] == 1
+    assert _ran(markers) == []
+
+
+def _partial_clone(repo: Path, url: str) -> None:
+    """Make ``repo`` a partial clone missing keep.txt's committed blob, with ``url`` as its promisor."""
+    blob = git(repo, "rev-parse", "HEAD:keep.txt").strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    git(repo, "config", "core.repositoryformatversion", "1")
+    git(repo, "config", "extensions.partialClone", "origin")
+    git(repo, "config", "remote.origin.url", url)
+    (repo / "keep.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+
+
+@pytest.mark.req("SRV-20")
+def test_a_partial_clone_never_fetches_through_the_repository_upload_pack_srv20(
+    repo: Path, evil: str, markers: Path, tmp_path: Path
+) -> None:
+    server = tmp_path / "server"
+    server.mkdir()
+    git(server, "init", "-q", "--bare")
+    _partial_clone(repo, server.as_uri())
+    git(repo, "config", "remote.origin.uploadpack", f"{evil} upload-pack")
+    result = review(repo)
+    assert [c["path"] for c in result["changes"]] == ["keep.txt"]
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_a_partial_clone_never_runs_an_ext_remote_command_srv20(repo: Path, evil: str, markers: Path) -> None:
+    _partial_clone(repo, f"ext::{evil} ext-remote")
+    git(repo, "config", "protocol.ext.allow", "always")
+    review(repo)
+    assert _ran(markers) == []
+
+
+class _AskForCredentials(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="review"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the standard library's name)
+        return
+
+
+@pytest.fixture
+def asks_for_credentials() -> Iterator[str]:
+    """A loopback HTTP server that answers every request with 401, so git would ask for credentials."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _AskForCredentials)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/repo.git"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.mark.req("SRV-20")
+def test_a_partial_clone_never_asks_the_repository_credential_helper_srv20(
+    repo: Path, evil: str, markers: Path, asks_for_credentials: str
+) -> None:
+    _partial_clone(repo, asks_for_credentials)
+    git(repo, "config", "credential.helper", f"!{evil} credential-helper")
+    git(repo, "config", "core.askPass", f"{evil} askpass")
+    review(repo)
+    assert _ran(markers) == []
+
+
+@pytest.mark.req("SRV-20")
+def test_configuration_naming_too_many_keys_is_refused_and_at_the_limit_reviewed_srv20(repo: Path) -> None:
+    for index in range(20):
+        git(repo, "config", f"filter.f{index:02d}.clean", "cat")
+    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    names = subprocess.run(
+        ["git", "config", "--list", "--name-only", "-z", "--includes"],
+        cwd=repo, env=env, capture_output=True, timeout=30, check=True,
+    ).stdout  # fmt: skip
+    assert review(repo, config_names_max_bytes=len(names))["git"] is True
+    with pytest.raises(ToolError, match=f"more than {len(names) - 1} bytes of keys"):
+        review(repo, config_names_max_bytes=len(names) - 1)
+
+
+@pytest.mark.req("SRV-20")
+def test_a_filter_driver_that_cannot_be_overridden_exactly_refuses_the_review_srv20(
+    repo: Path, evil: str, markers: Path
+) -> None:
+    with (repo / ".git" / "config").open("a", encoding="utf-8") as config:
+        config.write(f'[filter "a=b"]\n\tclean = {evil} equals\n')
+    _filtered_change(repo, "a=b")
+    with pytest.raises(ToolError, match="could not be switched off"):
+        review(repo)
+    assert _ran(markers) == []

@@ -7,7 +7,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -420,3 +423,64 @@ def test_table_listing_is_bounded_srv13(root: Path, many_tables: Path) -> None:
     assert len(result["tables"]) == SQLITE_ROWS_MAX
     assert result["truncated"] is True
     assert len(list_tables(root, "many.db", tables_max=SQLITE_ROWS_MAX + 1)["tables"]) == SQLITE_ROWS_MAX + 1
+
+
+# --- the deadline holds for every query shape (SRV-13) ---------------------------------------
+
+_ONE_LONG_CALL = "SELECT instr(replace(zeroblob(16000000), x'00', 'a'), replace(zeroblob(8000), x'00', 'a') || 'b')"
+"""One function call that runs for seconds: SQLite's progress handler never fires inside it."""
+
+
+def _workers_of_this_process() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"sqlite_worker" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.req("SRV-13")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_a_single_expensive_function_call_is_stopped_at_the_bound_and_no_worker_is_left_srv13(
+    root: Path, db: Path
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="ran longer than 0.5 s and was stopped"):
+        run_query(root, "data/app.db", _ONE_LONG_CALL, timeout_seconds=0.5)
+    assert time.monotonic() - started < 0.5 + 2
+    assert _workers_of_this_process() == []
+
+
+@pytest.mark.req("SRV-13")
+def test_the_worker_ends_itself_after_its_deadline_when_nobody_kills_it_srv13(root: Path, db: Path) -> None:
+    from shadowcode.project import sqlite_inspect
+
+    request = {
+        "op": "query", "path": str(db), "shown": "data/app.db", "timeout_seconds": 0.2,
+        "sql": _ONE_LONG_CALL, "params": [], "rows_max": 1, "cell_max_bytes": 10, "result_max_bytes": 100,
+        "query_max_bytes": SQLITE_QUERY_MAX_BYTES, "value_max_bytes": SQLITE_VALUE_MAX_BYTES,
+    }  # fmt: skip
+    boot = [sys.executable, "-I", "-S", "-c", sqlite_inspect._WORKER_BOOT, sqlite_inspect._package_parent()]
+    started = time.monotonic()
+    done = subprocess.run(boot, input=json.dumps(request).encode(), capture_output=True, timeout=30, check=False)
+    assert done.returncode == -signal.SIGALRM
+    assert time.monotonic() - started < 0.2 + 2 + 3
+
+
+@pytest.mark.req("SRV-13")
+def test_a_reply_at_its_byte_limit_is_read_and_one_byte_less_room_is_refused_srv13(root: Path, db: Path) -> None:
+    result = run_query(root, "data/app.db", "SELECT name FROM items ORDER BY id")
+    size = len(json.dumps({"result": result}, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    assert run_query(root, "data/app.db", "SELECT name FROM items ORDER BY id", reply_max_bytes=size) == result
+    with pytest.raises(ToolError, match=f"reply is larger than {size - 1} bytes"):
+        run_query(root, "data/app.db", "SELECT name FROM items ORDER BY id", reply_max_bytes=size - 1)
+    assert list_tables(root, "data/app.db", reply_max_bytes=10_000)["tables"]
+    with pytest.raises(ToolError, match="reply is larger than 10 bytes"):
+        list_tables(root, "data/app.db", reply_max_bytes=10)

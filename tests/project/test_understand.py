@@ -179,3 +179,12 @@ def test_the_map_leaves_out_the_profile_root_inside_the_project_srv19_srv08(
     after = build_map(root)
     assert after["files"] == before["files"]
     assert ".shadowcode" not in after["map"]
+
+
+@pytest.mark.req("SRV-19")
+def test_sqlite_sidecars_are_not_counted_as_languages_srv19(root: Path) -> None:
+    for name in ("app.db", "app.db-wal", "app.db-shm", "app.db-journal", "cache.sqlite3-wal"):
+        (root / name).write_bytes(b"x")
+    languages = build_map(root)["languages"]
+    assert languages[".db"] == 1
+    assert not [lang for lang in languages if lang.endswith(("-wal", "-shm", "-journal"))], languages
