@@ -18,10 +18,10 @@ from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import COMMAND_OUTPUT_TAIL_BYTES, COMMAND_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
+    from shadowcode.agent.processes import ProcessManager
     from shadowcode.agent.providers import ToolCall
     from shadowcode.engine.approvals import Approvals
     from shadowcode.engine.checkpoints import Checkpoints
-    from shadowcode.engine.processes import ProcessManager
     from shadowcode.engine.tasks import TaskRecords
     from shadowcode.mcp.client.pool import TaskServers
 

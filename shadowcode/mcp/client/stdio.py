@@ -3,7 +3,7 @@
 Contract:
 - The server starts from its literal argv (no shell) in the given folder with exactly the
   given environment, as the leader of its own session and process group, with the Linux
-  parent-death signal set (see :mod:`shadowcode.engine.processes`). stdin, stdout and stderr
+  parent-death signal set (see :mod:`shadowcode.process_group`). stdin, stdout and stderr
   are pipes read and written on the event loop.
 - Incoming stdout frames: at most ``frame_max_bytes`` per line (a longer line fails the
   connection as soon as it is seen, without buffering it whole), ``lifetime_max_bytes`` per
@@ -36,7 +36,6 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from shadowcode.engine.processes import GroupChild, OutputTail, pids_alive
 from shadowcode.errors import UpstreamServerError
 from shadowcode.limits import (
     MCP_CONNECTION_MAX_BYTES,
@@ -47,6 +46,7 @@ from shadowcode.limits import (
     PROCESS_TERM_GRACE_SECONDS,
 )
 from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
+from shadowcode.process_group import GroupChild, OutputTail, pids_alive
 
 __all__ = ["ClientLimits", "StdioServer"]
 
