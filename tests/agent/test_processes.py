@@ -366,7 +366,10 @@ async def test_background_start_list_output_and_stop_srv23(manager: ProcessManag
     listed = manager.list_background(tmp_path)
     assert [b["id"] for b in listed] == [started["id"]] and listed[0]["running"] is True
     assert manager.background_output(started["id"])["running"] is True
+    # Stop only once the child has written: a TERM that lands before `echo` runs leaves no output.
     with anyio.fail_after(10):
+        while manager.background_output(started["id"])["output"] != "hello\n":
+            await anyio.sleep(0.01)
         stopped = await manager.stop_background(started["id"])
     assert stopped["signal"] == signal.SIGTERM and stopped["output"] == "hello\n"
     assert _gone(started["pid"]) and _group_gone(started["pid"])
