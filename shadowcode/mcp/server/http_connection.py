@@ -40,6 +40,7 @@ from shadowcode.mcp.server.http_guard import (
     RequestRate,
     guard_head,
     refusal_bytes,
+    sent_fields,
 )
 
 __all__ = ["ConnectionFront", "GatewayConnection", "Phase"]
@@ -105,6 +106,7 @@ class GatewayConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.request: h11.Request | None = None
         self.headers: list[tuple[bytes, bytes]] = []
+        self.head = bytearray()  # bytes received while the head is read: h11 merges some fields (GW-04)
         self.body = bytearray()
         self.counted = False  # holds one of the front's connection slots
         self.calling = False
@@ -131,6 +133,8 @@ class GatewayConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         """Feed the parser while the request is arriving; drop anything after it."""
         if self.phase is Phase.HEAD or self.phase is Phase.BODY:
+            if self.phase is Phase.HEAD:
+                self.head += data  # bounded: h11 refuses a head over header_max_bytes
             self.parser.receive_data(data)
             self._advance()
 
@@ -195,6 +199,7 @@ class GatewayConnection(asyncio.Protocol):
 
     def _on_head(self, event: object) -> None:
         transport = self._transport()
+        head, self.head = bytes(self.head), bytearray()
         if not isinstance(event, h11.Request):
             self.phase = Phase.CLOSING
             transport.close()  # the peer closed without sending a request
@@ -210,7 +215,7 @@ class GatewayConnection(asyncio.Protocol):
         refusal = guard_head(
             bytes(event.method),
             bytes(event.target),
-            headers,
+            sent_fields(head),
             bound_host=front.bound_host,
             port=front.port,
             token=front.token,

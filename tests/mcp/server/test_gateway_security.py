@@ -335,6 +335,33 @@ async def test_a_duplicated_mcp_metadata_header_is_answered_400_gw04(name: str) 
         assert f.app.scopes == []
 
 
+def _content_length_twice(body: bytes, framing: str) -> tuple[bytes, bytes]:
+    """The Content-Length line of a request for ``body`` and what replaces it to send the length twice."""
+    line = f"Content-Length: {len(body)}\r\n".encode()
+    doubled = {
+        "identical": line + line,
+        "identical, other case": line + line.lower(),
+        "identical, as a list": f"Content-Length: {len(body)}, {len(body)}\r\n".encode(),
+        "different": line + f"Content-Length: {len(body) + 1}\r\n".encode(),
+    }[framing]
+    return line, doubled
+
+
+@pytest.mark.req("GW-04", "GW-07")
+@pytest.mark.parametrize("framing", ["identical", "identical, other case", "identical, as a list", "different"])
+async def test_a_duplicated_content_length_is_answered_400_even_with_identical_values_gw04_gw07(framing: str) -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    line, doubled = _content_length_twice(body, framing)
+    async with front() as f:
+        status, answer = await exchange(f.port, request(f.port, body=body).replace(line, doubled))
+        assert status == 400
+        assert f.app.scopes == []
+        if framing != "different":  # two different lengths never parse; the others meet the duplicate rule
+            other = request(f.port, body=body, extra=(("Content-Type", "application/json"),))
+            _, duplicate_type = await exchange(f.port, other)
+            assert answer.partition(b"\r\n\r\n")[2] == duplicate_type.partition(b"\r\n\r\n")[2]
+
+
 async def test_a_missing_or_doubled_host_header_is_answered_400_gw04() -> None:
     async with front() as f:
         raw = request(f.port).replace(f"Host: 127.0.0.1:{f.port}\r\n".encode(), b"")
