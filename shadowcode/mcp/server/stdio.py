@@ -39,6 +39,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
+from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
 from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
 
 __all__ = ["StdioLimits", "claim_stdio", "decode_frame", "stdio_transport"]
@@ -128,14 +129,6 @@ def _parse_error(message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=message))
 
 
-def _invalid_request(request_id: str | int | None) -> types.JSONRPCError:
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
-    )
-
-
 def _error_for(line: bytes) -> types.JSONRPCError:
     """The JSON-RPC error answering a frame that is not a valid JSON-RPC message."""
     try:
@@ -146,7 +139,7 @@ def _error_for(line: bytes) -> types.JSONRPCError:
         return _parse_error("Parse error: JSON nested too deeply")
     raw_id = doc.get("id") if isinstance(doc, dict) else None
     usable = raw_id if isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)) else None
-    return _invalid_request(usable)
+    return invalid_request(usable)
 
 
 class _Unanswered:
@@ -191,13 +184,8 @@ def decode_frame(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRP
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
         return None, _error_for(line)
-    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line:
-        try:
-            doc = json.loads(line)
-        except (ValueError, RecursionError):
-            doc = None
-        if isinstance(doc, dict) and "id" in doc:
-            return None, _invalid_request(None)
+    if is_notification_with_id(message, line):
+        return None, invalid_request(None)
     return message, None
 
 
