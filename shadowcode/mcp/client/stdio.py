@@ -1,4 +1,4 @@
-"""The bounded stdio transport to an external MCP server, and the server's process group (CLI-12..CLI-14, CLI-19).
+"""The bounded stdio transport to an external MCP server, and its process group (CLI-12, CLI-13, CLI-14, CLI-19).
 
 Contract:
 - The server starts from its literal argv (no shell) in the given folder with exactly the
