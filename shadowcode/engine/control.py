@@ -17,17 +17,32 @@ import anyio.abc
 from shadowcode import errors
 from shadowcode.errors import ProtocolError, ShadowcodeError
 from shadowcode.limits import CONTROL_FRAME_MAX_BYTES
+from shadowcode.ndjson import FrameTooLong, LineReader
 
 __all__ = ["FrameReader", "error_from_wire", "error_to_wire", "send_frame"]
 
+_RECEIVE_CHUNK_BYTES = 65536
+"""Bytes asked of one socket receive; a read size, not a limit."""
+
 
 class FrameReader:
-    """Reads newline-delimited JSON objects from a byte stream, bounded per frame."""
+    """Reads newline-delimited JSON objects from a byte stream, bounded per frame.
+
+    Framing is :class:`shadowcode.ndjson.LineReader`'s (each byte scanned once); here a line's
+    CR counts against the limit (json ignores it), blank lines are skipped, and a line over
+    the limit, not JSON or not an object fails the read.
+    """
 
     def __init__(self, stream: anyio.abc.ByteReceiveStream, *, max_bytes: int = CONTROL_FRAME_MAX_BYTES) -> None:
         self._stream = stream
         self._max = max_bytes
-        self._buffer = bytearray()
+        self._lines = LineReader(self._receive, max_bytes, strip_cr=False)
+
+    async def _receive(self) -> bytes:
+        try:
+            return await self._stream.receive(_RECEIVE_CHUNK_BYTES)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return b""
 
     async def read(self) -> dict[str, Any] | None:
         """The next frame, or None at EOF (a partial last frame counts as EOF).
@@ -36,34 +51,25 @@ class FrameReader:
             ProtocolError: a frame over the limit, not JSON, or not an object.
         """
         while True:
-            newline = self._buffer.find(b"\n")
-            if newline >= 0:
-                line = bytes(self._buffer[:newline])
-                del self._buffer[: newline + 1]
-                if len(line) > self._max:
-                    raise ProtocolError(f"a control frame is longer than {self._max} bytes")
-                if not line.strip():
-                    continue
-                try:
-                    doc = json.loads(line)
-                except ValueError as exc:
-                    raise ProtocolError("a control frame is not JSON") from exc
-                if not isinstance(doc, dict):
-                    raise ProtocolError("a control frame is not a JSON object")
-                return doc
-            if len(self._buffer) > self._max:
-                raise ProtocolError(f"a control frame is longer than {self._max} bytes")
             try:
-                chunk = await self._stream.receive(65536)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                line = await self._lines.line()
+            except FrameTooLong:
+                raise ProtocolError(f"a control frame is longer than {self._max} bytes") from None
+            if line is None:
                 return None
-            self._buffer += chunk
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError as exc:
+                raise ProtocolError("a control frame is not JSON") from exc
+            if not isinstance(doc, dict):
+                raise ProtocolError("a control frame is not a JSON object")
+            return doc
 
     def leftover(self) -> bytes:
         """Bytes received past the last frame read (for a connection that switches protocol)."""
-        data = bytes(self._buffer)
-        self._buffer.clear()
-        return data
+        return self._lines.leftover()
 
 
 async def send_frame(stream: anyio.abc.ByteSendStream, doc: dict[str, Any]) -> None:

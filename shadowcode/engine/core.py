@@ -55,8 +55,8 @@ class EngineCore:
     """
 
     def __init__(self, engine: Engine, *, mode: str = "temporary") -> None:
+        from shadowcode.agent.processes import ProcessManager
         from shadowcode.engine.checkpoints import Checkpoints
-        from shadowcode.engine.processes import ProcessManager
 
         self.engine = engine
         self.mode = mode

@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 
 from shadowcode.engine.approvals import Approvals
-from shadowcode.engine.processes import pids_alive
 from shadowcode.engine.tasks import TaskRecords
+from shadowcode.process_group import pids_alive
 from shadowcode.profile import Profile
 
 __all__ = [

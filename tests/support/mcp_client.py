@@ -14,7 +14,7 @@ import anyio
 
 from shadowcode.engine import Engine
 from shadowcode.engine.core import EngineCore
-from shadowcode.engine.processes import pids_alive
+from shadowcode.process_group import pids_alive
 
 __all__ = [
     "HOSTILE",

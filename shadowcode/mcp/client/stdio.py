@@ -1,9 +1,9 @@
-"""The bounded stdio transport to an external MCP server, and the server's process group (CLI-12..CLI-14, CLI-19).
+"""The bounded stdio transport to an external MCP server, and its process group (CLI-12, CLI-13, CLI-14, CLI-19).
 
 Contract:
 - The server starts from its literal argv (no shell) in the given folder with exactly the
   given environment, as the leader of its own session and process group, with the Linux
-  parent-death signal set (see :mod:`shadowcode.engine.processes`). stdin, stdout and stderr
+  parent-death signal set (see :mod:`shadowcode.process_group`). stdin, stdout and stderr
   are pipes read and written on the event loop.
 - Incoming stdout frames: at most ``frame_max_bytes`` per line (a longer line fails the
   connection as soon as it is seen, without buffering it whole), ``lifetime_max_bytes`` per
@@ -22,12 +22,9 @@ Contract:
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import signal
-import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -39,7 +36,6 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from shadowcode.engine.processes import GroupChild, OutputTail, pids_alive
 from shadowcode.errors import UpstreamServerError
 from shadowcode.limits import (
     MCP_CONNECTION_MAX_BYTES,
@@ -49,12 +45,12 @@ from shadowcode.limits import (
     PROCESS_PIPE_DRAIN_SECONDS,
     PROCESS_TERM_GRACE_SECONDS,
 )
+from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
+from shadowcode.process_group import GroupChild, OutputTail, pids_alive
 
 __all__ = ["ClientLimits", "StdioServer"]
 
 logger = logging.getLogger(__name__)
-
-_READ_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -69,18 +65,6 @@ class ClientLimits:
 
 class _Failed(Exception):
     """The server broke the transport contract; the message names how."""
-
-
-async def _read_chunk(fd: int) -> bytes:
-    while True:
-        try:
-            return os.read(fd, _READ_CHUNK_BYTES)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-        except OSError as exc:
-            if exc.errno == errno.EINTR:
-                continue
-            return b""
 
 
 class StdioServer:
@@ -120,7 +104,7 @@ class StdioServer:
         self._write_recv: MemoryObjectReceiveStream[SessionMessage] | None = None
         self._stdout_done = anyio.Event()
         self._stderr_done = anyio.Event()
-        self._recent: deque[float] = deque()
+        self._rate = FrameRate(self.limits.frames_per_second_max)
         self._closing = False
         self._streams: tuple[Any, ...] = ()
 
@@ -198,54 +182,41 @@ class StdioServer:
             self._read_send.close()
 
     def _count_frame(self) -> None:
-        now = time.monotonic()
-        while self._recent and now - self._recent[0] >= 1.0:
-            self._recent.popleft()
-        if len(self._recent) >= self.limits.frames_per_second_max:
+        if not self._rate.admit():
             raise _Failed(f"the server sent more than {self.limits.frames_per_second_max} frames in one second")
-        self._recent.append(now)
+
+    async def _receive(self) -> bytes:
+        assert self._child is not None
+        data = await read_fd_chunk(self._child.out_fd)
+        self.received_bytes += len(data)
+        if self.received_bytes > self.limits.lifetime_max_bytes:
+            raise _Failed(f"the server sent more than {self.limits.lifetime_max_bytes} bytes")
+        return data
 
     async def _read_stdout(self) -> None:
-        assert self._child is not None and self._read_send is not None
-        fd = self._child.out_fd
-        buffer = bytearray()
-        scanned = 0
+        assert self._read_send is not None
+        reader = LineReader(self._receive, self.limits.frame_max_bytes)
         try:
             while True:
-                data = await _read_chunk(fd)
-                if not data:
-                    if buffer.strip():
+                try:
+                    line = await reader.line()
+                except FrameTooLong:
+                    raise _Failed(f"the server sent a frame longer than {self.limits.frame_max_bytes} bytes") from None
+                if line is None:
+                    if reader.leftover().strip():
                         raise _Failed("the server's output ended in the middle of a frame")
                     raise _Failed("the server closed its output")
-                self.received_bytes += len(data)
-                if self.received_bytes > self.limits.lifetime_max_bytes:
-                    raise _Failed(f"the server sent more than {self.limits.lifetime_max_bytes} bytes")
-                buffer += data
-                while True:
-                    newline = buffer.find(b"\n", scanned)
-                    if newline < 0:
-                        scanned = len(buffer)
-                        if scanned > self.limits.frame_max_bytes + 1:
-                            raise _Failed(f"the server sent a frame longer than {self.limits.frame_max_bytes} bytes")
-                        break
-                    line = bytes(buffer[:newline])
-                    del buffer[: newline + 1]
-                    scanned = 0
-                    if line.endswith(b"\r"):
-                        line = line[:-1]
-                    if len(line) > self.limits.frame_max_bytes:
-                        raise _Failed(f"the server sent a frame longer than {self.limits.frame_max_bytes} bytes")
-                    self._count_frame()
-                    if not line.strip():
-                        continue
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError:
-                        raise _Failed("the server sent a frame that is not a JSON-RPC message") from None
-                    try:
-                        await self._read_send.send(SessionMessage(message))
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        return
+                self._count_frame()
+                if not line.strip():
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError:
+                    raise _Failed("the server sent a frame that is not a JSON-RPC message") from None
+                try:
+                    await self._read_send.send(SessionMessage(message))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return
         except _Failed as exc:
             self._fail(str(exc))
         finally:
@@ -275,7 +246,7 @@ class StdioServer:
         assert self._child is not None
         try:
             while True:
-                data = await _read_chunk(self._child.err_fd)
+                data = await read_fd_chunk(self._child.err_fd)
                 if not data:
                     return
                 self._stderr.add(data)

@@ -25,7 +25,7 @@ import asyncio
 import enum
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import h11
 
@@ -35,15 +35,15 @@ from shadowcode.mcp.server.http_guard import (
     HEAD_TOO_LARGE,
     TIMED_OUT,
     TOO_LARGE,
+    GatewayLimits,
     Refusal,
+    RequestRate,
     guard_head,
     refusal_bytes,
+    sent_fields,
 )
 
-if TYPE_CHECKING:
-    from shadowcode.mcp.server.streamable_http import GatewayServer
-
-__all__ = ["GatewayConnection", "Phase"]
+__all__ = ["ConnectionFront", "GatewayConnection", "Phase"]
 
 
 class Phase(enum.Enum):
@@ -55,6 +55,41 @@ class Phase(enum.Enum):
     CLOSING = "closing"
 
 
+class ConnectionFront(Protocol):
+    """What a connection needs of the server that accepted it (the gateway's ``GatewayServer``).
+
+    Declared here so the connection depends on no server module: the server imports this
+    module, never the other way round.
+
+    Attributes:
+        limits: the gateway's limits.
+        rate: the shared request-rate window (GW-07).
+        connections: connections holding a slot now; a connection adds and removes its own.
+        stopping: True once the server is ending; a connection accepted then is aborted.
+        token: the bearer token every request must carry.
+        bound_host: the IP literal the listener is bound to.
+        port: the port the listener is bound to.
+    """
+
+    limits: GatewayLimits
+    rate: RequestRate
+    connections: int
+    stopping: bool
+    token: bytes
+    bound_host: str
+    port: int
+
+    def forget(self, conn: GatewayConnection) -> None:
+        """Drop ``conn``, whose socket is closed, from the open connections."""
+        ...
+
+    def start_call(
+        self, conn: GatewayConnection, request: h11.Request, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        """Run an accepted request; its answer goes back through :meth:`GatewayConnection.answered`."""
+        ...
+
+
 class GatewayConnection(asyncio.Protocol):
     """Reads one request under the gateway's rules and hands it to ``front`` (GW-04, GW-07, GW-08).
 
@@ -63,7 +98,7 @@ class GatewayConnection(asyncio.Protocol):
             and the task group its calls run in.
     """
 
-    def __init__(self, front: GatewayServer) -> None:
+    def __init__(self, front: ConnectionFront) -> None:
         self.front = front
         self.limits = front.limits
         self.phase = Phase.HEAD
@@ -71,6 +106,7 @@ class GatewayConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.request: h11.Request | None = None
         self.headers: list[tuple[bytes, bytes]] = []
+        self.head = bytearray()  # bytes received while the head is read: h11 merges some fields (GW-04)
         self.body = bytearray()
         self.counted = False  # holds one of the front's connection slots
         self.calling = False
@@ -97,6 +133,8 @@ class GatewayConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         """Feed the parser while the request is arriving; drop anything after it."""
         if self.phase is Phase.HEAD or self.phase is Phase.BODY:
+            if self.phase is Phase.HEAD:
+                self.head += data  # bounded: h11 refuses a head over header_max_bytes
             self.parser.receive_data(data)
             self._advance()
 
@@ -161,6 +199,7 @@ class GatewayConnection(asyncio.Protocol):
 
     def _on_head(self, event: object) -> None:
         transport = self._transport()
+        head, self.head = bytes(self.head), bytearray()
         if not isinstance(event, h11.Request):
             self.phase = Phase.CLOSING
             transport.close()  # the peer closed without sending a request
@@ -176,7 +215,7 @@ class GatewayConnection(asyncio.Protocol):
         refusal = guard_head(
             bytes(event.method),
             bytes(event.target),
-            headers,
+            sent_fields(head),
             bound_host=front.bound_host,
             port=front.port,
             token=front.token,

@@ -4,14 +4,17 @@ Every request passes :func:`guard_head` before the SDK sees it: the Host must be
 (``[::1]`` for IPv6) or ``localhost`` with the real port (421), no Origin (403), no query
 string (400), exactly one ``Authorization: Bearer`` header whose token matches under a
 constant-time compare (401), path ``/mcp`` (404), method POST (405), and no MCP metadata header
-twice (400). Refusals carry fixed bodies: nothing the peer sent is echoed back.
-:func:`response_bytes` writes any answer, refusal or not, as one HTTP/1.1 message.
+twice (400), ``Content-Length`` included even when both values are equal or are given as a
+list (h11 merges those, so :func:`sent_fields` reads the head as sent). Refusals carry fixed
+bodies: nothing the peer sent is echoed back. :func:`response_bytes` writes any answer,
+refusal or not, as one HTTP/1.1 message.
 """
 
 from __future__ import annotations
 
 import collections
 import hmac
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +49,7 @@ __all__ = [
     "refusal_bytes",
     "refusal_headers",
     "response_bytes",
+    "sent_fields",
 ]
 
 ENDPOINT_PATH = "/mcp"
@@ -53,6 +57,8 @@ ENDPOINT_PATH = "/mcp"
 
 _METADATA_PREFIX = b"mcp-"
 _SINGLE_HEADERS = frozenset({b"host", b"authorization", b"content-type", b"content-length", b"transfer-encoding"})
+_HEAD_END = re.compile(b"\n\r?\n")
+"""Where a request head ends: h11's blank-line rule."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,35 @@ def _bearer_matches(value: bytes, token: bytes) -> bool:
     return hmac.compare_digest(credential.strip(), token)
 
 
+def sent_fields(head: bytes) -> list[tuple[bytes, bytes]]:
+    """The header fields of a request head as sent: duplicates kept, in order (GW-04).
+
+    h11 merges repeated ``Content-Length`` fields with equal values (and a list such as
+    ``5, 5``) into one; the gateway must see them to refuse them. Only call this with a head
+    h11 has parsed into a request, so every line is a well-formed field or an obsolete line
+    fold, which continues the previous field's value as in h11.
+
+    Args:
+        head: the bytes received from the start of the request, at least through the blank
+            line that ends its head (what follows is ignored).
+
+    Returns:
+        ``(lowercase name, value)`` pairs, values without surrounding spaces or tabs.
+    """
+    end = _HEAD_END.search(head)
+    lines = head[: end.start() if end is not None else len(head)].split(b"\n")[1:]  # after the request line
+    fields: list[tuple[bytes, bytes]] = []
+    for raw in lines:
+        line = raw.removesuffix(b"\r")
+        if line[:1] in (b" ", b"\t") and fields:
+            name, value = fields[-1]
+            fields[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" \t"))
+            continue
+        name, _, value = line.partition(b":")
+        fields.append((name.lower(), value.strip(b" \t")))
+    return fields
+
+
 def guard_head(
     method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], *, bound_host: str, port: int, token: bytes
 ) -> Refusal | None:
@@ -159,7 +194,8 @@ def guard_head(
     Args:
         method: the request method as sent (``b"POST"``).
         target: the request target as sent (``b"/mcp"``).
-        headers: ``(lowercase name, value)`` pairs in the order sent, duplicates kept.
+        headers: ``(lowercase name, value)`` pairs in the order sent, duplicates kept
+            (:func:`sent_fields`).
         bound_host: the IP literal the gateway listens on (``127.0.0.1``, ``::1``).
         port: the port it listens on.
         token: the gateway's bearer token.
@@ -189,6 +225,8 @@ def guard_head(
     for name, count in counts.items():
         if count > 1 and (name.startswith(_METADATA_PREFIX) or name in _SINGLE_HEADERS):
             return DUPLICATE_HEADER
+    if any(name == b"content-length" and b"," in value for name, value in headers):
+        return DUPLICATE_HEADER  # a list of lengths is the same length sent more than once
     return None
 
 

@@ -24,13 +24,10 @@ Contract:
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
 import sys
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,12 +39,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
+from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
+from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
 
 __all__ = ["StdioLimits", "claim_stdio", "decode_frame", "stdio_transport"]
 
 logger = logging.getLogger(__name__)
-
-_READ_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -86,83 +83,50 @@ def claim_stdio() -> tuple[int, int]:
 
 
 class _Reader:
+    """SRV-25's policy over the shared line splitter.
+
+    Every byte read counts for the lifetime limit, every line (blank ones too) for the rate.
+    """
+
     def __init__(self, fd: int, lim: StdioLimits) -> None:
         self.fd = fd
         self.lim = lim
-        self.buffer = bytearray()
         self.total = 0
-        self.recent: deque[float] = deque()
-        self.discarding = False
+        self.rate = FrameRate(lim.frames_per_second_max)
+        self.lines = LineReader(self.chunk, lim.frame_max_bytes)
 
     async def chunk(self) -> bytes:
-        while True:
-            try:
-                data = os.read(self.fd, _READ_CHUNK_BYTES)
-            except BlockingIOError:
-                await anyio.wait_readable(self.fd)
-                continue
-            except OSError as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                return b""
-            self.total += len(data)
-            if self.total > self.lim.lifetime_max_bytes:
-                raise _LimitCrossed(
-                    f"the connection sent more than {self.lim.lifetime_max_bytes} bytes in its lifetime"
-                )
-            return data
+        data = await read_fd_chunk(self.fd)
+        self.total += len(data)
+        if self.total > self.lim.lifetime_max_bytes:
+            raise _LimitCrossed(f"the connection sent more than {self.lim.lifetime_max_bytes} bytes in its lifetime")
+        return data
 
     def count_frame(self) -> None:
         """Sliding one-second window: the (max+1)th frame within any second crosses the limit."""
-        now = time.monotonic()
-        while self.recent and now - self.recent[0] >= 1.0:
-            self.recent.popleft()
-        if len(self.recent) >= self.lim.frames_per_second_max:
+        if not self.rate.admit():
             raise _LimitCrossed(f"more than {self.lim.frames_per_second_max} frames in one second")
-        self.recent.append(now)
 
     async def frames(self) -> AsyncIterator[bytes]:
         """Complete lines, CR/LF removed and blank ones dropped (but counted); ends at EOF.
 
-        Only bytes not yet searched are scanned for a newline, so a frame trickling in one
-        byte at a time costs linear, not quadratic, time. A partial line may exceed the frame
-        limit by one byte (a possible trailing CR) before it is refused.
+        A partial line may exceed the frame limit by one byte (a possible trailing CR) before it
+        is refused; a partial frame at EOF is dropped.
         """
-        scanned = 0
         while True:
-            data = await self.chunk()
-            if not data:
-                return  # EOF; a partial frame is dropped
-            self.buffer += data
-            while True:
-                newline = self.buffer.find(b"\n", scanned)
-                if newline < 0:
-                    scanned = len(self.buffer)
-                    if scanned > self.lim.frame_max_bytes + 1:
-                        raise _LimitCrossed(f"a frame is longer than {self.lim.frame_max_bytes} bytes")
-                    break
-                line = bytes(self.buffer[:newline])
-                del self.buffer[: newline + 1]
-                scanned = 0
-                if line.endswith(b"\r"):
-                    line = line[:-1]
-                if len(line) > self.lim.frame_max_bytes:
-                    raise _LimitCrossed(f"a frame is longer than {self.lim.frame_max_bytes} bytes")
-                self.count_frame()
-                if line.strip():
-                    yield line
+            try:
+                line = await self.lines.line()
+            except FrameTooLong:
+                raise _LimitCrossed(f"a frame is longer than {self.lim.frame_max_bytes} bytes") from None
+            if line is None:
+                return
+            self.count_frame()
+            if line.strip():
+                yield line
 
 
 def _parse_error(message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(code=types.PARSE_ERROR, message=message))
-
-
-def _invalid_request(request_id: str | int | None) -> types.JSONRPCError:
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
-    )
 
 
 def _error_for(line: bytes) -> types.JSONRPCError:
@@ -175,7 +139,7 @@ def _error_for(line: bytes) -> types.JSONRPCError:
         return _parse_error("Parse error: JSON nested too deeply")
     raw_id = doc.get("id") if isinstance(doc, dict) else None
     usable = raw_id if isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)) else None
-    return _invalid_request(usable)
+    return invalid_request(usable)
 
 
 class _Unanswered:
@@ -220,13 +184,8 @@ def decode_frame(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRP
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
         return None, _error_for(line)
-    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line:
-        try:
-            doc = json.loads(line)
-        except (ValueError, RecursionError):
-            doc = None
-        if isinstance(doc, dict) and "id" in doc:
-            return None, _invalid_request(None)
+    if is_notification_with_id(message, line):
+        return None, invalid_request(None)
     return message, None
 
 

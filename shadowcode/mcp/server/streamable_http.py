@@ -1,4 +1,6 @@
-"""The authenticated loopback Streamable HTTP gateway: an HTTP/1.1 front in front of the SDK (GW-03..GW-08).
+"""The authenticated loopback Streamable HTTP gateway: an HTTP/1.1 front in front of the SDK.
+
+Implements GW-03, GW-04, GW-05, GW-06, GW-07 and GW-08.
 
 The SDK's Streamable HTTP support (stateless, JSON responses, no session id; the 2026-07-28
 per-request revision and the legacy ``initialize`` revisions) answers MCP. In front of it this
@@ -17,7 +19,10 @@ connections and tasks alike. Owning the server gives each limit one place:
   ``response_max_bytes`` of body (else 500) before any byte of it leaves.
 
 Every request passes :func:`shadowcode.mcp.server.http_guard.guard_head` before the SDK
-sees it, and the Authorization header is removed from what the SDK receives.
+sees it, and the Authorization header is removed from what the SDK receives. A body the SDK
+would take for a notification although it carries an ``id`` (null, a boolean, a fraction, an
+object, an array) is answered 400 with stdio's invalid-request error instead
+(:func:`shadowcode.mcp.server.jsonrpc.unusable_id_error`, GW-05).
 
 Each connection is an asyncio protocol (:mod:`shadowcode.mcp.server.http_connection`) that
 parses with ``h11`` and times the head and body with ``loop.call_later``; only a request that
@@ -53,6 +58,7 @@ from shadowcode.mcp.server.http_guard import (
     refusal_headers,
     response_bytes,
 )
+from shadowcode.mcp.server.jsonrpc import unusable_id_error
 
 __all__ = ["GatewayServer", "build_mcp_app"]
 
@@ -91,7 +97,7 @@ def build_mcp_app(server: Any, *, body_max_bytes: int = GATEWAY_REQUEST_MAX_BYTE
 
 
 class GatewayServer:
-    """Serves one ASGI app over HTTP/1.1 on a bound listener under the gateway's rules (GW-03..GW-08).
+    """Serves one ASGI app over HTTP/1.1 under the gateway's rules (GW-03, GW-04, GW-05, GW-07, GW-08).
 
     Each accepted connection is a :class:`GatewayConnection`; a complete, accepted request runs
     in its own task in the server's task group.
@@ -186,6 +192,11 @@ class GatewayServer:
     ) -> None:
         answer: bytes | None = None
         try:
+            error = unusable_id_error(body)
+            if error is not None:  # the SDK would take it for a notification; stdio refuses it too (GW-05)
+                payload = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                answer = response_bytes(400, [(b"content-type", b"application/json")], payload)
+                return
             scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
             status, response_headers, response_body = await self._call_app(scope, body)
             answer = response_bytes(status, response_headers, response_body)

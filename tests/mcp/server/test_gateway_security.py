@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from mcp.server.lowlevel import Server
 
 from shadowcode.errors import ConfigError, UsageError
 from shadowcode.limits import (
@@ -35,7 +36,8 @@ from shadowcode.limits import (
     GATEWAY_TOKEN_MIN_CHARS,
 )
 from shadowcode.mcp.server.gateway import check_token, parse_bind
-from shadowcode.mcp.server.streamable_http import GatewayLimits, GatewayServer
+from shadowcode.mcp.server.stdio import decode_frame
+from shadowcode.mcp.server.streamable_http import GatewayLimits, GatewayServer, build_mcp_app
 
 pytestmark = pytest.mark.anyio
 
@@ -335,6 +337,33 @@ async def test_a_duplicated_mcp_metadata_header_is_answered_400_gw04(name: str) 
         assert f.app.scopes == []
 
 
+def _content_length_twice(body: bytes, framing: str) -> tuple[bytes, bytes]:
+    """The Content-Length line of a request for ``body`` and what replaces it to send the length twice."""
+    line = f"Content-Length: {len(body)}\r\n".encode()
+    doubled = {
+        "identical": line + line,
+        "identical, other case": line + line.lower(),
+        "identical, as a list": f"Content-Length: {len(body)}, {len(body)}\r\n".encode(),
+        "different": line + f"Content-Length: {len(body) + 1}\r\n".encode(),
+    }[framing]
+    return line, doubled
+
+
+@pytest.mark.req("GW-04", "GW-07")
+@pytest.mark.parametrize("framing", ["identical", "identical, other case", "identical, as a list", "different"])
+async def test_a_duplicated_content_length_is_answered_400_even_with_identical_values_gw04_gw07(framing: str) -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    line, doubled = _content_length_twice(body, framing)
+    async with front() as f:
+        status, answer = await exchange(f.port, request(f.port, body=body).replace(line, doubled))
+        assert status == 400
+        assert f.app.scopes == []
+        if framing != "different":  # two different lengths never parse; the others meet the duplicate rule
+            other = request(f.port, body=body, extra=(("Content-Type", "application/json"),))
+            _, duplicate_type = await exchange(f.port, other)
+            assert answer.partition(b"\r\n\r\n")[2] == duplicate_type.partition(b"\r\n\r\n")[2]
+
+
 async def test_a_missing_or_doubled_host_header_is_answered_400_gw04() -> None:
     async with front() as f:
         raw = request(f.port).replace(f"Host: 127.0.0.1:{f.port}\r\n".encode(), b"")
@@ -515,6 +544,59 @@ async def test_a_response_of_eight_mib_is_sent_and_one_byte_more_is_replaced_by_
         status, answer = await exchange(f.port, request(f.port))
         assert status == 500
         assert len(answer) < 1024
+
+
+_UNUSABLE_IDS = ["null", "true", "false", "1.5", "1.0", '{"a":1}', "[1]"]
+
+
+def _with_id(request_id: str) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%s,"method":"ping"}' % request_id.encode()
+
+
+def _payload(answer: bytes) -> Any:
+    return json.loads(answer.partition(b"\r\n\r\n")[2])
+
+
+@pytest.mark.req("GW-05", "SRV-01")
+@pytest.mark.parametrize("request_id", _UNUSABLE_IDS)
+async def test_a_request_whose_id_is_not_a_string_or_integer_gets_stdios_invalid_request_error_gw05(
+    request_id: str,
+) -> None:
+    body = _with_id(request_id)
+    _, stdio_error = decode_frame(body)
+    assert stdio_error is not None and stdio_error.error.code == -32600
+    async with front() as f:
+        status, answer = await exchange(f.port, request(f.port, body=body))
+        assert status == 400
+        assert b"content-type: application/json" in answer.lower()
+        assert _payload(answer) == stdio_error.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        assert f.app.scopes == []
+
+
+@asynccontextmanager
+async def mcp_front() -> AsyncIterator[int]:
+    """The front with the SDK's own Streamable HTTP handler behind it (a bare server); yields the port."""
+    manager = build_mcp_app(Server("gateway-test"))
+    async with manager.run(), front(app=manager.handle_request) as f:  # type: ignore[arg-type]
+        yield f.port
+
+
+def _mcp_request(port: int, body: bytes) -> bytes:
+    accept = (("Accept", "application/json, text/event-stream"), ("MCP-Protocol-Version", "2025-06-18"))
+    return request(port, body=body, extra=accept)
+
+
+@pytest.mark.req("GW-05", "SRV-01")
+async def test_the_sdk_never_takes_a_request_with_an_unusable_id_for_a_notification_gw05() -> None:
+    async with mcp_front() as port:
+        for request_id in _UNUSABLE_IDS:
+            status, answer = await exchange(port, _mcp_request(port, _with_id(request_id)))
+            assert status == 400, (request_id, answer)
+            assert _payload(answer)["error"]["code"] == -32600, request_id
+        status, answer = await exchange(port, _mcp_request(port, _with_id('"s"')))
+        assert (status, _payload(answer)["id"]) == (200, "s")
+        notification = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        assert (await exchange(port, _mcp_request(port, notification)))[0] == 202
 
 
 async def test_refusals_carry_fixed_text_bodies_gw04() -> None:

@@ -1,0 +1,65 @@
+"""JSON-RPC rules that every transport of the MCP server applies the same way (SRV-01, SRV-25, GW-05).
+
+The SDK's message model takes a message with a ``method`` whose ``id`` is neither a string nor
+an integer (null, a boolean, a fraction, an object, an array) for a notification, which gets no
+answer. The stdio transport and the HTTP gateway both refuse such a message instead, with the
+same invalid-request error (-32600, id null).
+"""
+
+from __future__ import annotations
+
+import json
+
+import mcp_types as types
+
+__all__ = ["invalid_request", "is_notification_with_id", "unusable_id_error"]
+
+
+def invalid_request(request_id: str | int | None) -> types.JSONRPCError:
+    """The invalid-request error (-32600) for a message that is not a JSON-RPC 2.0 message.
+
+    Args:
+        request_id: the message's id when it is usable (a string or an integer), else None.
+    """
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
+    )
+
+
+def is_notification_with_id(message: types.JSONRPCMessage, raw: bytes) -> bool:
+    """Whether ``message`` decoded as a notification although its JSON object has an ``id`` member.
+
+    Args:
+        message: what the SDK's model made of ``raw``.
+        raw: the message's JSON text.
+
+    Returns:
+        True for a message to refuse with :func:`invalid_request` (None as its id).
+    """
+    if not isinstance(message, types.JSONRPCNotification) or b'"id"' not in raw:
+        return False
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and "id" in doc
+
+
+def unusable_id_error(body: bytes) -> types.JSONRPCError | None:
+    """The error answering an HTTP request body that the SDK would take as a notification despite its ``id``.
+
+    Bodies that are not a JSON-RPC message at all are left to the SDK, which answers them.
+
+    Args:
+        body: the request body.
+
+    Returns:
+        The invalid-request error to answer with, or None when the body may go to the SDK.
+    """
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
+    except ValueError:
+        return None
+    return invalid_request(None) if is_notification_with_id(message, body) else None
