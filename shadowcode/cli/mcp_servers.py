@@ -50,7 +50,7 @@ def _catalog_text(doc: dict[str, Any]) -> str:
 
 def print_catalog(ctx: typer.Context) -> None:
     """Print the catalog of the workspace project: ids, hashes, grant states, variable names only (CLI-01)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.mcp_servers import McpRegistry
 
     g = globals_of(ctx)
     with _open(ctx) as engine:
@@ -67,7 +67,7 @@ def add(
     ] = None,
 ) -> None:
     """Register a server definition globally as config:NAME; nothing is started (CLI-01, CLI-05)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.mcp_servers import McpRegistry
 
     g = globals_of(ctx)
     with _open(ctx) as engine:
@@ -82,7 +82,7 @@ def enable(
     hash_: Annotated[str, typer.Option("--hash", help="The reviewed hash from the catalog.")],
 ) -> None:
     """Enable a server for the workspace project at its reviewed hash (CLI-02, CLI-05)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.mcp_servers import McpRegistry
 
     g = globals_of(ctx)
     with _open(ctx) as engine:
@@ -97,7 +97,7 @@ def disable(
 ) -> None:
     """Disable a server for the workspace project; running tasks keep theirs (CLI-05, CLI-06)."""
     from shadowcode.engine import canonical_project
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.mcp_servers import McpRegistry
 
     g = globals_of(ctx)
     with _open(ctx) as engine:
@@ -111,7 +111,7 @@ def remove(
     hash_: Annotated[str, typer.Option("--hash", help="Its current hash.")],
 ) -> None:
     """Remove a global registration and revoke its grants in every project (CLI-05)."""
-    from shadowcode.mcp.client.grants import McpRegistry
+    from shadowcode.engine.mcp_servers import McpRegistry
 
     g = globals_of(ctx)
     with _open(ctx) as engine:

@@ -38,7 +38,7 @@ from shadowcode.limits import (
 if TYPE_CHECKING:
     from shadowcode.agent.providers import ModelProvider
     from shadowcode.engine.scheduler import Scheduler
-    from shadowcode.mcp.client.grants import Snapshot
+    from shadowcode.engine.mcp_servers import Snapshot
     from shadowcode.profile import ModelSettings, Profile
 
 __all__ = ["EngineCore"]
@@ -334,7 +334,7 @@ class EngineCore:
         """The enabled MCP servers a Build task above read_only in a trusted project keeps (CLI-06, CLI-09)."""
         if mode != "build" or level == "read_only" or not project.trusted:
             return None
-        from shadowcode.mcp.client.grants import McpRegistry
+        from shadowcode.engine.mcp_servers import McpRegistry
 
         return McpRegistry(self.engine.store).snapshot(project.path)
 
@@ -354,7 +354,7 @@ class EngineCore:
         env = self._task_env(task)
         async with AsyncExitStack() as stack:
             if servers is not None and servers.servers:
-                from shadowcode.mcp.client.grants import McpRegistry
+                from shadowcode.engine.mcp_servers import McpRegistry
                 from shadowcode.mcp.client.pool import TaskServers, inline_tools_setting
 
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,

@@ -2,8 +2,6 @@
 
 - :mod:`~shadowcode.mcp.client.definitions`: server definitions (global registrations and
   project files), their ids and content hashes.
-- :mod:`~shadowcode.mcp.client.grants`: the registry of global definitions, per-project
-  grants, cached tool catalogs and the ``--json mcp`` catalog view.
 - :mod:`~shadowcode.mcp.client.stdio`: the bounded stdio transport and the server's process group.
 - :mod:`~shadowcode.mcp.client.connection`: one connection (negotiation, bounded discovery, calls).
 - :mod:`~shadowcode.mcp.client.pool`: the servers of one Build task, their tools and approvals.

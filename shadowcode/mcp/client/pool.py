@@ -1,6 +1,6 @@
 """The external MCP servers of one Build task: tools, approvals, lazy connections (CLI-04, CLI-07..CLI-10, CLI-19).
 
-A :class:`TaskServers` is built from the :class:`~shadowcode.mcp.client.grants.Snapshot` taken
+A :class:`TaskServers` is built from the :class:`~shadowcode.engine.mcp_servers.Snapshot` taken
 when the task was submitted and lives exactly as long as the task's turn loop:
 
 - :meth:`TaskServers.prepare` loads each server's tool catalog from the last connection with
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from shadowcode.engine.mcp_servers import McpRegistry, Snapshot
 from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
@@ -43,7 +44,6 @@ from shadowcode.limits import (
 )
 from shadowcode.mcp.client.connection import Connection, ConnectionState
 from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec, read_project_definition
-from shadowcode.mcp.client.grants import McpRegistry, Snapshot
 from shadowcode.mcp.client.redaction import Redactor
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from shadowcode.engine import Engine
+from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import (
     MCP_DEFINITION_MAX_BYTES,
@@ -27,7 +28,6 @@ from shadowcode.mcp.client.definitions import (
     read_project_definition,
     sha256_hex,
 )
-from shadowcode.mcp.client.grants import McpRegistry
 from shadowcode.mcp.client.redaction import REDACTED, Redactor
 
 STDIO = {"name": "tools", "command": ["server", "--stdio"]}

@@ -15,8 +15,8 @@ import pytest
 
 from shadowcode.engine import Access, Engine, Project
 from shadowcode.engine.core import EngineCore
+from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
-from shadowcode.mcp.client.grants import McpRegistry
 from shadowcode.secrets import SecretStore
 from tests.mcp.client.mcp_client_support import (
     PY,
