@@ -233,15 +233,15 @@ async def await_approval(env: TaskEnv, kind: str, action: dict[str, Any], shown:
         ``(approval_id, decision)`` with decision ``approved``, ``denied`` or ``expired``.
     """
     approval = env.approvals.request(env.task_id, env.owner, kind, action)
-    env.records.event(env.task_id, "approval.waiting", {"approval_id": approval["id"], "kind": kind} | shown)
+    env.records.event(env.task_id, "approval.waiting", {"approval_id": approval.id, "kind": kind} | shown)
     env.records.set_status(env.task_id, "waiting")
     try:
-        decision = await env.approvals.wait(approval["id"])
+        decision = await env.approvals.wait(approval.id)
     finally:
         env.approvals.expire(env.task_id)
     env.records.set_status(env.task_id, "running")
-    env.records.event(env.task_id, "approval.resolved", {"approval_id": approval["id"], "status": decision})
-    return approval["id"], decision
+    env.records.event(env.task_id, "approval.resolved", {"approval_id": approval.id, "status": decision})
+    return approval.id, decision
 
 
 async def run_approved_command(env: TaskEnv, argv: list[str], cwd: Path, *, kind: str) -> dict[str, Any]:

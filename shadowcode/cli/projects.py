@@ -37,14 +37,15 @@ def trust(
 ) -> None:
     """Trust a project at a permission level (ENG-02)."""
     from shadowcode.engine import canonical_project
+    from shadowcode.enums import PermissionLevel
     from shadowcode.errors import UsageError
 
     g = globals_of(ctx)
-    if level not in ("read_only", "workspace", "elevated"):
+    if level not in tuple(PermissionLevel):
         raise UsageError(f"--level must be read_only, workspace or elevated, not {level!r}")
     path = canonical_project(directory or g.workspace_path())
     with _engine(ctx) as engine:
-        project = engine.projects.trust(path, level)  # type: ignore[arg-type]
+        project = engine.projects.trust(path, level)
     emit(g, project.as_dict(), f"trusted {project.path} at level {project.level}")
 
 

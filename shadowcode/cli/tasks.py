@@ -11,8 +11,6 @@ from shadowcode.cli.context import Globals, emit, globals_of
 
 __all__ = ["register"]
 
-_FINISHED = ("done", "failed", "cancelled", "interrupted")
-
 
 def register(app: typer.Typer) -> None:
     """Add the task verbs to the root app."""
@@ -43,16 +41,17 @@ def run(
     """Run an agent task; without --detach, follow it until it finishes (ENG-08)."""
     import anyio
 
+    from shadowcode.enums import PermissionLevel
     from shadowcode.errors import UsageError
 
     g = globals_of(ctx)
     if mode not in ("build", "plan", "review"):
         raise UsageError(f"--mode must be build, plan or review, not {mode!r}")
-    if level is not None and level not in ("read_only", "workspace", "elevated"):
+    if level is not None and level not in tuple(PermissionLevel):
         raise UsageError(f"--level must be read_only, workspace or elevated, not {level!r}")
     with _engine(g) as engine:
         project = engine.project(g.workspace_path())
-        chosen = level or (project.level if project.trusted else "read_only")
+        chosen = level or (project.level if project.trusted else PermissionLevel.READ_ONLY)
         status = anyio.run(_run, g, engine, project, prompt, detach, mode, model, chosen)
     raise typer.Exit(0 if status in ("done", "queued") else 1)
 
@@ -87,11 +86,11 @@ async def _run(g: Globals, engine: Any, project: Any, prompt: str, detach: bool,
             with anyio.CancelScope(shield=True):
                 await core.close_owner(owner, "the command ended")
         if g.json:
-            emit(g, final, "")
-        return str(final["status"])
+            emit(g, final.as_dict(), "")
+        return str(final.status)
 
 
-async def _follow(g: Globals, engine: Any, job_id: str) -> dict[str, Any]:
+async def _follow(g: Globals, engine: Any, job_id: str) -> Any:
     import anyio
 
     from shadowcode.cli.render import event_line
@@ -102,13 +101,13 @@ async def _follow(g: Globals, engine: Any, job_id: str) -> dict[str, Any]:
     while True:
         events = records.events(job_id, after=cursor, limit=200)
         for event in events:
-            cursor = event["id"]
-            line = event_line(event)
+            cursor = event.id
+            line = event_line(event.as_dict())
             if line and not g.json:
                 sys.stdout.write(line + "\n")
                 sys.stdout.flush()
         task = records.get(job_id)
-        if task["status"] in _FINISHED and not events:
+        if not task.status.active and not events:
             return task
         await anyio.sleep(0.2)
 
@@ -133,16 +132,16 @@ def jobs(
         if job_id is None:
             if follow:
                 raise UsageError("--follow needs a job id")
-            found = records.recent(limit)
+            found = [t.as_dict() for t in records.recent(limit)]
             emit(g, {"jobs": found}, "\n".join(job_line(j) for j in found) or "no jobs yet")
             return
-        task = records.get(job_id)
+        task = records.get(job_id).as_dict()
         if follow:
             final = anyio.run(_follow, g, engine, job_id)
             if g.json:
-                emit(g, final, "")
-            raise typer.Exit(0 if final["status"] == "done" else 1)
-        events = records.events(job_id, limit=1000)
+                emit(g, final.as_dict(), "")
+            raise typer.Exit(0 if final.status == "done" else 1)
+        events = [e.as_dict() for e in records.events(job_id, limit=1000)]
         lines = [job_line(task)] + [line for e in events if (line := event_line(e))]
         emit(g, {"job": task, "events": events}, "\n".join(lines))
 
@@ -153,7 +152,7 @@ def approvals(ctx: typer.Context) -> None:
 
     g = globals_of(ctx)
     with _engine(g) as engine:
-        pending = Approvals(engine.store).pending()
+        pending = [a.as_dict() for a in Approvals(engine.store).pending()]
     lines = [f"{a['id']}  {a['kind']:<10} job {a['task_id']}  {action_text(a['action'])}" for a in pending]
     emit(g, {"approvals": pending}, "\n".join(lines) or "no pending approvals")
 
@@ -173,7 +172,7 @@ def _resolve(ctx: typer.Context, approval_id: str, decision: str) -> None:
 
     g = globals_of(ctx)
     with _engine(g) as engine:
-        done = Approvals(engine.store).resolve(approval_id, decision, by="cli")
+        done = Approvals(engine.store).resolve(approval_id, decision, by="cli").as_dict()
     emit(g, done, f"{done['id']} {done['status']}: {action_text(done['action'])}")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,9 +23,10 @@ import anyio
 from shadowcode.engine import Engine
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.owners import Owner, Owners, OwnerState
-from shadowcode.engine.policy import Access, require_write, within_ceiling
-from shadowcode.engine.projects import LEVELS, Project
-from shadowcode.engine.tasks import ACTIVE, TaskRecords
+from shadowcode.engine.policy import Access, agent_request, require_write, within_ceiling
+from shadowcode.engine.projects import Project
+from shadowcode.engine.tasks import TaskRecords
+from shadowcode.enums import EngineMode, PermissionLevel, TaskMode, TaskStatus
 from shadowcode.errors import ConfigError, NotFound, PolicyError, ShadowcodeError, ToolError
 from shadowcode.limits import (
     CLEANUP_DEADLINE_SECONDS,
@@ -37,9 +37,10 @@ from shadowcode.limits import (
 
 if TYPE_CHECKING:
     from shadowcode.agent.providers import ModelProvider
-    from shadowcode.engine.scheduler import Scheduler
     from shadowcode.engine.mcp_servers import Snapshot
+    from shadowcode.engine.scheduler import Scheduler
     from shadowcode.profile import ModelSettings, Profile
+    from shadowcode.store.tasks import TaskRecord
 
 __all__ = ["EngineCore"]
 
@@ -79,10 +80,7 @@ class EngineCore:
         from shadowcode.engine.scheduler import Scheduler
 
         store = self.engine.store
-        store.execute(
-            "INSERT INTO engines (id, pid, mode, started_at) VALUES (?, ?, ?, ?)",
-            (self.id, os.getpid(), self.mode, int(time.time())),
-        )
+        store.owners.engine_started(self.id, os.getpid(), EngineMode(self.mode))
         self.records.sweep_orphans()
         try:
             async with anyio.create_task_group() as tg:
@@ -99,7 +97,7 @@ class EngineCore:
                 raise group.exceptions[0] from None
             raise
         finally:
-            store.execute("UPDATE engines SET stopped_at = ? WHERE id = ?", (int(time.time()), self.id))
+            store.owners.engine_stopped(self.id)
 
     async def _shutdown(self) -> None:
         for owner in list(self.owners.open.values()):
@@ -139,7 +137,7 @@ class EngineCore:
         queued = set(self.scheduler.queued())
         # Queued jobs first: cancelling a running one frees a slot a queued one would take.
         for task_id in sorted(owner.task_ids, key=lambda t: (t not in queued, t)):
-            if self.records.get(task_id)["status"] in ACTIVE:
+            if self.records.get(task_id).status.active:
                 await self.scheduler.cancel(task_id, wait_seconds=CLEANUP_DEADLINE_SECONDS)
                 cancelled.append(task_id)
         self.owners.closed(owner, reason)
@@ -155,8 +153,8 @@ class EngineCore:
         owner: Owner | None,
         project: Project,
         prompt: str,
-        mode: str = "build",
-        level: str = "read_only",
+        mode: TaskMode | str = TaskMode.BUILD,
+        level: PermissionLevel | str = PermissionLevel.READ_ONLY,
         model: str | None = None,
         access: Access,
     ) -> dict[str, Any]:
@@ -174,10 +172,7 @@ class EngineCore:
             PolicyError: write access missing, owner limits (SRV-24).
             ConfigError: no usable model configured (ENG-05).
         """
-        if mode not in ("build", "plan", "review"):
-            raise ToolError(f"unknown mode {mode!r}; use build, plan or review")
-        if level not in LEVELS:
-            raise ToolError(f"unknown permission level {level!r}; use one of {', '.join(LEVELS)}")
+        mode, level = agent_request(mode, level)
         text = prompt.strip()
         if not text:
             raise ToolError("the prompt is empty")
@@ -185,7 +180,7 @@ class EngineCore:
         if size > PROMPT_MAX_BYTES:
             raise ToolError(f"the prompt is {size} bytes; the limit is {PROMPT_MAX_BYTES} bytes")
         effective, notes = self._effective_level(project, mode, level)
-        if effective != "read_only":
+        if effective is not PermissionLevel.READ_ONLY:
             require_write(project, access, f"a {effective} task")
         chosen = self._model_settings(model)
         if owner is not None:
@@ -200,23 +195,23 @@ class EngineCore:
             engine_id=self.id,
         )
         if owner is not None:
-            owner.task_ids.add(task["id"])
+            owner.task_ids.add(task.id)
         for note in notes:
-            self.records.event(task["id"], "task.note", {"note": note})
+            self.records.event(task.id, "task.note", {"note": note})
         servers = self._mcp_snapshot(project, mode, effective)
         for note in servers.notes if servers is not None else ():
-            self.records.event(task["id"], "task.note", {"note": note})
+            self.records.event(task.id, "task.note", {"note": note})
         self.scheduler.submit(
-            task["id"],
+            task.id,
             lambda: self._run_agent_task(task, chosen, servers),
-            on_dequeued_cancel=lambda: self._finish_cancelled(task["id"], "cancelled while queued"),
+            on_dequeued_cancel=lambda: self._finish_cancelled(task.id, "cancelled while queued"),
         )
         return {
-            "job_id": task["id"],
-            "status": "queued",
-            "mode": mode,
-            "permission_level": effective,
-            "requested_level": level,
+            "job_id": task.id,
+            "status": TaskStatus.QUEUED.value,
+            "mode": mode.value,
+            "permission_level": effective.value,
+            "requested_level": level.value,
             "model": chosen.name,
             "notes": notes,
         }
@@ -244,32 +239,34 @@ class EngineCore:
         task = self.records.create(
             project=project.path,
             owner=owner.id if owner else None,
-            mode="test",
+            mode=TaskMode.TEST,
             prompt=" ".join(argv),
-            permission_level="workspace",
+            permission_level=PermissionLevel.WORKSPACE,
             model=None,
             engine_id=self.id,
         )
         if owner is not None:
-            owner.task_ids.add(task["id"])
+            owner.task_ids.add(task.id)
         self.scheduler.submit(
-            task["id"],
+            task.id,
             lambda: self._run_test_job(task, argv),
-            on_dequeued_cancel=lambda: self._finish_cancelled(task["id"], "cancelled while queued"),
+            on_dequeued_cancel=lambda: self._finish_cancelled(task.id, "cancelled while queued"),
         )
-        return {"job_id": task["id"], "status": "queued", "command": argv}
+        return {"job_id": task.id, "status": TaskStatus.QUEUED.value, "command": argv}
 
-    def _effective_level(self, project: Project, mode: str, requested: str) -> tuple[str, list[str]]:
+    def _effective_level(
+        self, project: Project, mode: TaskMode, requested: PermissionLevel
+    ) -> tuple[PermissionLevel, list[str]]:
         notes: list[str] = []
-        ceiling = project.level if project.trusted else "read_only"
+        ceiling = PermissionLevel(project.level) if project.trusted else PermissionLevel.READ_ONLY
         effective = requested
         if not within_ceiling(requested, ceiling):
             effective = ceiling
             why = "configured level" if project.trusted else "untrusted project's level"
             notes.append(f"permission level lowered from {requested} to {ceiling}, the project's {why}")
-        if mode in ("plan", "review") and effective != "read_only":
-            notes.append(f"{mode} tasks never write: running at read_only")
-            effective = "read_only"
+        if not mode.writes and effective is not PermissionLevel.READ_ONLY:
+            notes.append(f"{mode} tasks never write: running at {PermissionLevel.READ_ONLY}")
+            effective = PermissionLevel.READ_ONLY
         return effective, notes
 
     def _model_settings(self, name: str | None) -> ModelSettings:
@@ -313,16 +310,16 @@ class EngineCore:
 
     # -- running jobs --------------------------------------------------------------------
 
-    def _task_env(self, task: dict[str, Any]) -> Any:
+    def _task_env(self, task: TaskRecord) -> Any:
         from shadowcode.agent.toolbox import TaskEnv
         from shadowcode.engine.childenv import child_env
 
         return TaskEnv(
-            task_id=task["id"],
-            owner=task["owner"],
-            project=Path(task["project"]),
-            mode=task["mode"],
-            level=task["permission_level"],
+            task_id=task.id,
+            owner=task.owner,
+            project=Path(task.project),
+            mode=task.mode,
+            level=task.permission_level,
             records=self.records,
             approvals=self.approvals,
             checkpoints=self.checkpoints,
@@ -330,24 +327,21 @@ class EngineCore:
             env=child_env(),
         )
 
-    def _mcp_snapshot(self, project: Project, mode: str, level: str) -> Snapshot | None:
+    def _mcp_snapshot(self, project: Project, mode: TaskMode, level: PermissionLevel) -> Snapshot | None:
         """The enabled MCP servers a Build task above read_only in a trusted project keeps (CLI-06, CLI-09)."""
-        if mode != "build" or level == "read_only" or not project.trusted:
+        if mode is not TaskMode.BUILD or level is PermissionLevel.READ_ONLY or not project.trusted:
             return None
         from shadowcode.engine.mcp_servers import McpRegistry
 
         return McpRegistry(self.engine.store).snapshot(project.path)
 
-    async def _run_agent_task(
-        self, task: dict[str, Any], model: ModelSettings, servers: Snapshot | None = None
-    ) -> None:
+    async def _run_agent_task(self, task: TaskRecord, model: ModelSettings, servers: Snapshot | None = None) -> None:
         from shadowcode.agent.loop import run_agent
 
-        task_id = task["id"]
-        await self._guarded(task_id, self._agent_body(task, model, run_agent, servers))
+        await self._guarded(task.id, self._agent_body(task, model, run_agent, servers))
 
     async def _agent_body(
-        self, task: dict[str, Any], model: ModelSettings, run_agent: Any, servers: Snapshot | None = None
+        self, task: TaskRecord, model: ModelSettings, run_agent: Any, servers: Snapshot | None = None
     ) -> str:
         from contextlib import AsyncExitStack
 
@@ -364,24 +358,24 @@ class EngineCore:
                         snapshot=servers,
                         registry=McpRegistry(self.engine.store),
                         profile=self.engine.profile,
-                        task_id=task["id"],
+                        task_id=task.id,
                         records=self.records,
                         inline_tools=inline_tools_setting(self.engine.settings()),
                     )
                 )
-            answer = await run_agent(env, self._provider(model), task["prompt"], self._limiter(model.name))
-        if task["mode"] == "plan":
-            self.records.event(task["id"], "plan", {"plan": answer, "prompt": task["prompt"]})
+            answer = await run_agent(env, self._provider(model), task.prompt, self._limiter(model.name))
+        if task.mode is TaskMode.PLAN:
+            self.records.event(task.id, "plan", {"plan": answer, "prompt": task.prompt})
         return str(answer)
 
-    async def _run_test_job(self, task: dict[str, Any], argv: list[str]) -> None:
-        await self._guarded(task["id"], self._test_body(task, argv))
+    async def _run_test_job(self, task: TaskRecord, argv: list[str]) -> None:
+        await self._guarded(task.id, self._test_body(task, argv))
 
-    async def _test_body(self, task: dict[str, Any], argv: list[str]) -> str:
+    async def _test_body(self, task: TaskRecord, argv: list[str]) -> str:
         from shadowcode.agent.toolbox import run_approved_command
 
         env = self._task_env(task)
-        result = await run_approved_command(env, argv, Path(task["project"]), kind="test")
+        result = await run_approved_command(env, argv, Path(task.project), kind="test")
         if "error" in result:
             raise PolicyError(str(result["error"]))
         status = "passed" if result["exit_code"] == 0 else f"failed (exit {result['exit_code']})"
@@ -389,7 +383,7 @@ class EngineCore:
 
     async def _guarded(self, task_id: str, body: Any) -> None:
         """Run a job body with status bookkeeping; cancellation and failures are recorded, never raised."""
-        self.records.set_status(task_id, "running")
+        self.records.set_status(task_id, TaskStatus.RUNNING)
         self.records.event(task_id, "task.started", {"engine": self.id})
         try:
             answer = await body
@@ -398,30 +392,30 @@ class EngineCore:
                 self._finish_cancelled(task_id, "cancelled")
             raise
         except ShadowcodeError as exc:
-            self.records.set_status(task_id, "failed", error=exc.message)
+            self.records.set_status(task_id, TaskStatus.FAILED, error=exc.message)
             self.records.event(task_id, "task.failed", {"error": exc.message})
         except Exception as exc:  # noqa: BLE001 - one task's bug never stops the engine
             logger.exception("job failed unexpectedly")
             message = f"internal error ({type(exc).__name__}); see the engine's stderr"
-            self.records.set_status(task_id, "failed", error=message)
+            self.records.set_status(task_id, TaskStatus.FAILED, error=message)
             self.records.event(task_id, "task.failed", {"error": message})
         else:
-            self.records.set_status(task_id, "done", answer=answer)
+            self.records.set_status(task_id, TaskStatus.DONE, answer=answer)
             self.records.event(task_id, "task.done", {"answer": answer})
         finally:
             self.approvals.expire(task_id)
 
     def _finish_cancelled(self, task_id: str, why: str) -> None:
         self.approvals.expire(task_id)
-        if self.records.get(task_id)["status"] in ACTIVE:
-            self.records.set_status(task_id, "cancelled", error=why)
+        if self.records.get(task_id).status.active:
+            self.records.set_status(task_id, TaskStatus.CANCELLED, error=why)
             self.records.event(task_id, "task.cancelled", {"reason": why})
 
     # -- inspection and control (SRV-16, SRV-11, SRV-18) ----------------------------------
 
-    def _owned(self, task_id: str, owner: Owner | None, project: Path) -> dict[str, Any]:
+    def _owned(self, task_id: str, owner: Owner | None, project: Path) -> TaskRecord:
         task = self.records.get(task_id, project)
-        if owner is not None and task["owner"] != owner.id:
+        if owner is not None and task.owner != owner.id:
             raise NotFound(f"no job {task_id!r} created by this connection", task_id=task_id)
         return task
 
@@ -438,10 +432,10 @@ class EngineCore:
         task = self._owned(task_id, owner, project)
         events = self.records.events(task_id, after=cursor, limit=JOB_EVENTS_PAGE_MAX)
         return {
-            "job": _job_summary(task) | {"answer": task["answer"], "error": task["error"]},
-            "events": events,
-            "next_cursor": events[-1]["id"] if len(events) == JOB_EVENTS_PAGE_MAX else None,
-            "pending_approvals": self.approvals.pending(task_id=task_id),
+            "job": _job_summary(task) | {"answer": task.answer, "error": task.error},
+            "events": [e.as_dict() for e in events],
+            "next_cursor": events[-1].id if len(events) == JOB_EVENTS_PAGE_MAX else None,
+            "pending_approvals": [a.as_dict() for a in self.approvals.pending(task_id=task_id)],
         }
 
     async def cancel(self, task_id: str, *, owner: Owner | None, project: Path) -> dict[str, Any]:
@@ -452,18 +446,18 @@ class EngineCore:
             PolicyError: the job runs in another engine process.
         """
         task = self._owned(task_id, owner, project)
-        if task["status"] not in ACTIVE:
-            return {"job_id": task_id, "status": task["status"], "cancelled": False}
-        if task["engine_id"] != self.id:
+        if not task.status.active:
+            return {"job_id": task_id, "status": task.status.value, "cancelled": False}
+        if task.engine_id != self.id:
             raise PolicyError(f"job {task_id} runs in another engine; cancel it there")
         await self.scheduler.cancel(task_id, wait_seconds=CLEANUP_DEADLINE_SECONDS)
-        return {"job_id": task_id, "status": self.records.get(task_id)["status"], "cancelled": True}
+        return {"job_id": task_id, "status": self.records.get(task_id).status.value, "cancelled": True}
 
     async def resolve_approval(
         self, approval_id: str, decision: str, *, owner: Owner | None, by: str
     ) -> dict[str, Any]:
         """Approve or deny one exact pending approval; with ``owner``, only one of its own jobs (SRV-11)."""
-        return self.approvals.resolve(approval_id, decision, by=by, owner=owner.id if owner else None)
+        return self.approvals.resolve(approval_id, decision, by=by, owner=owner.id if owner else None).as_dict()
 
     async def rollback(self, task_id: str, *, project: Project, access: Access, confirm: bool) -> dict[str, Any]:
         """Restore the files a task changed, after conflict checks (SRV-18, ENG-06).
@@ -481,16 +475,16 @@ class EngineCore:
         return self.checkpoints.rollback(project.path, task_id)
 
 
-def _job_summary(task: dict[str, Any]) -> dict[str, Any]:
+def _job_summary(task: TaskRecord) -> dict[str, Any]:
     return {
-        "id": task["id"],
-        "mode": task["mode"],
-        "status": task["status"],
-        "prompt": task["prompt"],
-        "permission_level": task["permission_level"],
-        "model": task["model"],
-        "created_at": task["created_at"],
-        "finished_at": task["finished_at"],
+        "id": task.id,
+        "mode": task.mode.value,
+        "status": task.status.value,
+        "prompt": task.prompt,
+        "permission_level": task.permission_level.value,
+        "model": task.model,
+        "created_at": task.created_at,
+        "finished_at": task.finished_at,
     }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from shadowcode.engine import Engine, canonical_project
+from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConfigError
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 from shadowcode.profile import Profile
@@ -34,8 +35,9 @@ def test_workspace_that_is_a_file_is_refused_eng02(tmp_path: Path) -> None:
 
 def test_project_is_untrusted_until_trusted_then_untrusted_eng02(engine: Engine, project_dir: Path) -> None:
     assert engine.project(project_dir).trusted is False
-    trusted = engine.projects.trust(project_dir.resolve(), "elevated")
-    assert (trusted.trusted, trusted.level) == (True, "elevated")
+    trusted = engine.projects.trust(project_dir.resolve(), PermissionLevel.ELEVATED)
+    assert (trusted.trusted, trusted.level) == (True, PermissionLevel.ELEVATED)
+    assert trusted.as_dict() == {"path": str(project_dir.resolve()), "trusted": True, "level": "elevated"}
     assert engine.projects.untrust(project_dir.resolve()).trusted is False
 
 

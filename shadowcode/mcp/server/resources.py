@@ -43,13 +43,13 @@ def read_resource(ctx: ServerContext, uri: str) -> str:
     if uri == "shadow://project":
         saved = history.saved_map(ctx.root)
         doc = ctx.project().as_dict() | {
-            "map": saved["map"] if saved else None,
-            "map_saved_at": saved["saved_at"] if saved else None,
+            "map": saved.map if saved else None,
+            "map_saved_at": saved.saved_at if saved else None,
         }
     elif uri == "shadow://sessions":
-        doc = {"sessions": history.sessions(ctx.root)}
+        doc = {"sessions": [s.as_dict() for s in history.sessions(ctx.root)]}
     elif uri == "shadow://memory":
-        doc = ctx.engine.memory.read(ctx.root)
+        doc = ctx.engine.memory.read(ctx.root).as_dict()
     elif uri == "shadow://plan":
         doc = history.plan(ctx.root)
     else:

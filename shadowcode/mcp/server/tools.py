@@ -68,7 +68,7 @@ async def _models(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
 
 
 async def _sessions(ctx: ServerContext, args: s.SessionsInput) -> dict[str, Any]:
-    return {"sessions": ctx.engine.history.sessions(ctx.root, args.limit)}
+    return {"sessions": [s.as_dict() for s in ctx.engine.history.sessions(ctx.root, args.limit)]}
 
 
 async def _review(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
@@ -103,21 +103,21 @@ async def _doctor(ctx: ServerContext, args: s.DoctorInput) -> dict[str, Any]:
 
 
 async def _why(ctx: ServerContext, args: s.WhyInput) -> dict[str, Any]:
-    return {"entries": ctx.engine.history.why(ctx.root, args.path, args.task_id)}
+    return {"entries": [e.as_dict() for e in ctx.engine.history.why(ctx.root, args.path, args.task_id)]}
 
 
 async def _memory(ctx: ServerContext, args: s.MemoryInput) -> dict[str, Any]:
     notes = ctx.engine.memory
     if args.action == "read":
-        return notes.read(ctx.root, args.scope, args.task_id)
+        return notes.read(ctx.root, args.scope, args.task_id).as_dict()
     require_write(ctx.project(), ctx.access, f"{args.action} on a memory note")
     if args.text is None:
         raise ToolError(f"{args.action} needs text")
     if args.action == "append":
-        return notes.append(ctx.root, args.text, args.scope, args.task_id)
+        return notes.append(ctx.root, args.text, args.scope, args.task_id).as_dict()
     if not args.expected_hash:
         raise ToolError("replace needs expected_hash: read the note first and pass its hash")
-    return notes.replace(ctx.root, args.text, args.expected_hash, args.scope, args.task_id)
+    return notes.replace(ctx.root, args.text, args.expected_hash, args.scope, args.task_id).as_dict()
 
 
 async def _sqlite(ctx: ServerContext, args: s.SqliteInput) -> dict[str, Any]:
@@ -133,21 +133,21 @@ async def _sqlite(ctx: ServerContext, args: s.SqliteInput) -> dict[str, Any]:
 async def _goal(ctx: ServerContext, args: s.GoalInput) -> dict[str, Any]:
     goals = ctx.engine.goals
     if args.action == "list":
-        return {"goals": goals.list(ctx.root)}
+        return {"goals": [g.as_dict() for g in goals.list(ctx.root)]}
     if args.action == "get":
-        return {"goal": goals.get(ctx.root, args.goal_id)}
+        return {"goal": goals.get(ctx.root, args.goal_id).as_dict()}
     require_write(ctx.project(), ctx.access, f"{args.action} on a goal")
     if args.action == "create":
-        return {"goal": goals.create(ctx.root, args.title or "")}
+        return {"goal": goals.create(ctx.root, args.title or "").as_dict()}
     if args.action == "advance":
-        return {"goal": goals.advance(ctx.root, args.goal_id, args.note or "", done=args.done)}
-    return {"goal": goals.abandon(ctx.root, args.goal_id, args.note)}
+        return {"goal": goals.advance(ctx.root, args.goal_id, args.note or "", done=args.done).as_dict()}
+    return {"goal": goals.abandon(ctx.root, args.goal_id, args.note).as_dict()}
 
 
 async def _checkpoint(ctx: ServerContext, args: s.CheckpointInput) -> dict[str, Any]:
     if args.checkpoint_id:
-        return {"checkpoint": ctx.engine.history.checkpoint(ctx.root, args.checkpoint_id)}
-    return {"checkpoints": ctx.engine.history.checkpoints(ctx.root, args.task_id)}
+        return {"checkpoint": ctx.engine.history.checkpoint(ctx.root, args.checkpoint_id).as_dict()}
+    return {"checkpoints": [c.as_dict() for c in ctx.engine.history.checkpoints(ctx.root, args.task_id)]}
 
 
 async def _run(ctx: ServerContext, args: s.RunInput) -> dict[str, Any]:
