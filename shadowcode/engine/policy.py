@@ -15,8 +15,7 @@ from shadowcode.errors import PolicyError, ToolError
 
 __all__ = ["Access", "agent_request", "require_write", "within_ceiling"]
 
-_AGENT_MODES = (TaskMode.BUILD.value, TaskMode.PLAN.value, TaskMode.REVIEW.value)
-_LEVELS = tuple(level.value for level in PermissionLevel)
+_AGENT_MODES = (TaskMode.BUILD, TaskMode.PLAN, TaskMode.REVIEW)
 
 
 @dataclass(frozen=True)
@@ -72,6 +71,7 @@ def agent_request(mode: TaskMode | str, level: PermissionLevel | str) -> tuple[T
     """
     if mode not in _AGENT_MODES:
         raise ToolError(f"unknown mode {mode!r}; use build, plan or review")
-    if level not in _LEVELS:
-        raise ToolError(f"unknown permission level {level!r}; use one of {', '.join(_LEVELS)}")
-    return TaskMode(mode), PermissionLevel(level)
+    try:
+        return TaskMode(mode), PermissionLevel(level)
+    except ValueError:
+        raise ToolError(f"unknown permission level {level!r}; use one of {', '.join(PermissionLevel)}") from None

@@ -16,8 +16,6 @@ from shadowcode.store import Store
 
 __all__ = ["Project", "ProjectRegistry", "canonical_project"]
 
-_LEVELS = tuple(level.value for level in PermissionLevel)
-
 
 def canonical_project(path: Path | str) -> Path:
     """Resolve a workspace to its canonical absolute path (symlinks resolved) (ENG-02).
@@ -79,9 +77,11 @@ class ProjectRegistry:
         Raises:
             ConfigError: ``level`` is not a permission level.
         """
-        if level not in _LEVELS:
-            raise ConfigError(f"unknown permission level {level!r}; use one of {', '.join(_LEVELS)}")
-        self._rows.trust(path, PermissionLevel(level))
+        try:
+            chosen = PermissionLevel(level)
+        except ValueError:
+            raise ConfigError(f"unknown permission level {level!r}; use one of {', '.join(PermissionLevel)}") from None
+        self._rows.trust(path, chosen)
         return self.get(path)
 
     def untrust(self, path: Path) -> Project:

@@ -67,3 +67,11 @@ def test_profile_name_at_the_length_limit_is_accepted_and_one_past_refused_eng01
     assert Profile.select("p" * PROFILE_NAME_MAX_CHARS).name == "p" * PROFILE_NAME_MAX_CHARS
     with pytest.raises(ConfigError):
         Profile.select("p" * (PROFILE_NAME_MAX_CHARS + 1))
+
+
+@pytest.mark.req("ENG-02")
+def test_trust_at_an_unknown_level_is_refused_and_changes_nothing_eng02(engine: Engine, project_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="use one of read_only, workspace, elevated"):
+        engine.projects.trust(project_dir.resolve(), "root")
+    shown = engine.project(project_dir).as_dict()
+    assert shown == {"path": str(project_dir.resolve()), "trusted": False, "level": None}
