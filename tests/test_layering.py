@@ -8,6 +8,7 @@ import only the parts its row names (and itself, without a cycle between its mod
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -228,3 +229,72 @@ def test_package_top_level_does_not_import_the_sdk() -> None:
             for a in (n.names if isinstance(n, ast.Import) else [None])  # type: ignore[list-item]
         ]
         assert not any(str(m).startswith(("mcp", "shadowcode.engine", "shadowcode.store")) for m in imported)
+
+
+# -- the store owns the profile database (ENG-03) -------------------------------------------------
+
+_SQL_EDGES = ("store/", "project/sqlite_inspect")
+"""Where SQL may be written: the store, and the read-only inspection of the user's own databases."""
+
+_SQL_TEXT = re.compile(
+    r"\b(SELECT\s.+\sFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|INDEX)"
+    r"|ALTER\s+TABLE|BEGIN\s+IMMEDIATE|PRAGMA\s)",
+    re.S,
+)
+_STATEMENT_CALLS = {"execute", "executemany", "executescript", "insert", "row", "rows"}
+
+
+def _receiver(node: ast.expr) -> str:
+    """The dotted text of an attribute chain's receiver (``engine.store`` for ``engine.store.rows``)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _sql_outside_the_store(package: Path) -> list[str]:
+    """Places outside the store that write SQL text, run a statement on a store, or reach into its connection."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith(_SQL_EDGES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL_TEXT.search(node.value):
+                found.append(f"{rel}:{node.lineno}: SQL text")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                receiver = _receiver(node.func.value).lower()
+                if node.func.attr in _STATEMENT_CALLS and ("store" in receiver or "conn" in receiver):
+                    found.append(f"{rel}:{node.lineno}: {receiver}.{node.func.attr}()")
+            elif isinstance(node, ast.Attribute) and node.attr == "_conn":
+                found.append(f"{rel}:{node.lineno}: ._conn")
+    return found
+
+
+@pytest.mark.req("ENG-03")
+def test_only_the_store_runs_sql_against_the_profile_database() -> None:
+    assert _sql_outside_the_store(PACKAGE) == []
+
+
+@pytest.mark.req("ENG-03")
+def test_the_sql_check_finds_a_statement_run_on_a_store_elsewhere(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "tasks.py").write_text('def f(db):\n    db.row("SELECT 1 FROM tasks")\n', encoding="utf-8")
+    (tmp_path / "engine.py").write_text(
+        "def f(engine, store):\n"
+        '    engine.store.rows("SELECT id FROM tasks")\n'
+        "    store.execute(q)\n"
+        "    engine.store._conn.cursor()\n"
+        '    SQL = "DELETE FROM events"\n',
+        encoding="utf-8",
+    )
+    assert sorted(_sql_outside_the_store(tmp_path)) == [
+        "engine.py:2: SQL text",
+        "engine.py:2: engine.store.rows()",
+        "engine.py:3: store.execute()",
+        "engine.py:4: ._conn",
+        "engine.py:5: SQL text",
+    ]

@@ -15,7 +15,9 @@ A rollback is recorded in two places: one ``changes`` row per restored path with
 ``kind = 'rollback'`` (hash before = the task's content, hash after = the restored one), so
 the per-path history that shadow_why reads shows the restore next to the writes it undid;
 and one ``rollback`` event on the task, so the job's timeline shows it too. Rows of the
-change history are never removed.
+change history are never removed. The rows live in
+:attr:`Store.checkpoints <shadowcode.store.Store>` (checkpoints, changes, blobs) and the rollback
+event in :attr:`Store.tasks <shadowcode.store.Store>`.
 
 The file primitives (confinement, the non-blocking bounded read, the atomic replace and the
 current-content hash) live in :mod:`shadowcode.project.files`.
@@ -24,8 +26,6 @@ current-content hash) live in :mod:`shadowcode.project.files`.
 from __future__ import annotations
 
 import hashlib
-import json
-import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,12 +45,6 @@ from shadowcode.project.files import (
 from shadowcode.store import Store
 
 __all__ = ["Checkpoints", "content_sha256"]
-
-
-_INSERT_CHANGE = (
-    "INSERT INTO changes (checkpoint_id, project, task_id, path, before_sha256, after_sha256, at, kind) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
 
 
 def content_sha256(data: bytes) -> str:
@@ -78,6 +72,7 @@ class Checkpoints:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._rows = store.checkpoints
 
     def begin(self, project: Path, task_id: str) -> str:
         """Return the task's checkpoint id, creating the checkpoint on first use.
@@ -92,22 +87,11 @@ class Checkpoints:
         Raises:
             NotFound: the task does not exist in this project.
         """
-        root = str(canonical_root(project))
+        root = canonical_root(project)
         with self._store.atomic():
-            if self._store.row("SELECT 1 FROM tasks WHERE id = ? AND project = ?", (task_id, root)) is None:
+            if not self._store.tasks.exists(task_id, root):
                 raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
-            found = self._store.row(
-                "SELECT id FROM checkpoints WHERE task_id = ? AND project = ? ORDER BY created_at, rowid LIMIT 1",
-                (task_id, root),
-            )
-            if found is not None:
-                return str(found["id"])
-            checkpoint_id = f"cp_{secrets.token_hex(8)}"
-            self._store.execute(
-                "INSERT INTO checkpoints (id, project, task_id, created_at) VALUES (?, ?, ?, ?)",
-                (checkpoint_id, root, task_id, int(time.time())),
-            )
-            return checkpoint_id
+            return self._rows.ensure_for_task(root, task_id)
 
     def record_write(self, project: Path, task_id: str, rel_path: str, new_content: bytes | None) -> int:
         """Record a write the caller is about to make; call it before touching the file (ENG-06).
@@ -143,14 +127,19 @@ class Checkpoints:
             checkpoint_id = self.begin(root, task_id)
             before_sha = self._put_blob(found.data) if found is not None else None
             after_sha = content_sha256(new_content) if new_content is not None else None
-            return self._store.insert(
-                _INSERT_CHANGE,
-                (checkpoint_id, str(root), task_id, rel, before_sha, after_sha, int(time.time()), "write"),
+            return self._rows.add_change(
+                checkpoint_id,
+                project=root,
+                task_id=task_id,
+                path=rel,
+                before_sha256=before_sha,
+                after_sha256=after_sha,
+                kind="write",
             )
 
     def forget_write(self, change_id: int) -> None:
         """Drop a change recorded by :meth:`record_write` whose write then failed (the file is unchanged)."""
-        self._store.execute("DELETE FROM changes WHERE id = ? AND kind = 'write'", (change_id,))
+        self._rows.delete_write(change_id)
 
     def rollback(self, project: Path, task_id: str) -> dict[str, Any]:
         """Restore every file the task changed to its content from before the task (ENG-06, SRV-18).
@@ -173,18 +162,14 @@ class Checkpoints:
             ToolError: a restore failed part-way (the paths already restored are recorded).
         """
         root = canonical_root(project)
-        if self._store.row("SELECT 1 FROM tasks WHERE id = ? AND project = ?", (task_id, str(root))) is None:
+        if not self._store.tasks.exists(task_id, root):
             raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
-        rows = self._store.rows(
-            "SELECT checkpoint_id, path, before_sha256, after_sha256 FROM changes "
-            "WHERE project = ? AND task_id = ? ORDER BY id",
-            (str(root), task_id),
-        )
+        rows = self._rows.task_changes(root, task_id)
         first_before: dict[str, str | None] = {}
         last_after: dict[str, str | None] = {}
         for r in rows:
-            first_before.setdefault(r["path"], r["before_sha256"])
-            last_after[r["path"]] = r["after_sha256"]
+            first_before.setdefault(r.path, r.before_sha256)
+            last_after[r.path] = r.after_sha256
         plan: list[_Step] = []
         conflicts: list[str] = []
         for rel, original in first_before.items():
@@ -226,7 +211,7 @@ class Checkpoints:
                 failure = ToolError(f"rollback stopped at {step.rel}: {exc}", task_id=task_id, path=step.rel)
                 break
             done.append(step)
-        self._record(root, task_id, rows[0]["checkpoint_id"] if rows else None, done, restored, removed)
+        self._record(root, task_id, rows[0].checkpoint_id if rows else None, done, restored, removed)
         if failure is not None:
             raise failure
         return {"task_id": task_id, "restored": restored, "removed": removed}
@@ -246,26 +231,30 @@ class Checkpoints:
         with self._store.atomic():
             for step in done:
                 before_sha = self._put_blob(step.content) if step.content is not None else None
-                self._store.insert(
-                    _INSERT_CHANGE,
-                    (checkpoint_id, str(root), task_id, step.rel, before_sha, step.original, now, "rollback"),
+                self._rows.add_change(
+                    checkpoint_id,
+                    project=root,
+                    task_id=task_id,
+                    path=step.rel,
+                    before_sha256=before_sha,
+                    after_sha256=step.original,
+                    kind="rollback",
+                    at=now,
                 )
-            self._store.insert(
-                "INSERT INTO events (task_id, kind, data, at) VALUES (?, 'rollback', ?, ?)",
-                (
-                    task_id,
-                    json.dumps({"checkpoint_id": checkpoint_id, "restored": restored, "removed": removed}),
-                    now,
-                ),
+            self._store.tasks.add_event(
+                task_id,
+                "rollback",
+                {"checkpoint_id": checkpoint_id, "restored": restored, "removed": removed},
+                at=now,
             )
 
     def _put_blob(self, data: bytes) -> str:
         sha = content_sha256(data)
-        self._store.execute("INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (sha, data))
+        self._rows.put_blob(sha, data)
         return sha
 
     def _blob(self, sha: str) -> bytes:
-        row = self._store.row("SELECT data FROM blobs WHERE sha256 = ?", (sha,))
-        if row is None:
+        data = self._rows.blob(sha)
+        if data is None:
             raise StoreError(f"the checkpoint content {sha} is missing from the store", sha256=sha)
-        return bytes(row["data"])
+        return data

@@ -28,14 +28,13 @@ async def diagnose(engine: Engine, root: Path, *, probe_model: bool = False) -> 
     """
     from shadowcode.errors import ShadowcodeError
     from shadowcode.project.doctor import project_checks
-    from shadowcode.store.migrations import pending
 
     checks: list[dict[str, Any]] = [
         {"name": "python", "status": "ok", "detail": sys.version.split()[0]},
         {"name": "profile", "status": "ok", "detail": f"{engine.profile.name} at {engine.profile.root}"},
     ]
     try:
-        todo = pending(engine.store._conn)  # noqa: SLF001 - read-only look at the schema state
+        todo = engine.store.pending_migrations()
         checks.append(
             {
                 "name": "store",

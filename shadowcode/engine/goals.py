@@ -1,19 +1,20 @@
 """Durable goals of a project (SRV-14). Goals are records only: nothing here starts a task.
 
-A goal is ``{"id", "title", "status": "active"|"done"|"abandoned", "progress": [{"note", "at"}],
-"created_at", "updated_at"}`` with times in Unix seconds.
+A goal is a :class:`~shadowcode.store.goals.GoalRecord` (``id``, ``title``, ``status``
+``active``/``done``/``abandoned``, ``progress`` notes oldest first, ``created_at``,
+``updated_at`` in Unix seconds); a listing gives :class:`~shadowcode.store.goals.GoalSummary`.
+The rows live in :attr:`Store.goals <shadowcode.store.Store>`; this class adds the bounds, the
+state rules and the errors.
 """
 
 from __future__ import annotations
 
-import secrets
-import time
 from pathlib import Path
-from typing import Any
 
 from shadowcode.errors import NotFound, ToolError
 from shadowcode.limits import GOAL_TEXT_MAX_BYTES, GOALS_LIST_MAX
 from shadowcode.store import Store
+from shadowcode.store.goals import GoalRecord, GoalSummary
 
 __all__ = ["Goals"]
 
@@ -31,24 +32,17 @@ class Goals:
     """Creates, lists, inspects, advances and abandons goals, always within one project (SRV-08)."""
 
     def __init__(self, store: Store) -> None:
-        self._store = store
+        self._rows = store.goals
 
-    def create(self, project: Path, title: str) -> dict[str, Any]:
+    def create(self, project: Path, title: str) -> GoalRecord:
         """Create an active goal; returns it.
 
         Raises:
             ToolError: empty title or one over GOAL_TEXT_MAX_BYTES.
         """
-        title = _bounded(title, "title")
-        goal_id = "goal_" + secrets.token_hex(6)
-        now = int(time.time())
-        self._store.execute(
-            "INSERT INTO goals (id, project, title, status, created_at, updated_at) VALUES (?, ?, ?, 'active', ?, ?)",
-            (goal_id, str(project), title, now, now),
-        )
-        return self.get(project, goal_id)
+        return self._rows.create(project, _bounded(title, "title"))
 
-    def get(self, project: Path, goal_id: str | None) -> dict[str, Any]:
+    def get(self, project: Path, goal_id: str | None) -> GoalRecord:
         """One goal with its progress notes, oldest first.
 
         Raises:
@@ -56,29 +50,16 @@ class Goals:
         """
         if not goal_id:
             raise ToolError("goal_id is required")
-        row = self._store.row("SELECT * FROM goals WHERE id = ? AND project = ?", (goal_id, str(project)))
-        if row is None:
+        goal = self._rows.get(project, goal_id)
+        if goal is None:
             raise NotFound(f"no goal {goal_id!r} in this project", goal_id=goal_id)
-        progress = self._store.rows("SELECT note, at FROM goal_progress WHERE goal_id = ? ORDER BY id", (goal_id,))
-        return {
-            "id": row["id"],
-            "title": row["title"],
-            "status": row["status"],
-            "progress": progress,
-            "created_at": row["created_at"],
-            "updated_at": row["updated_at"],
-        }
+        return goal
 
-    def list(self, project: Path, limit: int = GOALS_LIST_MAX) -> list[dict[str, Any]]:
+    def list(self, project: Path, limit: int = GOALS_LIST_MAX) -> list[GoalSummary]:
         """Up to ``limit`` goals of this project, newest first, without progress notes."""
-        limit = max(1, min(limit, GOALS_LIST_MAX))
-        return self._store.rows(
-            "SELECT id, title, status, created_at, updated_at FROM goals WHERE project = ? "
-            "ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (str(project), limit),
-        )
+        return self._rows.list(project, max(1, min(limit, GOALS_LIST_MAX)))
 
-    def advance(self, project: Path, goal_id: str | None, note: str, done: bool = False) -> dict[str, Any]:
+    def advance(self, project: Path, goal_id: str | None, note: str, done: bool = False) -> GoalRecord:
         """Record a progress note; ``done`` also marks the goal done. Returns the goal.
 
         Raises:
@@ -87,32 +68,20 @@ class Goals:
         """
         goal = self.get(project, goal_id)
         note = _bounded(note, "note")
-        if goal["status"] != "active":
-            raise ToolError(f"goal {goal_id} is {goal['status']}; only active goals advance")
-        now = int(time.time())
-        with self._store.atomic():
-            self._store.execute("INSERT INTO goal_progress (goal_id, note, at) VALUES (?, ?, ?)", (goal_id, note, now))
-            self._store.execute(
-                "UPDATE goals SET status = ?, updated_at = ? WHERE id = ?", ("done" if done else "active", now, goal_id)
-            )
+        if goal.status != "active":
+            raise ToolError(f"goal {goal_id} is {goal.status}; only active goals advance")
+        self._rows.update(goal.id, "done" if done else "active", note)
         return self.get(project, goal_id)
 
-    def abandon(self, project: Path, goal_id: str | None, note: str | None = None) -> dict[str, Any]:
+    def abandon(self, project: Path, goal_id: str | None, note: str | None = None) -> GoalRecord:
         """Mark an active goal abandoned, with an optional note. Returns the goal.
 
         Raises:
             NotFound: no such goal in this project.
-            ToolError: the goal is not active.
+            ToolError: the goal is not active, or the note is oversized.
         """
         goal = self.get(project, goal_id)
-        if goal["status"] != "active":
-            raise ToolError(f"goal {goal_id} is {goal['status']}; only active goals can be abandoned")
-        now = int(time.time())
-        with self._store.atomic():
-            if note:
-                self._store.execute(
-                    "INSERT INTO goal_progress (goal_id, note, at) VALUES (?, ?, ?)",
-                    (goal_id, _bounded(note, "note"), now),
-                )
-            self._store.execute("UPDATE goals SET status = 'abandoned', updated_at = ? WHERE id = ?", (now, goal_id))
+        if goal.status != "active":
+            raise ToolError(f"goal {goal_id} is {goal.status}; only active goals can be abandoned")
+        self._rows.update(goal.id, "abandoned", _bounded(note, "note") if note else None)
         return self.get(project, goal_id)

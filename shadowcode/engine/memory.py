@@ -2,21 +2,23 @@
 
 A note is UTF-8 text; its ``hash`` is the SHA-256 hex of that text (the empty note has
 the hash of ``""``). Replace takes the hash the caller last read, so two writers cannot
-silently overwrite each other.
+silently overwrite each other. The rows live in :attr:`Store.memory <shadowcode.store.Store>`;
+this class adds scopes, hashes, bounds and the errors.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import MEMORY_NOTE_MAX_BYTES
 from shadowcode.store import Store
+from shadowcode.store.records import Record
 
-__all__ = ["MemoryNotes", "Scope", "content_hash"]
+__all__ = ["MemoryNotes", "Note", "Scope", "content_hash"]
 
 Scope = Literal["project", "task"]
 
@@ -26,11 +28,31 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class Note(Record):
+    """A note as shadow_memory and shadow://memory show it.
+
+    Attributes:
+        scope: ``project`` or ``task``.
+        task_id: the task of a task note, None for the project note.
+        content: the text (``""`` when never written).
+        hash: SHA-256 hex of ``content``.
+        updated_at: Unix seconds of the last write, None when never written.
+    """
+
+    scope: Scope
+    task_id: str | None
+    content: str
+    hash: str
+    updated_at: int | None
+
+
 class MemoryNotes:
     """Reads and writes notes; callers check write policy first."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._rows = store.memory
 
     def _key(self, project: Path, scope: Scope, task_id: str | None) -> str:
         if scope == "project":
@@ -41,34 +63,24 @@ class MemoryNotes:
             raise ToolError(f"unknown scope {scope!r}; use 'project' or 'task'")
         if not task_id:
             raise ToolError("scope 'task' needs an exact task_id")
-        row = self._store.row("SELECT project FROM tasks WHERE id = ?", (task_id,))
-        if row is None or row["project"] != str(project):
+        if not self._store.tasks.exists(task_id, project):
             raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
         return task_id
 
-    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> dict[str, object]:
-        """The note: ``{"scope", "task_id", "content", "hash", "updated_at"}`` (empty when none).
+    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> Note:
+        """The note (empty when none).
 
         Raises:
             ToolError: bad scope or task_id combination.
             NotFound: the task id is not a task of this project.
         """
         key = self._key(project, scope, task_id)
-        row = self._store.row(
-            "SELECT content, hash, updated_at FROM memory WHERE project = ? AND task_id = ?", (str(project), key)
-        )
-        content = row["content"] if row else ""
-        return {
-            "scope": scope,
-            "task_id": key or None,
-            "content": content,
-            "hash": row["hash"] if row else content_hash(""),
-            "updated_at": row["updated_at"] if row else None,
-        }
+        row = self._rows.get(project, key)
+        if row is None:
+            return Note(scope=scope, task_id=key or None, content="", hash=content_hash(""), updated_at=None)
+        return Note(scope=scope, task_id=key or None, content=row.content, hash=row.hash, updated_at=row.updated_at)
 
-    def append(
-        self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None
-    ) -> dict[str, object]:
+    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> Note:
         """Append ``text`` as a new paragraph and return the note as :meth:`read` does.
 
         Raises:
@@ -78,15 +90,14 @@ class MemoryNotes:
         if not text.strip():
             raise ToolError("append needs non-empty text")
         with self._store.atomic():
-            current = self.read(project, scope, task_id)
-            old = str(current["content"])
+            old = self.read(project, scope, task_id).content
             new = f"{old.rstrip(chr(10))}\n\n{text}" if old.strip() else text
             self._write(project, self._key(project, scope, task_id), new)
         return self.read(project, scope, task_id)
 
     def replace(
         self, project: Path, text: str, expected_hash: str, scope: Scope = "project", task_id: str | None = None
-    ) -> dict[str, object]:
+    ) -> Note:
         """Replace the note when ``expected_hash`` is its current hash; returns the new note.
 
         Raises:
@@ -96,10 +107,10 @@ class MemoryNotes:
         """
         with self._store.atomic():
             current = self.read(project, scope, task_id)
-            if expected_hash != current["hash"]:
+            if expected_hash != current.hash:
                 raise ConflictError(
                     "the note changed since it was read (stale expected_hash); read it again and retry",
-                    current_hash=current["hash"],
+                    current_hash=current.hash,
                 )
             self._write(project, self._key(project, scope, task_id), text)
         return self.read(project, scope, task_id)
@@ -108,9 +119,4 @@ class MemoryNotes:
         size = len(text.encode("utf-8"))
         if size > MEMORY_NOTE_MAX_BYTES:
             raise ToolError(f"the note would be {size} bytes; the limit is {MEMORY_NOTE_MAX_BYTES} bytes")
-        self._store.execute(
-            "INSERT INTO memory (project, task_id, content, hash, updated_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (project, task_id) DO UPDATE SET content = excluded.content, hash = excluded.hash, "
-            "updated_at = excluded.updated_at",
-            (str(project), key, text, content_hash(text), int(time.time())),
-        )
+        self._rows.put(project, key, text, content_hash(text))

@@ -2,13 +2,14 @@
 
 An owner is one stdio connection, one gateway, or one attached relay. It may submit at most
 OWNER_JOBS_MAX jobs over its life, all for its one project. When it closes (EOF, protocol
-failure, kill) the engine cancels its unfinished jobs and waits for their cleanup.
+failure, kill) the engine cancels its unfinished jobs and waits for their cleanup. The live
+state is kept here; each owner's row (opened, jobs, closed and why) goes to
+:attr:`Store.owners <shadowcode.store.Store>`.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -52,7 +53,7 @@ class Owners:
     """The open owners of one engine, within the per-profile socket limit."""
 
     def __init__(self, store: Store, engine_id: str, *, sockets_max: int = OWNER_SOCKETS_MAX) -> None:
-        self._store = store
+        self._rows = store.owners
         self._engine_id = engine_id
         self._sockets_max = sockets_max
         self.open: dict[str, Owner] = {}
@@ -66,10 +67,7 @@ class Owners:
         if len(self.open) >= self._sockets_max:
             raise PolicyError(f"the engine already has {self._sockets_max} owner connections open; close one and retry")
         owner = Owner(id="own_" + secrets.token_hex(8), kind=kind, project=project)
-        self._store.execute(
-            "INSERT INTO owners (id, engine_id, kind, project, opened_at) VALUES (?, ?, ?, ?, ?)",
-            (owner.id, self._engine_id, kind, str(project), int(time.time())),
-        )
+        self._rows.opened(owner.id, engine_id=self._engine_id, kind=kind, project=project)
         self.open[owner.id] = owner
         return owner
 
@@ -90,12 +88,10 @@ class Owners:
                 "to submit more"
             )
         owner.jobs += 1
-        self._store.execute("UPDATE owners SET jobs = ? WHERE id = ?", (owner.jobs, owner.id))
+        self._rows.set_jobs(owner.id, owner.jobs)
 
     def closed(self, owner: Owner, reason: str) -> None:
         """Record that ``owner`` closed, and why."""
         owner.state = OwnerState.CLOSED
         self.open.pop(owner.id, None)
-        self._store.execute(
-            "UPDATE owners SET closed_at = ?, close_reason = ? WHERE id = ?", (int(time.time()), reason, owner.id)
-        )
+        self._rows.closed(owner.id, reason)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shadowcode.engine.projects import LEVELS, Level, Project
-from shadowcode.errors import PolicyError
+from shadowcode.engine.projects import Project
+from shadowcode.enums import PermissionLevel, TaskMode
+from shadowcode.errors import PolicyError, ToolError
 
-__all__ = ["Access", "require_write", "within_ceiling"]
+__all__ = ["Access", "agent_request", "require_write", "within_ceiling"]
+
+_AGENT_MODES = (TaskMode.BUILD, TaskMode.PLAN, TaskMode.REVIEW)
 
 
 @dataclass(frozen=True)
@@ -43,10 +46,32 @@ def require_write(project: Project, access: Access, what: str) -> None:
         raise PolicyError(f"{what} needs write access: this server is read-only (start it with --allow-write)")
     if not project.trusted:
         raise PolicyError(f"{what} needs a trusted project: run `shadowcode trust --level workspace {project.path}`")
-    if project.level == "read_only":
+    if project.level == PermissionLevel.READ_ONLY:
         raise PolicyError(f"{what} is above the project's configured level read_only")
 
 
-def within_ceiling(requested: Level, ceiling: Level) -> bool:
-    """True when ``requested`` is at most ``ceiling`` (SRV-10: a task may lower, never raise)."""
-    return LEVELS.index(requested) <= LEVELS.index(ceiling)
+def within_ceiling(requested: PermissionLevel | str, ceiling: PermissionLevel | str) -> bool:
+    """True when ``requested`` is at most ``ceiling`` (SRV-10: a task may lower, never raise).
+
+    Raises:
+        ValueError: either is not a permission level.
+    """
+    return PermissionLevel(requested).within(PermissionLevel(ceiling))
+
+
+def agent_request(mode: TaskMode | str, level: PermissionLevel | str) -> tuple[TaskMode, PermissionLevel]:
+    """Check an agent task's requested mode and permission level (ENG-04, SRV-10).
+
+    Returns:
+        ``(mode, level)`` as their enums.
+
+    Raises:
+        ToolError: the mode is not build, plan or review (test jobs are not agent tasks), or the
+            level is not a permission level.
+    """
+    if mode not in _AGENT_MODES:
+        raise ToolError(f"unknown mode {mode!r}; use build, plan or review")
+    try:
+        return TaskMode(mode), PermissionLevel(level)
+    except ValueError:
+        raise ToolError(f"unknown permission level {level!r}; use one of {', '.join(PermissionLevel)}") from None

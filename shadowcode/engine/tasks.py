@@ -1,32 +1,25 @@
-"""Task records and their event log (ENG-04, SRV-15, SRV-16).
+"""Task records and their event log, as the engine keeps them (ENG-04, SRV-15, SRV-16).
 
-A task (job) is ``{"id", "project", "owner", "mode", "status", "prompt", "permission_level",
-"model", "answer", "error", "created_at", "updated_at", "finished_at"}``. Status moves
+A task (job) is a :class:`~shadowcode.store.tasks.TaskRecord`; its events are
+:class:`~shadowcode.store.tasks.EventRecord` in id order. Status moves
 ``queued → running ⇄ waiting → done | failed | cancelled``; ``interrupted`` marks work whose
-engine ended without finishing it. Events are ``{"id", "kind", "data", "at"}`` in id order.
+engine ended without finishing it (:class:`~shadowcode.enums.TaskStatus`). The rows live in
+:attr:`Store.tasks <shadowcode.store.Store>`; this class adds the ``task.queued`` event, the
+not-found errors and the sweep of orphaned work.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
-import time
 from pathlib import Path
 from typing import Any
 
+from shadowcode.enums import PermissionLevel, TaskMode, TaskStatus
 from shadowcode.errors import NotFound
 from shadowcode.store import Store
+from shadowcode.store.tasks import EventRecord, TaskRecord
 
-__all__ = ["ACTIVE", "FINISHED", "TaskRecords"]
-
-ACTIVE = ("queued", "running", "waiting")
-FINISHED = ("done", "failed", "cancelled", "interrupted")
-
-_COLUMNS = (
-    "id, project, owner, mode, status, prompt, permission_level, model, answer, error, engine_id, "
-    "created_at, updated_at, finished_at"
-)
+__all__ = ["TaskRecords"]
 
 
 class TaskRecords:
@@ -34,92 +27,66 @@ class TaskRecords:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._tasks = store.tasks
 
     def create(
         self,
         *,
         project: Path,
         owner: str | None,
-        mode: str,
+        mode: TaskMode | str,
         prompt: str,
-        permission_level: str,
+        permission_level: PermissionLevel | str,
         model: str | None,
         engine_id: str,
-    ) -> dict[str, Any]:
+    ) -> TaskRecord:
         """Record a queued task and its ``task.queued`` event; returns the task."""
-        task_id = "task_" + secrets.token_hex(8)
-        now = int(time.time())
+        mode, level = TaskMode(mode), PermissionLevel(permission_level)
         with self._store.atomic():
-            self._store.execute(
-                "INSERT INTO tasks (id, project, owner, mode, status, prompt, permission_level, model, engine_id, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
-                (task_id, str(project), owner, mode, prompt, permission_level, model, engine_id, now, now),
+            task = self._tasks.create(
+                project=project,
+                owner=owner,
+                mode=mode,
+                prompt=prompt,
+                permission_level=level,
+                model=model,
+                engine_id=engine_id,
             )
-            self.event(task_id, "task.queued", {"mode": mode, "permission_level": permission_level, "model": model})
-        return self.get(task_id)
+            self.event(task.id, "task.queued", {"mode": mode.value, "permission_level": level.value, "model": model})
+        return task
 
-    def get(self, task_id: str, project: Path | None = None) -> dict[str, Any]:
+    def get(self, task_id: str, project: Path | None = None) -> TaskRecord:
         """One task; with ``project``, only a task of that project.
 
         Raises:
             NotFound: no such task (in that project).
         """
-        sql = f"SELECT {_COLUMNS} FROM tasks WHERE id = ?"
-        params: list[Any] = [task_id]
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(str(project))
-        row = self._store.row(sql, params)
-        if row is None:
+        task = self._tasks.get(task_id, project)
+        if task is None:
             raise NotFound(f"no job {task_id!r}" + (" in this project" if project else ""), task_id=task_id)
-        return row
+        return task
 
-    def set_status(self, task_id: str, status: str, *, answer: str | None = None, error: str | None = None) -> None:
+    def set_status(
+        self, task_id: str, status: TaskStatus | str, *, answer: str | None = None, error: str | None = None
+    ) -> None:
         """Move a task to ``status``; a finished status also records answer/error and finished_at."""
-        now = int(time.time())
-        if status in FINISHED:
-            self._store.execute(
-                "UPDATE tasks SET status = ?, answer = COALESCE(?, answer), error = COALESCE(?, error), "
-                "updated_at = ?, finished_at = ? WHERE id = ?",
-                (status, answer, error, now, now, task_id),
-            )
-        else:
-            self._store.execute("UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?", (status, now, task_id))
+        self._tasks.set_status(task_id, TaskStatus(status), answer=answer, error=error)
 
     def event(self, task_id: str, kind: str, data: dict[str, Any]) -> int:
         """Append one event; returns its id."""
-        return self._store.insert(
-            "INSERT INTO events (task_id, kind, data, at) VALUES (?, ?, ?, ?)",
-            (task_id, kind, json.dumps(data, ensure_ascii=False), int(time.time())),
-        )
+        return self._tasks.add_event(task_id, kind, data)
 
-    def events(self, task_id: str, *, after: int = 0, limit: int = 50) -> list[dict[str, Any]]:
+    def events(self, task_id: str, *, after: int = 0, limit: int = 50) -> list[EventRecord]:
         """Up to ``limit`` events with id greater than ``after``, oldest first."""
-        rows = self._store.rows(
-            "SELECT id, kind, data, at FROM events WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?",
-            (task_id, after, limit),
-        )
-        for row in rows:
-            row["data"] = json.loads(row["data"])
-        return rows
+        return self._tasks.events(task_id, after=after, limit=limit)
 
-    def for_owner(self, owner: str, limit: int = 64) -> list[dict[str, Any]]:
+    def for_owner(self, owner: str, limit: int = 64) -> list[TaskRecord]:
         """The owner's tasks, newest first."""
-        return self._store.rows(
-            f"SELECT {_COLUMNS} FROM tasks WHERE owner = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (owner, limit),
-        )
+        return self._tasks.for_owner(owner, limit)
 
-    def recent(self, limit: int = 50, project: Path | None = None) -> list[dict[str, Any]]:
+    def recent(self, limit: int = 50, project: Path | None = None) -> list[TaskRecord]:
         """Recent tasks of every owner (or one project), newest first."""
-        if project is None:
-            return self._store.rows(
-                f"SELECT {_COLUMNS} FROM tasks ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
-            )
-        return self._store.rows(
-            f"SELECT {_COLUMNS} FROM tasks WHERE project = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (str(project), limit),
-        )
+        return self._tasks.recent(limit, project)
 
     def sweep_orphans(self) -> int:
         """Mark unfinished tasks of engines that are no longer running as ``interrupted``.
@@ -127,18 +94,13 @@ class TaskRecords:
         An engine counts as gone when it recorded a stop or its pid no longer exists.
         Returns the number of tasks marked.
         """
-        engines = self._store.rows(
-            "SELECT DISTINCT e.id, e.pid, e.stopped_at FROM tasks t JOIN engines e ON e.id = t.engine_id "
-            "WHERE t.status IN ('queued', 'running', 'waiting')"
-        )
-        gone = [e["id"] for e in engines if e["stopped_at"] is not None or not _pid_alive(e["pid"])]
+        engines = self._store.owners.engines_with_unfinished_tasks()
+        gone = [e.id for e in engines if e.stopped_at is not None or not _pid_alive(e.pid)]
         marked = 0
         for engine_id in gone:
-            for task in self._store.rows(
-                "SELECT id FROM tasks WHERE engine_id = ? AND status IN ('queued', 'running', 'waiting')", (engine_id,)
-            ):
-                self.set_status(task["id"], "interrupted", error="the engine running this job stopped")
-                self.event(task["id"], "task.interrupted", {"reason": "engine stopped"})
+            for task_id in self._tasks.unfinished(engine_id):
+                self.set_status(task_id, TaskStatus.INTERRUPTED, error="the engine running this job stopped")
+                self.event(task_id, "task.interrupted", {"reason": "engine stopped"})
                 marked += 1
         return marked
 

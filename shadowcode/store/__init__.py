@@ -1,108 +1,71 @@
-"""The SQLite store: the only package that imports ``sqlite3`` (STYLE 8).
+"""The SQLite store: the only package that imports ``sqlite3`` or runs SQL on the profile database (ENG-03).
 
-:class:`Store` opens the profile database in WAL mode, applies migrations, and offers
-:meth:`Store.atomic` (``BEGIN`` at the top level, ``SAVEPOINT`` when nested). Repositories
-in this package map rows to plain dicts; ``sqlite3.Error`` becomes :class:`StoreError` here.
+:class:`Store` is the open profile database (:class:`~shadowcode.store.database.Database`:
+WAL mode, migrations, :meth:`~shadowcode.store.database.Database.atomic`) plus one repository
+per table group, each returning frozen dataclasses named after the columns:
+
+=====================  ==========================================  ==============================
+attribute              tables                                      module
+=====================  ==========================================  ==============================
+``store.projects``     projects, project_maps                      :mod:`shadowcode.store.projects`
+``store.tasks``        tasks, events                               :mod:`shadowcode.store.tasks`
+``store.approvals``    approvals                                   :mod:`shadowcode.store.approvals`
+``store.goals``        goals, goal_progress                        :mod:`shadowcode.store.goals`
+``store.memory``       memory                                      :mod:`shadowcode.store.memory`
+``store.checkpoints``  checkpoints, changes, blobs                 :mod:`shadowcode.store.checkpoints`
+``store.owners``       engines, owners                             :mod:`shadowcode.store.owners`
+``store.mcp_servers``  mcp_definitions, mcp_grants, mcp_catalogs   :mod:`shadowcode.store.mcp_servers`
+=====================  ==========================================  ==============================
+
+A repository returns None (or an empty list) for what is not there; the engine decides
+whether that is an error. ``sqlite3.Error`` becomes :class:`~shadowcode.errors.StoreError` here.
+Use :meth:`Store.atomic` around several writes that must happen together.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from shadowcode.errors import StoreError
-from shadowcode.store.migrations import migrate
+from shadowcode.store.approvals import ApprovalRepository
+from shadowcode.store.checkpoints import CheckpointRepository
+from shadowcode.store.database import Database
+from shadowcode.store.goals import GoalRepository
+from shadowcode.store.mcp_servers import McpServerRepository
+from shadowcode.store.memory import MemoryRepository
+from shadowcode.store.owners import OwnerRepository
+from shadowcode.store.projects import ProjectRepository
+from shadowcode.store.tasks import TaskRepository
 
 __all__ = ["Store"]
 
 
-class Store:
-    """One connection to a profile database, safe to share between threads (a lock serializes use).
+class Store(Database):
+    """The open profile database and its repositories, safe to share between threads.
 
     Args:
         path: database file; its directory must exist. ``":memory:"`` for tests.
+
+    Attributes:
+        projects: trust records and saved maps (ENG-02).
+        tasks: tasks and their events (ENG-04, SRV-15, SRV-16).
+        approvals: exact approvals (ENG-07).
+        goals: goals and their progress notes (SRV-14).
+        memory: project and task notes (SRV-12).
+        checkpoints: checkpoints, changes and blobs (ENG-06).
+        owners: engine instances and owners (SRV-21, SRV-22).
+        mcp_servers: MCP registrations, grants and catalogs (CLI-01, CLI-02, CLI-08).
 
     Raises:
         StoreError: the file cannot be opened or migrated.
     """
 
     def __init__(self, path: Path | str) -> None:
-        try:
-            self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
-            self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            migrate(self._conn)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._depth = 0
-
-    def close(self) -> None:
-        """Close the connection; further use raises StoreError."""
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        """A transaction: ``BEGIN IMMEDIATE`` at the top level, a ``SAVEPOINT`` when nested.
-
-        Raises:
-            StoreError: a statement inside failed (the transaction or savepoint is rolled back).
-        """
-        with self._lock:
-            depth = self._depth
-            name = f"sp{depth}"
-            try:
-                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {name}")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot start a transaction: {exc}") from exc
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._depth -= 1
-                self._conn.execute("ROLLBACK" if depth == 0 else f"ROLLBACK TO {name}")
-                if depth:
-                    self._conn.execute(f"RELEASE {name}")
-                raise
-            self._depth -= 1
-            try:
-                self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {name}")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot commit: {exc}") from exc
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one write statement; returns the number of rows changed."""
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).rowcount
-            except sqlite3.Error as exc:
-                raise StoreError(f"store write failed: {exc}") from exc
-
-    def insert(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one INSERT; returns the new rowid."""
-        with self._lock:
-            try:
-                cur = self._conn.execute(sql, params)
-            except sqlite3.Error as exc:
-                raise StoreError(f"store write failed: {exc}") from exc
-            return int(cur.lastrowid or 0)
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        """Run one query; returns every row as a dict keyed by column name."""
-        with self._lock:
-            try:
-                return [dict(r) for r in self._conn.execute(sql, params).fetchall()]
-            except sqlite3.Error as exc:
-                raise StoreError(f"store read failed: {exc}") from exc
-
-    def row(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        """Run one query; returns its first row as a dict, or None."""
-        found = self.rows(sql, params)
-        return found[0] if found else None
+        super().__init__(path)
+        self.projects = ProjectRepository(self)
+        self.tasks = TaskRepository(self)
+        self.approvals = ApprovalRepository(self)
+        self.goals = GoalRepository(self)
+        self.memory = MemoryRepository(self)
+        self.checkpoints = CheckpointRepository(self)
+        self.owners = OwnerRepository(self)
+        self.mcp_servers = McpServerRepository(self)

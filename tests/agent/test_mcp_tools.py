@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
+from shadowcode.engine.core import EngineCore
 
 from shadowcode.agent.loop import run_agent
 from shadowcode.agent.mcp_tools import TaskServers
@@ -20,10 +21,9 @@ from shadowcode.agent.providers import ModelReply, ToolCall
 from shadowcode.agent.toolbox import TaskEnv
 from shadowcode.engine import Access, Engine, Project
 from shadowcode.engine.childenv import child_env
-from shadowcode.engine.core import EngineCore
+from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
 from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
-from shadowcode.mcp.client.grants import McpRegistry
 from shadowcode.profile import Profile
 from shadowcode.secrets import SecretStore
 from tests.support.mcp_client import (
@@ -80,7 +80,7 @@ async def _submit(core: EngineCore, project: Project, prompt: str) -> str:
 
 
 def _results(core: EngineCore, task_id: str) -> list[dict[str, Any]]:
-    return [e["data"] for e in events_of(core, task_id) if e["kind"] == "tool.result"]
+    return [e.data for e in events_of(core, task_id) if e.kind == "tool.result"]
 
 
 def _last_tool_message(engine: Engine, task_id: str) -> str:
@@ -95,7 +95,7 @@ def _last_tool_message(engine: Engine, task_id: str) -> str:
 
 
 def _kinds(core: EngineCore, task_id: str) -> list[str]:
-    return [e["kind"] for e in events_of(core, task_id)]
+    return [e.kind for e in events_of(core, task_id)]
 
 
 async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first_cli07_cli09_cli19(
@@ -140,9 +140,9 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
         task_id = job["job_id"]
         seen = []
         for _ in range(4):
-            seen.append((await approve_next(core, task_id))["action"])
+            seen.append((await approve_next(core, task_id)).action)
         task = await finished(core, task_id)
-    assert task["status"] == "done", task
+    assert task.status == "done", task
     assert seen == [
         {"server": def_id, "tool": "env_value", "arguments": {"name": "FIXTURE_TOKEN"}},
         {"server": def_id, "tool": "add", "arguments": {"a": 2, "b": 3}},
@@ -165,8 +165,8 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
     kinds = _kinds(core, task_id)
     assert kinds.count("mcp.connected") == 1 and kinds.count("mcp.closed") == 1
     assert kinds.index("mcp.closed") < kinds.index("task.done")
-    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
-    connected = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.connected")
+    closed = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.closed")
+    connected = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.connected")
     assert (
         closed["server"] == def_id
         and closed["hash"] == connected["hash"]
@@ -202,7 +202,7 @@ async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_on
         third = await _submit(core, project, "third")
         await approve_next(core, third)
         await approve_next(core, third)
-        assert (await finished(core, third))["status"] == "done"
+        assert (await finished(core, third)).status == "done"
     assert _kinds(core, first).count("mcp.connected") == 1
     assert _kinds(core, second).count("mcp.connected") == 0
     assert json.loads(_results(core, second)[0]["summary"])["tools"][:2] == ["echo", "env"]
@@ -256,7 +256,7 @@ async def test_a_definition_edited_between_approval_and_call_is_refused_and_noth
         await wait_for(lambda: core.approvals.pending(task_id=task_id))
         project_definition(project_dir, "h", doc | {"command": hostile_argv("ignore_term")})
         await approve_next(core, task_id)
-        assert (await finished(core, task_id))["status"] == "done"
+        assert (await finished(core, task_id)).status == "done"
     result = _results(core, task_id)[0]
     assert result["ok"] is False and "changed since this task started" in result["summary"]
     assert "mcp.call" not in _kinds(core, task_id)
@@ -274,7 +274,7 @@ async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed_cli0
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
         await finished(core, task_id)
-    notes = [e["data"]["note"] for e in events_of(core, task_id) if e["kind"] == "task.note"]
+    notes = [e.data["note"] for e in events_of(core, task_id) if e.kind == "task.note"]
     assert any(def_id in n and "changed" in n for n in notes)
     assert "mcp.connected" not in _kinds(core, task_id)
 
@@ -293,8 +293,8 @@ async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refuse
             task_id = await _submit(core, project, "x")
             if size == fill:
                 approval = await approve_next(core, task_id)
-                assert len(approval["action"]["arguments"]["text"]) == fill
-            assert (await finished(core, task_id))["status"] == "done"
+                assert len(approval.action["arguments"]["text"]) == fill
+            assert (await finished(core, task_id)).status == "done"
         results.append((_results(core, task_id)[0], _kinds(core, task_id).count("mcp.call")))
     (over, over_calls), (at, at_calls) = results
     assert over["ok"] is False and f"limit is {MCP_TOOL_ARGUMENTS_MAX_BYTES} bytes" in over["summary"]
@@ -326,7 +326,7 @@ async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_an
     )
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
-        assert (await finished(core, task_id))["status"] == "done"
+        assert (await finished(core, task_id)).status == "done"
         assert core.approvals.pending(task_id=task_id) == []
     results = _results(core, task_id)
     assert [r["ok"] for r in results] == [False] * 4
@@ -335,7 +335,7 @@ async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_an
     assert "invalid arguments" in results[2]["summary"]
     assert "must be a JSON object" in results[3]["summary"]
     assert "unknown or unavailable tool 'mcp__h__nope'" in _last_tool_message(engine, task_id)
-    assert not any(e["kind"] == "approval.waiting" for e in events_of(core, task_id))
+    assert not any(e.kind == "approval.waiting" for e in events_of(core, task_id))
 
 
 async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected_cli15_cli19(
@@ -350,14 +350,14 @@ async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
         await approve_next(core, task_id)
-        assert (await finished(core, task_id))["status"] == "done"
-    assert len([e for e in events_of(core, task_id) if e["kind"] == "approval.waiting"]) == 1
+        assert (await finished(core, task_id)).status == "done"
+    assert len([e for e in events_of(core, task_id) if e.kind == "approval.waiting"]) == 1
     crashed, again = _results(core, task_id)
     assert crashed["ok"] is False and "not retried" in crashed["summary"]
     assert again["ok"] is False and "start a new task" in again["summary"]
     kinds = _kinds(core, task_id)
     assert kinds.count("mcp.call") == 1 and kinds.count("mcp.connected") == 1 and kinds.count("mcp.closed") == 1
-    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
+    closed = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.closed")
     assert closed["cleanup"] == "exited" and "closed its output" in closed["error"]
 
 
@@ -371,7 +371,7 @@ async def test_a_denied_call_is_not_sent_and_the_task_goes_on_cli09(
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
         await approve_next(core, task_id, decision="deny")
-        assert (await finished(core, task_id))["status"] == "done"
+        assert (await finished(core, task_id)).status == "done"
     assert "did not approve" in _results(core, task_id)[0]["summary"]
     assert not (project_dir / "calls.log").exists()
 
@@ -392,7 +392,7 @@ async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_com
         task_id = await _submit(core, project, "x")
         if inline:
             await approve_next(core, task_id)
-        assert (await finished(core, task_id))["status"] == "done"
+        assert (await finished(core, task_id)).status == "done"
     results = _results(core, task_id)
     assert len(results) == (2 if inline else 1)
     if inline:
@@ -416,10 +416,10 @@ async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_bef
         note = project_dir / "grandchild.pid"
         grandchild = int(await wait_for(lambda: note.is_file() and note.read_text(encoding="utf-8")))
         await core.cancel(task_id, owner=None, project=project.path)
-        assert core.records.get(task_id)["status"] == "cancelled"
+        assert core.records.get(task_id).status == "cancelled"
         kinds = _kinds(core, task_id)
         assert kinds.index("mcp.closed") < kinds.index("task.cancelled")
-    connected = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.connected")
+    connected = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.connected")
     assert group_gone(connected["pid"]) and pid_gone(grandchild)
 
 
@@ -433,8 +433,8 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
         with anyio.fail_after(20):
-            assert (await finished(core, task_id))["status"] == "done"
-    notes = [e["data"]["note"] for e in events_of(core, task_id) if e["kind"] == "task.note"]
+            assert (await finished(core, task_id)).status == "done"
+    notes = [e.data["note"] for e in events_of(core, task_id) if e.kind == "task.note"]
     assert any("did not finish initialization within 0.5 s" in n for n in notes)
     assert "no tool list" in _results(core, task_id)[0]["summary"]
 

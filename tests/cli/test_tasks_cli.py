@@ -16,7 +16,9 @@ import pytest
 from shadowcode.engine import Engine
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.tasks import TaskRecords
+from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.profile import Profile
+from shadowcode.store.approvals import ApprovalRecord
 from tests.support.engine import PY, cli, cli_env, headless_engine, scripted_model, wait_for_sync
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses unix sockets and /proc")
@@ -43,17 +45,14 @@ def project(tmp_path: Path, home: Path) -> Path:
     return folder.resolve()
 
 
-def parked_approval(profile: Profile, project: Path, argv: list[str]) -> dict[str, Any]:
+def parked_approval(profile: Profile, project: Path, argv: list[str]) -> ApprovalRecord:
     """A pending command approval of a (recorded, never run) task, as a waiting task leaves it."""
     with Engine.open(profile) as engine:
-        engine.store.execute(
-            "INSERT OR IGNORE INTO engines (id, pid, mode, started_at) VALUES ('eng_cli', 1, 'temporary', 0)"
-        )
         task = TaskRecords(engine.store).create(
-            project=project, owner=None, mode="build", prompt="p", permission_level="workspace", model=None,
-            engine_id="eng_cli",
+            project=project, owner=None, mode=TaskMode.BUILD, prompt="p", permission_level=PermissionLevel.WORKSPACE,
+            model=None, engine_id="eng_cli",
         )  # fmt: skip
-        return Approvals(engine.store).request(task["id"], None, "command", {"argv": argv, "cwd": str(project)})
+        return Approvals(engine.store).request(task.id, None, "command", {"argv": argv, "cwd": str(project)})
 
 
 # -- approvals, approve, deny (ENG-07) -----------------------------------------------------------
@@ -70,13 +69,13 @@ def test_approvals_lists_the_exact_command_and_cwd_and_approve_resolves_it_once_
     listed = cli(home, "--json", "approvals")
     assert listed.returncode == 0
     [shown] = json.loads(listed.stdout)["approvals"]
-    assert shown["id"] == made["id"] and shown["action"] == {"argv": argv, "cwd": str(project)}
+    assert shown["id"] == made.id and shown["action"] == {"argv": argv, "cwd": str(project)}
     text = cli(home, "approvals").stdout
-    assert made["id"] in text and "python3 -m pytest -k two words" in text and str(project) in text
+    assert made.id in text and "python3 -m pytest -k two words" in text and str(project) in text
 
-    approved = cli(home, "approve", made["id"])
-    assert approved.returncode == 0 and f"{made['id']} approved" in approved.stdout
-    again = cli(home, "approve", made["id"])
+    approved = cli(home, "approve", made.id)
+    assert approved.returncode == 0 and f"{made.id} approved" in approved.stdout
+    again = cli(home, "approve", made.id)
     assert again.returncode == 3 and "already approved" in again.stderr and again.stdout == ""
     assert "no pending approvals" in cli(home, "approvals").stdout
 
@@ -84,13 +83,13 @@ def test_approvals_lists_the_exact_command_and_cwd_and_approve_resolves_it_once_
 def test_deny_resolves_one_approval_and_an_unknown_id_fails_eng07(home: Path, profile: Profile, project: Path) -> None:
     first = parked_approval(profile, project, ["make", "deploy"])
     second = parked_approval(profile, project, ["make", "test"])
-    denied = cli(home, "--json", "deny", first["id"])
+    denied = cli(home, "--json", "deny", first.id)
     assert denied.returncode == 0 and json.loads(denied.stdout)["status"] == "denied"
     remaining = json.loads(cli(home, "--json", "approvals").stdout)["approvals"]
-    assert [a["id"] for a in remaining] == [second["id"]]
+    assert [a["id"] for a in remaining] == [second.id]
     unknown = cli(home, "deny", "appr_000000000000")
     assert unknown.returncode == 1 and "no approval 'appr_000000000000'" in unknown.stderr
-    resolved = cli(home, "deny", first["id"])
+    resolved = cli(home, "deny", first.id)
     assert resolved.returncode == 3 and "already denied" in resolved.stderr
 
 

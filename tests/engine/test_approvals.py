@@ -29,14 +29,11 @@ def anyio_backend() -> str:
 
 def new_task(engine: Engine, project: Path, owner: str | None) -> str:
     records = TaskRecords(engine.store)
-    engine.store.execute(
-        "INSERT OR IGNORE INTO engines (id, pid, mode, started_at) VALUES ('eng_t', 1, 'temporary', 0)"
-    )
     root = engine.project(project).path
     task = records.create(
         project=root, owner=owner, mode="build", prompt="p", permission_level="workspace", model=None, engine_id="eng_t"
     )
-    return str(task["id"])
+    return task.id
 
 
 @pytest.fixture
@@ -50,12 +47,12 @@ def test_an_approval_names_the_exact_argv_and_cwd_eng07(
     task = new_task(engine, project_dir, "own_a")
     cwd = str(project_dir / "sub")
     made = approvals.request(task, "own_a", "command", {"argv": ARGV, "cwd": cwd})
-    again = approvals.get(made["id"])
-    assert again["action"] == {"argv": ARGV, "cwd": cwd}
-    assert again["status"] == "pending" and again["task_id"] == task and again["owner"] == "own_a"
-    assert [a["id"] for a in approvals.pending()] == [made["id"]]
+    again = approvals.get(made.id)
+    assert again.action == {"argv": ARGV, "cwd": cwd}
+    assert again.status == "pending" and again.task_id == task and again.owner == "own_a"
+    assert [a.id for a in approvals.pending()] == [made.id]
     assert approvals.pending(owner="own_b") == []
-    assert [a["id"] for a in approvals.pending(task_id=task)] == [made["id"]]
+    assert [a.id for a in approvals.pending(task_id=task)] == [made.id]
 
 
 def test_another_owners_approval_is_not_found_and_stays_pending_srv11(
@@ -63,8 +60,8 @@ def test_another_owners_approval_is_not_found_and_stays_pending_srv11(
 ) -> None:
     made = approvals.request(new_task(engine, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
     with pytest.raises(NotFound, match="this connection created"):
-        approvals.resolve(made["id"], "approve", by="mcp:own_b", owner="own_b")
-    assert approvals.get(made["id"])["status"] == "pending"
+        approvals.resolve(made.id, "approve", by="mcp:own_b", owner="own_b")
+    assert approvals.get(made.id).status == "pending"
 
 
 def test_an_approval_of_a_detached_task_is_no_owners_srv11(
@@ -72,8 +69,8 @@ def test_an_approval_of_a_detached_task_is_no_owners_srv11(
 ) -> None:
     made = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
     with pytest.raises(NotFound):
-        approvals.resolve(made["id"], "approve", by="mcp:own_b", owner="own_b")
-    assert approvals.resolve(made["id"], "approve", by="cli")["status"] == "approved"
+        approvals.resolve(made.id, "approve", by="mcp:own_b", owner="own_b")
+    assert approvals.resolve(made.id, "approve", by="cli").status == "approved"
 
 
 def test_an_unknown_approval_id_is_not_found_srv11_eng07(approvals: Approvals) -> None:
@@ -87,11 +84,11 @@ def test_an_owner_resolves_its_own_approval_once_and_the_record_says_who_srv11_e
     engine: Engine, approvals: Approvals, project_dir: Path
 ) -> None:
     made = approvals.request(new_task(engine, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
-    denied = approvals.resolve(made["id"], "deny", by="mcp:own_a", owner="own_a")
-    assert denied["status"] == "denied" and denied["resolved_by"] == "mcp:own_a" and denied["resolved_at"]
+    denied = approvals.resolve(made.id, "deny", by="mcp:own_a", owner="own_a")
+    assert denied.status == "denied" and denied.resolved_by == "mcp:own_a" and denied.resolved_at
     with pytest.raises(PolicyError, match="already denied"):
-        approvals.resolve(made["id"], "approve", by="cli")
-    assert approvals.get(made["id"])["status"] == "denied"
+        approvals.resolve(made.id, "approve", by="cli")
+    assert approvals.get(made.id).status == "denied"
 
 
 def test_expiring_a_tasks_approvals_leaves_other_tasks_alone_eng07(
@@ -99,11 +96,11 @@ def test_expiring_a_tasks_approvals_leaves_other_tasks_alone_eng07(
 ) -> None:
     first = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
     second = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
-    approvals.expire(first["task_id"])
-    assert approvals.get(first["id"])["status"] == "expired"
-    assert approvals.get(second["id"])["status"] == "pending"
+    approvals.expire(first.task_id)
+    assert approvals.get(first.id).status == "expired"
+    assert approvals.get(second.id).status == "pending"
     with pytest.raises(PolicyError, match="already expired"):
-        approvals.resolve(first["id"], "approve", by="cli")
+        approvals.resolve(first.id, "approve", by="cli")
 
 
 @pytest.mark.parametrize(("decision", "status"), [("approve", "approved"), ("deny", "denied")])
@@ -118,12 +115,12 @@ async def test_a_waiting_task_sees_a_decision_made_through_another_connection_to
             async with anyio.create_task_group() as tg:
 
                 async def wait() -> None:
-                    outcome.append(await approvals.wait(made["id"]))
+                    outcome.append(await approvals.wait(made.id))
 
                 tg.start_soon(wait)
                 await anyio.lowlevel.checkpoint()
                 assert outcome == []
-                Approvals(elsewhere).resolve(made["id"], decision, by="cli")
+                Approvals(elsewhere).resolve(made.id, decision, by="cli")
     finally:
         elsewhere.close()
     assert outcome == [status]
@@ -138,10 +135,10 @@ async def test_a_decision_in_the_same_process_wakes_the_waiting_task_eng07(
         async with anyio.create_task_group() as tg:
 
             async def wait() -> None:
-                outcome.append(await approvals.wait(made["id"]))
+                outcome.append(await approvals.wait(made.id))
 
             tg.start_soon(wait)
             for _ in range(5):
                 await anyio.lowlevel.checkpoint()
-            approvals.resolve(made["id"], "approve", by="cli")
+            approvals.resolve(made.id, "approve", by="cli")
     assert outcome == ["approved"]

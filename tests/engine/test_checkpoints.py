@@ -45,7 +45,7 @@ def test_begin_creates_one_checkpoint_per_task_eng06(engine: Engine, root: Path,
     task = _task(engine, root, "t1")
     first = cps.begin(root, task)
     assert first.startswith("cp_") and cps.begin(root, task) == first
-    assert engine.history.checkpoints(root, task)[0]["id"] == first
+    assert engine.history.checkpoints(root, task)[0].id == first
 
 
 def test_begin_for_a_task_of_another_project_is_not_found_eng06_srv08(

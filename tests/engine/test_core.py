@@ -86,7 +86,7 @@ def logged(request_log: Path) -> list[dict[str, Any]]:
 
 
 def kinds(core: EngineCore, task_id: str) -> list[str]:
-    return [e["kind"] for e in core.records.events(task_id, limit=1000)]
+    return [e.kind for e in core.records.events(task_id, limit=1000)]
 
 
 # -- SRV-10, SRV-15: levels and the immediate reply ---------------------------------------------
@@ -100,11 +100,11 @@ async def test_run_defaults_to_read_only_and_returns_a_queued_job_at_once_srv10_
     async with running(engine) as core:
         job = await core.submit_task(owner=None, project=project, prompt="look around", access=WRITE)
         assert job["status"] == "queued" and job["job_id"].startswith("task_")
-        assert core.records.get(job["job_id"])["status"] == "queued"  # the reply came before any work
+        assert core.records.get(job["job_id"]).status == "queued"  # the reply came before any work
         assert job["permission_level"] == "read_only" and job["requested_level"] == "read_only"
         assert job["notes"] == []
         done = await wait_status(core.records, job["job_id"])
-    assert done["status"] == "done" and done["permission_level"] == "read_only"
+    assert done.status == "done" and done.permission_level == "read_only"
 
 
 async def test_elevated_on_a_workspace_project_runs_at_workspace_and_says_it_was_lowered_srv10(
@@ -115,7 +115,7 @@ async def test_elevated_on_a_workspace_project_runs_at_workspace_and_says_it_was
     async with running(engine) as core:
         job = await core.submit_task(owner=None, project=project, prompt="go", level="elevated", access=WRITE)
         await wait_status(core.records, job["job_id"])
-        notes = [e["data"]["note"] for e in core.records.events(job["job_id"]) if e["kind"] == "task.note"]
+        notes = [e.data["note"] for e in core.records.events(job["job_id"]) if e.kind == "task.note"]
     assert job["permission_level"] == "workspace" and job["requested_level"] == "elevated"
     assert any("lowered from elevated to workspace" in n for n in job["notes"])
     assert notes == job["notes"]
@@ -171,7 +171,7 @@ async def test_plan_and_review_tasks_never_write_a_write_call_is_a_tool_error_sr
         events = kinds(core, job["job_id"])
     assert job["permission_level"] == "read_only"
     assert any(f"{mode} tasks never write" in n for n in job["notes"])
-    assert done["status"] == "done"
+    assert done.status == "done"
     assert "file.write" not in events
     assert (project_dir / "keep.txt").read_text(encoding="utf-8") == "original\n"
     answer_to_tool = logged(request_log)[1]["last_message"]
@@ -191,7 +191,7 @@ async def test_a_workspace_task_without_write_access_is_refused_and_read_only_is
             await core.submit_task(owner=None, project=project, prompt="go", level="workspace", access=Access())
         assert core.records.recent(10) == []  # nothing was recorded for the refused task
         job = await core.submit_task(owner=None, project=project, prompt="go", level="read_only", access=Access())
-        assert (await wait_status(core.records, job["job_id"]))["status"] == "done"
+        assert (await wait_status(core.records, job["job_id"])).status == "done"
 
 
 # -- ENG-05: models ------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ async def test_an_unknown_tool_and_invalid_arguments_are_tool_errors_and_the_tas
         job = await core.submit_task(owner=None, project=project, prompt="go", access=WRITE)
         done = await wait_status(core.records, job["job_id"])
     seen = [line["last_message"] for line in logged(request_log)]
-    assert done["status"] == "done" and done["answer"] == "finished"
+    assert done.status == "done" and done.answer == "finished"
     assert len(seen) == 5
     assert "unavailable tool 'format_disk'" in seen[1]["content"]
     assert "not a JSON object" in seen[2]["content"]
@@ -254,8 +254,8 @@ async def test_a_script_that_runs_out_of_turns_fails_the_task_and_the_engine_goe
         failed = await wait_status(core.records, bad["job_id"])
         good = await core.submit_task(owner=None, project=project, prompt="fine", access=WRITE)
         ok = await wait_status(core.records, good["job_id"])
-    assert failed["status"] == "failed" and "no more turns" in failed["error"]
-    assert ok["status"] == "done"
+    assert failed.status == "failed" and "no more turns" in failed.error
+    assert ok.status == "done"
 
 
 async def test_a_long_running_engine_sees_a_replaced_model_and_an_edited_script_eng05(
@@ -266,8 +266,8 @@ async def test_a_long_running_engine_sees_a_replaced_model_and_an_edited_script_
     async def answer(core: EngineCore) -> str:
         job = await core.submit_task(owner=None, project=project, prompt="go", access=WRITE)
         done = await wait_status(core.records, job["job_id"])
-        assert done["status"] == "done", done
-        return str(done["answer"])
+        assert done.status == "done", done
+        return str(done.answer)
 
     first, second = tmp_path / "a.json", tmp_path / "b.json"
     scripted_model(engine.profile, first, [{"match": "", "turns": [{"content": "from a"}]}])
@@ -311,9 +311,9 @@ async def test_an_openai_model_that_fails_or_hangs_fails_the_task_clearly_and_in
         async with running(engine) as core:
             job = await core.submit_task(owner=None, project=project, prompt="go", access=WRITE)
             failed = await wait_status(core.records, job["job_id"], timeout=20)
-    assert failed["status"] == "failed"
-    assert "model 'remote'" in failed["error"]
-    assert re.search(expected, failed["error"]), failed["error"]
+    assert failed.status == "failed"
+    assert "model 'remote'" in failed.error
+    assert re.search(expected, failed.error), failed.error
 
 
 # -- SRV-24: owner limits and confinement ---------------------------------------------------------
@@ -377,7 +377,7 @@ async def test_a_rejected_submission_leaves_the_owner_usable_and_an_owner_is_con
         with pytest.raises(NotFound):
             await core.job(job["job_id"], owner=owner, project=other.path)
         assert owner.state is OwnerState.OPEN
-    assert done["status"] == "done" and owner.jobs == 1
+    assert done.status == "done" and owner.jobs == 1
 
 
 # -- SRV-21, SRV-22: closing an owner ------------------------------------------------------------
@@ -389,7 +389,7 @@ def ids_in_submission_order(monkeypatch: pytest.MonkeyPatch) -> None:
     import itertools
     import types
 
-    from shadowcode.engine import tasks
+    from shadowcode.store import tasks
 
     counter = itertools.count(1)
     monkeypatch.setattr(tasks, "secrets", types.SimpleNamespace(token_hex=lambda n: f"{next(counter):0{2 * n}x}"))
@@ -416,7 +416,7 @@ async def test_closing_an_owner_cancels_its_running_and_queued_jobs_and_children
         other = await core.open_owner("stdio", project.path)
         their_job = (await core.submit_task(owner=other, project=project, prompt="theirs", level="workspace",
                                             access=WRITE))["job_id"]  # fmt: skip
-        await core.resolve_approval((await wait_approval(core.approvals, their_job))["id"], "approve", owner=other,
+        await core.resolve_approval((await wait_approval(core.approvals, their_job)).id, "approve", owner=other,
                                     by="test")  # fmt: skip
         their_pid = await wait_pidfile(theirs)
 
@@ -427,7 +427,7 @@ async def test_closing_an_owner_cancels_its_running_and_queued_jobs_and_children
             return str(job["job_id"])
 
         running_job = await submit("mine")
-        await core.resolve_approval((await wait_approval(core.approvals, running_job))["id"], "approve",
+        await core.resolve_approval((await wait_approval(core.approvals, running_job)).id, "approve",
                                     owner=owner, by="test")  # fmt: skip
         my_pid = await wait_pidfile(mine)
         parked = [await submit("park"), await submit("park")]
@@ -441,14 +441,14 @@ async def test_closing_an_owner_cancels_its_running_and_queued_jobs_and_children
         assert set(closed["cancelled"]) == {running_job, *parked, queued}
         assert "task.started" not in kinds(core, queued)  # cancelled while queued, never run
         for task_id in (running_job, *parked, queued):
-            assert core.records.get(task_id)["status"] == "cancelled"
+            assert core.records.get(task_id).status == "cancelled"
         assert group_gone(my_pid)
-        assert [core.approvals.get(a["id"])["status"] for a in waiting] == ["expired", "expired"]
+        assert [core.approvals.get(a.id).status for a in waiting] == ["expired", "expired"]
         assert owner.state is OwnerState.CLOSED
         row = engine.store.row("SELECT close_reason, closed_at FROM owners WHERE id = ?", (owner.id,))
         assert row is not None and row["close_reason"] == "socket closed" and row["closed_at"]
 
-        assert core.records.get(their_job)["status"] == "running"  # unrelated work goes on
+        assert core.records.get(their_job).status == "running"  # unrelated work goes on
         assert not group_gone(their_pid)
         with pytest.raises(PolicyError, match="closing"):
             await core.submit_task(owner=owner, project=project, prompt="late", access=WRITE)
@@ -481,7 +481,7 @@ async def test_cancelling_a_queued_job_does_not_wait_behind_running_unrelated_wo
         with anyio.fail_after(1):
             result = await core.cancel(queued, owner=owner, project=project.path)
         assert result == {"job_id": queued, "status": "cancelled", "cancelled": True}
-        assert [core.records.get(t)["status"] for t in busy] == ["waiting"] * len(busy)
+        assert [core.records.get(t).status for t in busy] == ["waiting"] * len(busy)
         assert "task.started" not in kinds(core, queued)
 
 
@@ -509,12 +509,12 @@ async def test_a_background_process_outlives_its_task_and_stops_when_the_tempora
         job = (await core.submit_task(owner=None, project=project, prompt="serve", level="elevated",
                                       access=WRITE))["job_id"]  # fmt: skip
         approval = await wait_approval(core.approvals, job)
-        assert approval["kind"] == "background" and approval["action"]["argv"] == sleeper_argv(pidfile)
-        await core.resolve_approval(approval["id"], "approve", owner=None, by="test")
+        assert approval.kind == "background" and approval.action["argv"] == sleeper_argv(pidfile)
+        await core.resolve_approval(approval.id, "approve", owner=None, by="test")
         pid = await wait_pidfile(pidfile)
         await wait_approval(core.approvals, job)  # the task went on to its next step
         await core.cancel(job, owner=None, project=project.path)
-        assert core.records.get(job)["status"] == "cancelled"
+        assert core.records.get(job).status == "cancelled"
         listed = core.processes.list_background()
         assert [p["pid"] for p in listed] == [pid] and listed[0]["running"] is True
         assert not group_gone(pid)
@@ -539,7 +539,7 @@ async def test_workspace_tasks_can_neither_start_nor_stop_background_processes_s
     project = trusted(engine, project_dir, "elevated")
     async with running(engine) as core:
         job = await core.submit_task(owner=None, project=project, prompt="go", level="workspace", access=WRITE)
-        assert (await wait_status(core.records, job["job_id"]))["status"] == "done"
+        assert (await wait_status(core.records, job["job_id"])).status == "done"
         assert core.processes.list_background() == []
         assert core.approvals.pending() == []
     replies = [line["last_message"]["content"] for line in logged(request_log)[1:3]]
@@ -602,7 +602,7 @@ async def test_rollback_after_a_conflicting_edit_is_refused_lists_the_path_and_c
     assert caught.value.fields["paths"] == ["a.txt"]
     assert (project_dir / "a.txt").read_text(encoding="utf-8") == "someone else\n"
     assert (project_dir / "new.txt").read_text(encoding="utf-8") == "created\n"
-    assert [e["kind"] for e in engine.history.why(project.path)] == ["write", "write"]
+    assert [e.kind for e in engine.history.why(project.path)] == ["write", "write"]
 
 
 async def test_a_good_rollback_restores_and_removes_files_and_the_history_shows_it_eng06_srv18(
@@ -619,5 +619,5 @@ async def test_a_good_rollback_restores_and_removes_files_and_the_history_shows_
     assert (project_dir / "a.txt").read_text(encoding="utf-8") == "before\n"
     assert not (project_dir / "new.txt").exists()
     history = engine.history.why(project.path, "a.txt")
-    assert [h["kind"] for h in history] == ["rollback", "write"]
-    assert {h["task_id"] for h in history} == {job["job_id"]}
+    assert [h.kind for h in history] == ["rollback", "write"]
+    assert {h.task_id for h in history} == {job["job_id"]}

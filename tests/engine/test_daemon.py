@@ -181,14 +181,14 @@ def test_state_survives_an_engine_restart_eng03(home: Path, profile: Profile, pr
             goals = engine.goals.list(project)
             note = engine.memory.read(project)
             checkpoints = engine.history.checkpoints(project, job)
-            recorded = engine.store.row("SELECT status, action FROM approvals WHERE id = ?", (approval["id"],))
-            events = [r["kind"] for r in engine.store.rows("SELECT kind FROM events WHERE task_id = ?", (job,))]
-        assert [s["id"] for s in sessions] == [job] and sessions[0]["status"] == "cancelled"
-        assert [g["id"] for g in goals] == [goal["id"]]
-        assert "remember the milk" in str(note["content"])
-        assert [c["paths"] for c in checkpoints] == [["a.txt"]]
-        assert recorded is not None and json.loads(recorded["action"])["argv"] == ["true"]
-        assert recorded["status"] == "expired"  # the stop cancelled the task and closed its approval
+            recorded = engine.store.approvals.get(approval["id"])
+            events = [e.kind for e in engine.store.tasks.events(job, limit=1000)]
+        assert [s.id for s in sessions] == [job] and sessions[0].status == "cancelled"
+        assert [g.id for g in goals] == [goal.id]
+        assert "remember the milk" in note.content
+        assert [c.paths for c in checkpoints] == [("a.txt",)]
+        assert recorded is not None and recorded.action["argv"] == ["true"]
+        assert recorded.status == "expired"  # the stop cancelled the task and closed its approval
         assert "file.write" in events and "task.cancelled" in events
         rolled = _rollback_through_the_engine(home, project, job)
     assert rolled.returncode == 0, rolled.stderr

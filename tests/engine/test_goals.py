@@ -18,19 +18,19 @@ def root(engine: Engine, project_dir: Path) -> Path:
 
 def test_create_advance_and_finish_a_goal_srv14(engine: Engine, root: Path) -> None:
     goal = engine.goals.create(root, "ship it")
-    assert goal["status"] == "active" and goal["progress"] == []
-    step = engine.goals.advance(root, goal["id"], "half way")
-    assert [p["note"] for p in step["progress"]] == ["half way"]
-    done = engine.goals.advance(root, goal["id"], "finished", done=True)
-    assert done["status"] == "done"
+    assert goal.status == "active" and goal.progress == ()
+    step = engine.goals.advance(root, goal.id, "half way")
+    assert [p.note for p in step.progress] == ["half way"]
+    done = engine.goals.advance(root, goal.id, "finished", done=True)
+    assert done.status == "done"
     with pytest.raises(ToolError, match="only active"):
-        engine.goals.advance(root, goal["id"], "more")
-    assert [g["id"] for g in engine.goals.list(root)] == [goal["id"]]
+        engine.goals.advance(root, goal.id, "more")
+    assert [g.id for g in engine.goals.list(root)] == [goal.id]
 
 
 def test_abandon_marks_the_goal_abandoned_srv14(engine: Engine, root: Path) -> None:
     goal = engine.goals.create(root, "maybe")
-    assert engine.goals.abandon(root, goal["id"], "not needed")["status"] == "abandoned"
+    assert engine.goals.abandon(root, goal.id, "not needed").status == "abandoned"
 
 
 def test_another_projects_goal_is_not_found_srv08(engine: Engine, root: Path, tmp_path: Path) -> None:
@@ -38,9 +38,9 @@ def test_another_projects_goal_is_not_found_srv08(engine: Engine, root: Path, tm
     other.mkdir()
     foreign = engine.goals.create(engine.project(other).path, "theirs")
     with pytest.raises(NotFound):
-        engine.goals.get(root, foreign["id"])
+        engine.goals.get(root, foreign.id)
     with pytest.raises(NotFound):
-        engine.goals.abandon(root, foreign["id"])
+        engine.goals.abandon(root, foreign.id)
     assert engine.goals.list(root) == []
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from shadowcode.engine import Engine, canonical_project
+from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConfigError
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 from shadowcode.profile import Profile
@@ -34,8 +35,9 @@ def test_workspace_that_is_a_file_is_refused_eng02(tmp_path: Path) -> None:
 
 def test_project_is_untrusted_until_trusted_then_untrusted_eng02(engine: Engine, project_dir: Path) -> None:
     assert engine.project(project_dir).trusted is False
-    trusted = engine.projects.trust(project_dir.resolve(), "elevated")
-    assert (trusted.trusted, trusted.level) == (True, "elevated")
+    trusted = engine.projects.trust(project_dir.resolve(), PermissionLevel.ELEVATED)
+    assert (trusted.trusted, trusted.level) == (True, PermissionLevel.ELEVATED)
+    assert trusted.as_dict() == {"path": str(project_dir.resolve()), "trusted": True, "level": "elevated"}
     assert engine.projects.untrust(project_dir.resolve()).trusted is False
 
 
@@ -65,3 +67,11 @@ def test_profile_name_at_the_length_limit_is_accepted_and_one_past_refused_eng01
     assert Profile.select("p" * PROFILE_NAME_MAX_CHARS).name == "p" * PROFILE_NAME_MAX_CHARS
     with pytest.raises(ConfigError):
         Profile.select("p" * (PROFILE_NAME_MAX_CHARS + 1))
+
+
+@pytest.mark.req("ENG-02")
+def test_trust_at_an_unknown_level_is_refused_and_changes_nothing_eng02(engine: Engine, project_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="use one of read_only, workspace, elevated"):
+        engine.projects.trust(project_dir.resolve(), "root")
+    shown = engine.project(project_dir).as_dict()
+    assert shown == {"path": str(project_dir.resolve()), "trusted": False, "level": None}

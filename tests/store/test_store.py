@@ -42,3 +42,44 @@ def test_failed_statement_becomes_store_error() -> None:
     store = Store(":memory:")
     with pytest.raises(StoreError):
         store.execute("INSERT INTO nowhere VALUES (1)")
+
+
+@pytest.mark.req("SRV-19")
+def test_pending_migrations_reads_the_schema_state_without_changing_it(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.db")
+    assert store.pending_migrations() == []
+    last = available()[-1][0]
+    store.execute("DELETE FROM _migrations WHERE name = ?", (last,))
+    assert store.pending_migrations() == [last]
+    assert store.pending_migrations() == [last]
+    store.close()
+    with pytest.raises(StoreError):
+        store.pending_migrations()
+
+
+REPOSITORIES = {
+    "projects": ("ProjectRepository", {"projects", "project_maps"}),
+    "tasks": ("TaskRepository", {"tasks", "events"}),
+    "approvals": ("ApprovalRepository", {"approvals"}),
+    "goals": ("GoalRepository", {"goals", "goal_progress"}),
+    "memory": ("MemoryRepository", {"memory"}),
+    "checkpoints": ("CheckpointRepository", {"checkpoints", "changes", "blobs"}),
+    "owners": ("OwnerRepository", {"engines", "owners"}),
+    "mcp_servers": ("McpServerRepository", {"mcp_definitions", "mcp_grants", "mcp_catalogs"}),
+}
+
+
+@pytest.mark.req("ENG-03")
+def test_every_table_has_one_repository_on_the_store() -> None:
+    store = Store(":memory:")
+    for attribute, (cls, _) in REPOSITORIES.items():
+        repository = getattr(store, attribute)
+        assert type(repository).__name__ == cls
+        assert type(repository).__module__ == f"shadowcode.store.{attribute}"
+    tables = {
+        r["name"]
+        for r in store.rows("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not r["name"].startswith(("sqlite_", "_"))
+    }
+    owned = [t for _, group in REPOSITORIES.values() for t in group]
+    assert sorted(owned) == sorted(tables)

@@ -23,8 +23,11 @@ import anyio
 
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.tasks import TaskRecords
+from shadowcode.enums import TaskStatus
 from shadowcode.process_group import pids_alive
 from shadowcode.profile import Profile
+from shadowcode.store.approvals import ApprovalRecord
+from shadowcode.store.tasks import TaskRecord
 
 __all__ = [
     "FINISHED",
@@ -49,7 +52,7 @@ __all__ = [
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
-FINISHED = ("done", "failed", "cancelled", "interrupted")
+FINISHED = tuple(status for status in TaskStatus if not status.active)
 _POLL_SECONDS = 0.02
 
 
@@ -111,20 +114,20 @@ def wait_for_sync(check: Callable[[], Any], *, timeout: float = 30.0, what: str 
 
 async def wait_status(
     records: TaskRecords, task_id: str, statuses: tuple[str, ...] = FINISHED, *, timeout: float = 30.0
-) -> dict[str, Any]:
+) -> TaskRecord:
     """Wait until the task's status is one of ``statuses``; returns the task."""
 
-    def check() -> dict[str, Any] | None:
+    def check() -> TaskRecord | None:
         task = records.get(task_id)
-        return task if task["status"] in statuses else None
+        return task if task.status in statuses else None
 
     return await wait_for(check, timeout=timeout, what=f"{task_id} to reach {statuses}")  # type: ignore[no-any-return]
 
 
-async def wait_approval(approvals: Approvals, task_id: str, *, timeout: float = 30.0) -> dict[str, Any]:
+async def wait_approval(approvals: Approvals, task_id: str, *, timeout: float = 30.0) -> ApprovalRecord:
     """Wait for the task's first pending approval; returns it."""
 
-    def check() -> dict[str, Any] | None:
+    def check() -> ApprovalRecord | None:
         pending = approvals.pending(task_id=task_id)
         return pending[0] if pending else None
 

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from shadowcode.engine.core import EngineCore
 
 from shadowcode.engine import Engine
-from shadowcode.engine.core import EngineCore
 from shadowcode.process_group import pids_alive
+from shadowcode.store.approvals import ApprovalRecord
+from shadowcode.store.tasks import EventRecord, TaskRecord
 
 __all__ = [
     "HOSTILE",
@@ -84,25 +86,25 @@ async def wait_for(check: Callable[[], Any], *, seconds: float = 20.0, what: str
     raise AssertionError(what)  # pragma: no cover - fail_after raises first
 
 
-def events_of(core: EngineCore, task_id: str) -> list[dict[str, Any]]:
+def events_of(core: EngineCore, task_id: str) -> list[EventRecord]:
     """Every event of a task, oldest first."""
     return core.records.events(task_id, limit=100_000)
 
 
-async def finished(core: EngineCore, task_id: str, *, seconds: float = 30.0) -> dict[str, Any]:
+async def finished(core: EngineCore, task_id: str, *, seconds: float = 30.0) -> TaskRecord:
     """Wait until the task is finished; returns its record."""
     return await wait_for(
-        lambda: (t := core.records.get(task_id))["status"] in ("done", "failed", "cancelled", "interrupted") and t,
+        lambda: not (t := core.records.get(task_id)).status.active and t,
         seconds=seconds,
         what=f"task {task_id} to finish",
     )
 
 
-async def approve_next(core: EngineCore, task_id: str, *, decision: str = "approve") -> dict[str, Any]:
+async def approve_next(core: EngineCore, task_id: str, *, decision: str = "approve") -> ApprovalRecord:
     """Wait for the task's next pending approval and resolve it; returns the approval as it was pending."""
     pending = await wait_for(lambda: core.approvals.pending(task_id=task_id), what="a pending approval")
     approval = pending[0]
-    core.approvals.resolve(approval["id"], decision, by="test")
+    core.approvals.resolve(approval.id, decision, by="test")
     return approval
 
 

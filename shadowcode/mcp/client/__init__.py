@@ -3,13 +3,11 @@
 Implements parts of CLI-01, CLI-03, CLI-04, CLI-08, CLI-12, CLI-13, CLI-14, CLI-15, CLI-19.
 The protocol modules import nothing of the agent, the engine, the store, secrets or the
 profile: approvals, grants checks, secret resolution and the choice of values to redact live
-above, in :mod:`shadowcode.agent.mcp_tools`, and reach a connection as plain values (the
-grants registry is leaving this package for the store and the engine).
+above, in :mod:`shadowcode.agent.mcp_tools`, and reach a connection as plain values; the
+grants registry is :mod:`shadowcode.engine.mcp_servers`, its rows :mod:`shadowcode.store.mcp_servers`.
 
 - :mod:`~shadowcode.mcp.client.definitions`: the definition model (ids, content hashes) and
   the parser of a definition's bytes (files are read by :mod:`shadowcode.agent.mcp_definitions`).
-- :mod:`~shadowcode.mcp.client.grants`: the registry of global definitions, per-project
-  grants, cached tool catalogs and the ``--json mcp`` catalog view.
 - :mod:`~shadowcode.mcp.client.stdio`: the bounded stdio transport and the server's process group.
 - :mod:`~shadowcode.mcp.client.connection`: one connection (negotiation, bounded discovery, calls).
 - :mod:`~shadowcode.mcp.client.redaction`: removal of configured values from what servers return.

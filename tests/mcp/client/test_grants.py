@@ -12,10 +12,10 @@ import pytest
 
 from shadowcode.agent.mcp_definitions import project_definitions
 from shadowcode.engine import Engine
+from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.errors import ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import DefinitionProblem, ServerDefinition, sha256_hex
-from shadowcode.mcp.client.grants import McpRegistry
 
 pytestmark = pytest.mark.req("CLI-01", "CLI-02", "CLI-04", "CLI-05", "CLI-06")
 

@@ -208,7 +208,7 @@ async def test_shadow_jobs_pages_events_with_next_cursor_at_the_page_limit_srv16
     assert len(first["events"]) == JOB_EVENTS_PAGE_MAX
     assert first["next_cursor"] == first["events"][-1]["id"]
     assert 0 < len(second["events"]) < JOB_EVENTS_PAGE_MAX and second["next_cursor"] is None
-    assert [e["id"] for e in first["events"] + second["events"]] == [e["id"] for e in every]
+    assert [e["id"] for e in first["events"] + second["events"]] == [e.id for e in every]
     assert second["events"][-1]["kind"] == "task.done"
 
 
@@ -264,7 +264,7 @@ async def test_shadow_approve_without_the_flags_is_refused_and_says_how_srv11(
         refused, message = await call(client, "shadow_approve", approval_id=approval["id"], decision="approve")
         assert not refused
         assert "--allow-write --allow-approvals" in message and f"shadowcode approve {approval['id']}" in message
-        assert h.core.approvals.get(approval["id"])["status"] == "pending"
+        assert h.core.approvals.get(approval["id"]).status == "pending"
 
 
 async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves_it_pending_srv11(
@@ -285,7 +285,7 @@ async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves
         for decision in ("approve", "deny"):
             refused, message = await call(stranger, "shadow_approve", approval_id=approval["id"], decision=decision)
             assert not refused and "no approval" in message
-        assert h.core.approvals.get(approval["id"])["status"] == "pending"
+        assert h.core.approvals.get(approval["id"]).status == "pending"
         assert (await ok(owner, "shadow_jobs", action="get", job_id=job["job_id"]))["job"]["status"] == "waiting"
 
 
@@ -559,6 +559,6 @@ async def test_shadow_jobs_reads_an_unusable_cursor_as_the_first_page_srv16(
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h, h.connect() as client:
         job = await ok(client, "shadow_run", prompt="go")
-        await wait_for(lambda: h.core.records.get(job["job_id"])["status"] == "done", what="the job")
+        await wait_for(lambda: h.core.records.get(job["job_id"]).status == "done", what="the job")
         reply = await ok(client, "shadow_jobs", action="get", job_id=job["job_id"], cursor="not-a-number")
     assert reply["events"][0]["kind"] == "task.queued"  # an unusable cursor starts from the beginning

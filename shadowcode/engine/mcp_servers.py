@@ -9,12 +9,12 @@ every project, so registering identical content again starts disabled. Project f
 grant anything: only :meth:`McpRegistry.enable` writes grants, for a trusted project.
 
 Grant states in the catalog: ``enabled``, ``disabled``, ``changed``, ``missing``, ``invalid``.
+The rows live in :attr:`Store.mcp_servers <shadowcode.store.Store>`; this module holds the
+policy: parsing, hash review, the grant limit, name clashes and the catalog view.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from shadowcode.mcp.client.definitions import (
     sha256_hex,
 )
 from shadowcode.store import Store
+from shadowcode.store.mcp_servers import McpDefinitionRecord
 
 __all__ = ["McpRegistry", "Snapshot"]
 
@@ -53,17 +54,18 @@ class McpRegistry:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._rows = store.mcp_servers
 
     # -- global definitions (CLI-01, CLI-05) --------------------------------------------
 
-    def _global(self, row: dict[str, Any]) -> ServerDefinition:
-        data = bytes(row["content"])
-        spec = parse_definition(data, f"config:{row['name']}", fmt=row["format"])
-        return ServerDefinition(id=f"config:{row['name']}", scope="config", path=None, sha256=row["sha256"], spec=spec)
+    @staticmethod
+    def _global(row: McpDefinitionRecord) -> ServerDefinition:
+        spec = parse_definition(row.content, f"config:{row.name}", fmt=row.format)
+        return ServerDefinition(id=f"config:{row.name}", scope="config", path=None, sha256=row.sha256, spec=spec)
 
     def globals(self) -> list[ServerDefinition]:
         """Every global registration, by name."""
-        return [self._global(r) for r in self._store.rows("SELECT * FROM mcp_definitions ORDER BY name")]
+        return [self._global(r) for r in self._rows.definitions()]
 
     def add(self, path: Path, *, replace_hash: str | None = None) -> ServerDefinition:
         """Register the definition file at ``path`` as ``config:NAME``; reads it, runs nothing (CLI-01, CLI-05).
@@ -83,26 +85,18 @@ class McpRegistry:
         data, fmt = read_definition_file(path)
         spec = parse_definition(data, path.name, fmt=fmt)
         digest = sha256_hex(data)
-        now = int(time.time())
         with self._store.atomic():
-            current = self._store.row("SELECT sha256 FROM mcp_definitions WHERE name = ?", (spec.name,))
+            current = self._rows.definition_hash(spec.name)
             if current is None:
-                self._store.execute(
-                    "INSERT INTO mcp_definitions (name, content, format, sha256, added_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (spec.name, data, fmt, digest, now, now),
-                )
-            elif current["sha256"] != digest:
-                if replace_hash != current["sha256"]:
+                self._rows.put_definition(spec.name, data, fmt, digest)
+            elif current != digest:
+                if replace_hash != current:
                     raise ConflictError(
                         f"config:{spec.name} is already registered with other content; replace it with "
                         "--hash set to its current hash (see `shadowcode --json mcp`)",
                         definition_id=f"config:{spec.name}",
                     )
-                self._store.execute(
-                    "UPDATE mcp_definitions SET content = ?, format = ?, sha256 = ?, updated_at = ? WHERE name = ?",
-                    (data, fmt, digest, now, spec.name),
-                )
+                self._rows.put_definition(spec.name, data, fmt, digest)
         return ServerDefinition(id=f"config:{spec.name}", scope="config", path=None, sha256=digest, spec=spec)
 
     def remove(self, def_id: str, sha256: str) -> dict[str, Any]:
@@ -120,14 +114,12 @@ class McpRegistry:
             raise ConfigError(f"{def_id!r}: only global (config:) definitions are removed here; delete the file")
         name = def_id.removeprefix("config:")
         with self._store.atomic():
-            row = self._store.row("SELECT sha256 FROM mcp_definitions WHERE name = ?", (name,))
-            if row is None:
+            current = self._rows.definition_hash(name)
+            if current is None:
                 raise NotFound(f"no registered server {def_id!r}", definition_id=def_id)
-            if row["sha256"] != sha256:
+            if current != sha256:
                 raise ConflictError(f"{def_id}: --hash is not its current hash", definition_id=def_id)
-            self._store.execute("DELETE FROM mcp_definitions WHERE name = ?", (name,))
-            revoked = self._store.execute("DELETE FROM mcp_grants WHERE definition_id = ?", (def_id,))
-            self._store.execute("DELETE FROM mcp_catalogs WHERE definition_id = ?", (def_id,))
+            revoked = self._rows.remove_definition(name, def_id)
         return {"id": def_id, "removed": True, "grants_revoked": revoked}
 
     # -- what a project sees (CLI-03, CLI-05) ------------------------------------------
@@ -138,8 +130,7 @@ class McpRegistry:
 
     def grants(self, project: Path) -> dict[str, str]:
         """The project's grants: definition id → granted hash."""
-        rows = self._store.rows("SELECT definition_id, sha256 FROM mcp_grants WHERE project = ?", (str(project),))
-        return {r["definition_id"]: r["sha256"] for r in rows}
+        return self._rows.grants(project)
 
     def catalog(self, project: Path, *, trusted: bool) -> dict[str, Any]:
         """The ``--json mcp`` document: definitions with hashes and grant states; nothing is started (CLI-01).
@@ -215,12 +206,7 @@ class McpRegistry:
                     raise ConflictError(
                         f"{item.id} is enabled under the same name {definition.name!r}", definition_id=def_id
                     )
-            self._store.execute(
-                "INSERT INTO mcp_grants (project, definition_id, sha256, granted_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (project, definition_id) DO UPDATE SET sha256 = excluded.sha256, "
-                "granted_at = excluded.granted_at",
-                (str(project), def_id, sha256, int(time.time())),
-            )
+            self._rows.grant(project, def_id, sha256)
         return {"id": def_id, "project": str(project), "hash": sha256, "state": "enabled"}
 
     def disable(self, project: Path, def_id: str) -> dict[str, Any]:
@@ -229,10 +215,7 @@ class McpRegistry:
         Raises:
             NotFound: the project has no grant for it.
         """
-        changed = self._store.execute(
-            "DELETE FROM mcp_grants WHERE project = ? AND definition_id = ?", (str(project), def_id)
-        )
-        if not changed:
+        if not self._rows.revoke(project, def_id):
             raise NotFound(f"{def_id!r} is not enabled for this project", definition_id=def_id)
         return {"id": def_id, "project": str(project), "state": "disabled"}
 
@@ -264,23 +247,8 @@ class McpRegistry:
 
     def cached_tools(self, project: Path, definition: ServerDefinition) -> list[dict[str, Any]] | None:
         """The tools last listed by a connection with this definition hash, or None."""
-        row = self._store.row(
-            "SELECT tools FROM mcp_catalogs WHERE project = ? AND definition_id = ? AND sha256 = ?",
-            (self._catalog_key(project, definition), definition.id, definition.sha256),
-        )
-        return None if row is None else list(json.loads(row["tools"]))
+        return self._rows.cached_tools(self._catalog_key(project, definition), definition.id, definition.sha256)
 
     def save_tools(self, project: Path, definition: ServerDefinition, tools: list[dict[str, Any]]) -> None:
         """Remember the (already redacted) tools a connection listed for this definition hash."""
-        self._store.execute(
-            "INSERT INTO mcp_catalogs (project, definition_id, sha256, tools, fetched_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (project, definition_id, sha256) DO UPDATE SET tools = excluded.tools, "
-            "fetched_at = excluded.fetched_at",
-            (
-                self._catalog_key(project, definition),
-                definition.id,
-                definition.sha256,
-                json.dumps(tools, ensure_ascii=False),
-                int(time.time()),
-            ),
-        )
+        self._rows.save_tools(self._catalog_key(project, definition), definition.id, definition.sha256, tools)
