@@ -1,13 +1,14 @@
-"""Shared fixtures: an isolated profile root, an engine over it, and a project folder."""
+"""Shared fixtures: an isolated profile root, the profile, its in-process engine, and a project folder."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from shadowcode.engine import Engine
+from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.state import EngineState
 from shadowcode.profile import Profile
 
 
@@ -20,6 +21,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def profile(home: Path) -> Profile:
+    """The default profile of ``home``, its folders made."""
+    selected = Profile.select()
+    selected.ensure()
+    return selected
+
+
+@pytest.fixture
 def project_dir(tmp_path: Path) -> Path:
     """An empty project folder."""
     path = tmp_path / "project"
@@ -28,7 +37,24 @@ def project_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(home: Path) -> Iterator[Engine]:
-    """A temporary engine over the default profile of ``home``."""
-    with Engine.open(Profile.select()) as opened:
+def engine(profile: Profile) -> Iterator[LocalEngine]:
+    """The profile's in-process engine, not running yet: its parts are ``engine.state``; run it with
+    ``async with engine.running()`` (or use the ``api`` fixture)."""
+    opened = LocalEngine(profile)
+    try:
         yield opened
+    finally:
+        opened.state.store.close()
+
+
+@pytest.fixture
+async def api(engine: LocalEngine) -> AsyncIterator[LocalEngine]:
+    """``engine``, running: a temporary engine that stops, with everything it started, after the test."""
+    async with engine.running():
+        yield engine
+
+
+@pytest.fixture
+def state(engine: LocalEngine) -> EngineState:
+    """The parts of ``engine`` (store, records, approvals, ...), for tests of the engine's own modules."""
+    return engine.state

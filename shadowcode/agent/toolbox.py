@@ -205,7 +205,7 @@ def _argv(value: Any) -> list[str]:
 
 
 def _cwd(env: TaskEnv, rel: Any) -> Path:
-    from shadowcode.project.paths import resolve_inside
+    from shadowcode.project.files import resolve_inside
 
     if rel in (None, "", "."):
         return env.project

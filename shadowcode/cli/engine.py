@@ -56,7 +56,7 @@ def engine(ctx: typer.Context) -> None:
     import logging
     import sys
 
-    from shadowcode.engine.daemon import run_headless
+    from shadowcode.engine import run_headless
     from shadowcode.mcp.server.attached import serve_attached
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode engine: %(levelname)s %(message)s")

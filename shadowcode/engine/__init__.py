@@ -17,9 +17,23 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from shadowcode.engine.api import EngineApi
+    from shadowcode.engine.daemon import AttachHandler
     from shadowcode.profile import Profile
 
-__all__ = ["open_engine", "open_headless"]
+__all__ = ["open_engine", "open_headless", "run_headless"]
+
+
+def run_headless(profile: Profile, *, attach: AttachHandler | None = None) -> None:
+    """Run the profile's headless engine in this process until SIGTERM, SIGINT or ``engine/stop`` (ENG-03).
+
+    See :func:`shadowcode.engine.daemon.run_headless`.
+
+    Raises:
+        ConfigError: another engine already holds the profile's lock.
+    """
+    from shadowcode.engine.daemon import run_headless as serve
+
+    serve(profile, attach=attach)
 
 
 @asynccontextmanager
@@ -41,8 +55,11 @@ async def open_engine(profile: Profile) -> AsyncIterator[EngineApi]:
     from shadowcode.engine.local import LocalEngine
 
     engine = LocalEngine(profile)
-    async with engine.running():
-        yield engine
+    try:
+        async with engine.running():
+            yield engine
+    finally:
+        await engine.aclose()
 
 
 @asynccontextmanager

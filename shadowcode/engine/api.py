@@ -36,12 +36,11 @@ from typing import Any, Protocol, TypeVar
 from pydantic import JsonValue
 
 from shadowcode.engine.messages import (
-    Approval,
     ApprovalDecision,
+    ApprovalRecord,
     BackgroundProcess,
     BackgroundRef,
     BackgroundStopped,
-    Change,
     CheckpointDetail,
     CheckpointQuery,
     CheckpointRef,
@@ -51,13 +50,12 @@ from shadowcode.engine.messages import (
     Empty,
     EngineStatus,
     EngineStopping,
-    Goal,
     GoalAbandon,
     GoalAdvance,
     GoalCreate,
+    GoalRecord,
     GoalRef,
     GoalSummary,
-    Job,
     JobCancelled,
     JobDetail,
     JobQuery,
@@ -87,19 +85,21 @@ from shadowcode.engine.messages import (
     Rollback,
     RollbackResult,
     SavedMap,
-    Session,
     SessionQuery,
+    SessionRecord,
     SqliteQuery,
     SqliteRows,
     SqliteTables,
     SqliteTablesRequest,
     Status,
+    TaskRecord,
     TaskRequest,
     TaskSubmitted,
     TestRequest,
     TestSubmitted,
     ToolInfo,
     UnderstandRequest,
+    WhyEntry,
     WhyQuery,
 )
 from shadowcode.enums import EngineMode
@@ -352,12 +352,12 @@ class EngineApi:
         ...
 
     @verb("change/why")
-    async def why(self, request: WhyQuery, caller: Caller = Caller()) -> list[Change]:
+    async def why(self, request: WhyQuery, caller: Caller = Caller()) -> list[WhyEntry]:
         """Recorded changes of a path or a task, newest first (SRV-19)."""
         ...
 
     @verb("session/list")
-    async def sessions(self, request: SessionQuery, caller: Caller = Caller()) -> list[Session]:
+    async def sessions(self, request: SessionQuery, caller: Caller = Caller()) -> list[SessionRecord]:
         """The project's task sessions, newest first, filtered by project before the limit (SRV-08)."""
         ...
 
@@ -421,7 +421,7 @@ class EngineApi:
         ...
 
     @verb("goal/get")
-    async def goal_get(self, request: GoalRef, caller: Caller = Caller()) -> Goal:
+    async def goal_get(self, request: GoalRef, caller: Caller = Caller()) -> GoalRecord:
         """One goal of the project with its progress notes (SRV-14).
 
         Raises:
@@ -430,17 +430,17 @@ class EngineApi:
         ...
 
     @verb("goal/create")
-    async def goal_create(self, request: GoalCreate, caller: Caller = Caller()) -> Goal:
+    async def goal_create(self, request: GoalCreate, caller: Caller = Caller()) -> GoalRecord:
         """Create an active goal; never starts a task; needs write access (SRV-14)."""
         ...
 
     @verb("goal/advance")
-    async def goal_advance(self, request: GoalAdvance, caller: Caller = Caller()) -> Goal:
+    async def goal_advance(self, request: GoalAdvance, caller: Caller = Caller()) -> GoalRecord:
         """Record progress on an active goal, optionally completing it; needs write access (SRV-14)."""
         ...
 
     @verb("goal/abandon")
-    async def goal_abandon(self, request: GoalAbandon, caller: Caller = Caller()) -> Goal:
+    async def goal_abandon(self, request: GoalAbandon, caller: Caller = Caller()) -> GoalRecord:
         """Abandon an active goal; needs write access (SRV-14)."""
         ...
 
@@ -475,7 +475,7 @@ class EngineApi:
         ...
 
     @verb("job/recent")
-    async def jobs_recent(self, request: RecentJobs, caller: Caller = Caller()) -> list[Job]:
+    async def jobs_recent(self, request: RecentJobs, caller: Caller = Caller()) -> list[TaskRecord]:
         """The profile's newest jobs of every owner; unfinished jobs of a stopped engine read interrupted (ENG-08)."""
         ...
 
@@ -498,12 +498,12 @@ class EngineApi:
         ...
 
     @verb("approval/list")
-    async def approvals(self, request: Empty, caller: Caller = Caller()) -> list[Approval]:
+    async def approvals(self, request: Empty, caller: Caller = Caller()) -> list[ApprovalRecord]:
         """Pending approvals, oldest first: the caller's owner's when confined, else the profile's (ENG-07)."""
         ...
 
     @verb("approval/resolve")
-    async def approval_resolve(self, request: ApprovalDecision, caller: Caller = Caller()) -> Approval:
+    async def approval_resolve(self, request: ApprovalDecision, caller: Caller = Caller()) -> ApprovalRecord:
         """Approve or deny one exact pending approval (ENG-07, SRV-11).
 
         A confined caller reaches only approvals of its owner's jobs, and approving needs a

@@ -29,8 +29,8 @@ import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from shadowcode.engine.messages import RollbackResult
 from shadowcode.errors import ConflictError, NotFound, StoreError, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
 from shadowcode.project.files import (
@@ -141,7 +141,7 @@ class Checkpoints:
         """Drop a change recorded by :meth:`record_write` whose write then failed (the file is unchanged)."""
         self._rows.delete_write(change_id)
 
-    def rollback(self, project: Path, task_id: str) -> dict[str, Any]:
+    def rollback(self, project: Path, task_id: str) -> RollbackResult:
         """Restore every file the task changed to its content from before the task (ENG-06, SRV-18).
 
         Each path must still hold the content the task last left there (or still be absent
@@ -214,7 +214,7 @@ class Checkpoints:
         self._record(root, task_id, rows[0].checkpoint_id if rows else None, done, restored, removed)
         if failure is not None:
             raise failure
-        return {"task_id": task_id, "restored": restored, "removed": removed}
+        return RollbackResult(task_id, restored, removed)
 
     def _record(
         self,

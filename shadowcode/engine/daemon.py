@@ -111,6 +111,7 @@ async def _serve(profile: Profile, attach: AttachHandler | None) -> None:
         sys.stderr.flush()
         await stop.wait()
         tg.cancel_scope.cancel()
+    await engine.aclose()
     sys.stderr.write("shadowcode engine stopped\n")
 
 

@@ -15,7 +15,7 @@ from shadowcode.errors import NotFound
 from shadowcode.limits import SESSIONS_LIST_MAX, WHY_ENTRIES_MAX
 from shadowcode.store import Store
 from shadowcode.store.checkpoints import CheckpointDetail, CheckpointSummary, WhyEntry
-from shadowcode.store.projects import ProjectMap
+from shadowcode.store.projects import SavedMap
 from shadowcode.store.tasks import SessionRecord
 
 __all__ = ["History"]
@@ -55,7 +55,7 @@ class History:
         event = self._store.tasks.latest_event(project, "plan")
         return None if event is None else event.data
 
-    def saved_map(self, project: Path) -> ProjectMap | None:
+    def saved_map(self, project: Path) -> SavedMap | None:
         """The project map saved by shadow_understand, or None."""
         return self._store.projects.saved_map(project)
 

@@ -33,7 +33,7 @@ from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.tasks import TaskRecords
 from shadowcode.engine.verbs import HANDLERS
-from shadowcode.enums import EngineMode, TaskStatus
+from shadowcode.enums import EngineMode
 from shadowcode.errors import ProtocolError, ShadowcodeError
 from shadowcode.profile import Profile
 from shadowcode.store import Store
@@ -88,9 +88,9 @@ class LocalEngine(EngineApi):
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[LocalEngine]:
-        """Run the engine; leaving closes owners, cancels all work, waits for cleanup and closes the store."""
+        """Run the engine; leaving closes owners, cancels all work and waits for its cleanup."""
         state = self.state
-        state.store.engines.started(state.id, os.getpid(), state.mode)
+        state.store.owners.engine_started(state.id, os.getpid(), state.mode)
         state.records.sweep_orphans()
         try:
             async with state.runner.running():
@@ -108,8 +108,11 @@ class LocalEngine(EngineApi):
                 raise group.exceptions[0] from None
             raise
         finally:
-            state.store.engines.stopped(state.id)
-            state.store.close()
+            state.store.owners.engine_stopped(state.id)
+
+    async def aclose(self) -> None:
+        """Close the store; use after :meth:`running` has ended."""
+        self.state.store.close()
 
     async def _invoke(self, name: str, request: Any, caller: Caller) -> Any:
         return await HANDLERS[name](self.state, request, caller)
@@ -132,7 +135,7 @@ class LocalEngine(EngineApi):
         queued = set(state.runner.queued())
         # Queued jobs first: cancelling a running one frees a slot a queued one would take (SRV-22).
         for task_id in sorted(owner.task_ids, key=lambda t: (t not in queued, t)):
-            if TaskStatus(state.records.get(task_id).status).active:
+            if state.records.get(task_id).status.active:
                 await state.runner.cancel(task_id, f"its owner closed ({reason})")
                 cancelled.append(task_id)
         state.owners.closed(owner, reason)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shadowcode.agent.mcp_definitions import project_definitions, read_definition_file
+from shadowcode.engine.messages import McpCatalog, McpGrantChange, McpRemoval
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import (
@@ -99,7 +100,7 @@ class McpRegistry:
                 self._rows.put_definition(spec.name, data, fmt, digest)
         return ServerDefinition(id=f"config:{spec.name}", scope="config", path=None, sha256=digest, spec=spec)
 
-    def remove(self, def_id: str, sha256: str) -> dict[str, Any]:
+    def remove(self, def_id: str, sha256: str) -> McpRemoval:
         """Delete a global definition, its grants in every project and its cached catalogs (CLI-05).
 
         Returns:
@@ -120,7 +121,7 @@ class McpRegistry:
             if current != sha256:
                 raise ConflictError(f"{def_id}: --hash is not its current hash", definition_id=def_id)
             revoked = self._rows.remove_definition(name, def_id)
-        return {"id": def_id, "removed": True, "grants_revoked": revoked}
+        return McpRemoval(def_id, True, revoked)
 
     # -- what a project sees (CLI-03, CLI-05) ------------------------------------------
 
@@ -132,7 +133,7 @@ class McpRegistry:
         """The project's grants: definition id → granted hash."""
         return self._rows.grants(project)
 
-    def catalog(self, project: Path, *, trusted: bool) -> dict[str, Any]:
+    def catalog(self, project: Path, *, trusted: bool) -> McpCatalog:
         """The ``--json mcp`` document: definitions with hashes and grant states; nothing is started (CLI-01).
 
         Returns:
@@ -154,12 +155,7 @@ class McpRegistry:
             servers.append(doc)
         for def_id, granted in sorted(grants.items()):
             servers.append({"id": def_id, "hash": None, "grant": {"state": "missing", "hash": granted}})
-        return {
-            "project": str(project),
-            "trusted": trusted,
-            "enabled_max": MCP_ENABLED_SERVERS_MAX,
-            "servers": servers,
-        }
+        return McpCatalog(project=str(project), trusted=trusted, enabled_max=MCP_ENABLED_SERVERS_MAX, servers=servers)
 
     def _find(self, project: Path, def_id: str) -> ServerDefinition:
         for item in self.definitions(project):
@@ -172,7 +168,7 @@ class McpRegistry:
 
     # -- grants (CLI-02, CLI-05, CLI-06) -------------------------------------------------
 
-    def enable(self, project: Path, def_id: str, sha256: str, *, trusted: bool) -> dict[str, Any]:
+    def enable(self, project: Path, def_id: str, sha256: str, *, trusted: bool) -> McpGrantChange:
         """Grant ``def_id`` at its reviewed hash to a trusted project (CLI-02, CLI-05).
 
         Returns:
@@ -207,9 +203,9 @@ class McpRegistry:
                         f"{item.id} is enabled under the same name {definition.name!r}", definition_id=def_id
                     )
             self._rows.grant(project, def_id, sha256)
-        return {"id": def_id, "project": str(project), "hash": sha256, "state": "enabled"}
+        return McpGrantChange(id=def_id, project=str(project), hash=sha256, state="enabled")
 
-    def disable(self, project: Path, def_id: str) -> dict[str, Any]:
+    def disable(self, project: Path, def_id: str) -> McpGrantChange:
         """Revoke the project's grant of ``def_id``; running tasks keep their snapshot (CLI-05, CLI-06).
 
         Raises:
@@ -217,7 +213,7 @@ class McpRegistry:
         """
         if not self._rows.revoke(project, def_id):
             raise NotFound(f"{def_id!r} is not enabled for this project", definition_id=def_id)
-        return {"id": def_id, "project": str(project), "state": "disabled"}
+        return McpGrantChange(id=def_id, project=str(project), state="disabled")
 
     def snapshot(self, project: Path) -> Snapshot:
         """The enabled servers a new Build task gets, with notes on those left out (CLI-06)."""

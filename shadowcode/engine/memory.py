@@ -9,16 +9,15 @@ this class adds scopes, hashes, bounds and the errors.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from shadowcode.engine.messages import MemoryNote
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import MEMORY_NOTE_MAX_BYTES
 from shadowcode.store import Store
-from shadowcode.store.records import Record
 
-__all__ = ["MemoryNotes", "Note", "Scope", "content_hash"]
+__all__ = ["MemoryNotes", "Scope", "content_hash"]
 
 Scope = Literal["project", "task"]
 
@@ -28,23 +27,6 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Note(Record):
-    """A note as shadow_memory and shadow://memory show it.
-
-    Attributes:
-        scope: ``project`` or ``task``.
-        task_id: the task of a task note, None for the project note.
-        content: the text (``""`` when never written).
-        hash: SHA-256 hex of ``content``.
-        updated_at: Unix seconds of the last write, None when never written.
-    """
-
-    scope: Scope
-    task_id: str | None
-    content: str
-    hash: str
-    updated_at: int | None
 
 
 class MemoryNotes:
@@ -67,7 +49,7 @@ class MemoryNotes:
             raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
         return task_id
 
-    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> Note:
+    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> MemoryNote:
         """The note (empty when none).
 
         Raises:
@@ -77,10 +59,10 @@ class MemoryNotes:
         key = self._key(project, scope, task_id)
         row = self._rows.get(project, key)
         if row is None:
-            return Note(scope=scope, task_id=key or None, content="", hash=content_hash(""), updated_at=None)
-        return Note(scope=scope, task_id=key or None, content=row.content, hash=row.hash, updated_at=row.updated_at)
+            return MemoryNote(scope, key or None, "", content_hash(""), None)
+        return MemoryNote(scope, key or None, row.content, row.hash, row.updated_at)
 
-    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> Note:
+    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> MemoryNote:
         """Append ``text`` as a new paragraph and return the note as :meth:`read` does.
 
         Raises:
@@ -97,7 +79,7 @@ class MemoryNotes:
 
     def replace(
         self, project: Path, text: str, expected_hash: str, scope: Scope = "project", task_id: str | None = None
-    ) -> Note:
+    ) -> MemoryNote:
         """Replace the note when ``expected_hash`` is its current hash; returns the new note.
 
         Raises:

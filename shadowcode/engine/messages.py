@@ -1,8 +1,10 @@
 """The request and result types of the engine API (:mod:`shadowcode.engine.api`).
 
-Requests and fixed-shape results are frozen dataclasses; documents whose keys depend on
-what was found (a review, a project map, a SQLite answer, an MCP catalog) are ``TypedDict``s.
-Every type here crosses the control socket as JSON and back unchanged
+Requests and fixed-shape results are frozen dataclasses: the ones defined here, and the store's
+own records where the API shows a record as it is stored (a task, an event, an approval, a goal,
+a checkpoint: re-exported here, so frontends import them from the API, never from the store).
+Documents whose keys depend on what was found (a review, a project map, a SQLite answer, an
+MCP catalog) are ``TypedDict``s. Every type here crosses the control socket as JSON and back unchanged
 (:mod:`shadowcode.engine.wire`), and MCP tools return them as their structured content, so a
 field's name is also its JSON key. Timestamps are integer Unix seconds named ``*_at``.
 """
@@ -15,20 +17,24 @@ from typing import Literal, NotRequired
 from pydantic import JsonValue
 from typing_extensions import TypedDict
 
-from shadowcode.enums import ApprovalStatus, EngineMode, PermissionLevel, TaskMode, TaskStatus
+from shadowcode.enums import EngineMode, PermissionLevel, TaskMode, TaskStatus
 from shadowcode.limits import SESSIONS_LIST_MAX
 from shadowcode.profile import ModelSettings
 from shadowcode.project.documents import ProjectMapDocument, Review, ReviewChange, SqliteRows, SqliteTable, SqliteTables
+from shadowcode.store.approvals import ApprovalRecord
+from shadowcode.store.checkpoints import ChangeRecord, CheckpointDetail, CheckpointSummary, WhyEntry
+from shadowcode.store.goals import GoalRecord, GoalSummary, ProgressNote
+from shadowcode.store.projects import SavedMap
+from shadowcode.store.tasks import EventRecord, SessionRecord, TaskRecord
 
 __all__ = [
-    "Approval",
     "ApprovalDecision",
+    "ApprovalRecord",
     "BackgroundProcess",
     "BackgroundRef",
     "BackgroundStopped",
-    "Change",
+    "ChangeRecord",
     "Check",
-    "CheckpointChange",
     "CheckpointDetail",
     "CheckpointQuery",
     "CheckpointRef",
@@ -38,17 +44,15 @@ __all__ = [
     "Empty",
     "EngineStatus",
     "EngineStopping",
-    "Goal",
+    "EventRecord",
     "GoalAbandon",
     "GoalAdvance",
     "GoalCreate",
-    "GoalNote",
+    "GoalRecord",
     "GoalRef",
     "GoalSummary",
-    "Job",
     "JobCancelled",
     "JobDetail",
-    "JobEvent",
     "JobQuery",
     "JobRef",
     "JobSummary",
@@ -69,8 +73,10 @@ __all__ = [
     "ModelAdd",
     "ModelList",
     "OwnerClosed",
+    "ProgressNote",
     "ProjectInfo",
     "ProjectMap",
+    "ProjectMapDocument",
     "ProjectRef",
     "ProjectTrust",
     "RecentJobs",
@@ -79,20 +85,22 @@ __all__ = [
     "Rollback",
     "RollbackResult",
     "SavedMap",
-    "Session",
     "SessionQuery",
+    "SessionRecord",
     "SqliteQuery",
     "SqliteRows",
     "SqliteTable",
     "SqliteTables",
     "SqliteTablesRequest",
     "Status",
+    "TaskRecord",
     "TaskRequest",
     "TaskSubmitted",
     "TestRequest",
     "TestSubmitted",
     "ToolInfo",
     "UnderstandRequest",
+    "WhyEntry",
     "WhyQuery",
 ]
 
@@ -261,14 +269,6 @@ class ProjectMap(ProjectMapDocument):
 
 
 @dataclass(frozen=True, slots=True)
-class SavedMap:
-    """The project map saved by ``shadow_understand``, and when (SRV-05)."""
-
-    map: str
-    saved_at: int
-
-
-@dataclass(frozen=True, slots=True)
 class DoctorRequest:
     """Run diagnostics; ``probe_model`` also sends one request to the default model (SRV-19)."""
 
@@ -317,37 +317,10 @@ class WhyQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
-    """One recorded change: a task's write or a rollback's restore (ENG-06, SRV-19)."""
-
-    path: str
-    kind: Literal["write", "rollback"]
-    task_id: str
-    checkpoint_id: str
-    before_sha256: str | None
-    after_sha256: str | None
-    at: int
-    prompt: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class SessionQuery:
     """The project's task sessions, newest first (SRV-08, SRV-20)."""
 
     limit: int = SESSIONS_LIST_MAX
-
-
-@dataclass(frozen=True, slots=True)
-class Session:
-    """One task of the project, as its sessions list shows it."""
-
-    id: str
-    mode: TaskMode
-    status: TaskStatus
-    prompt: str
-    owner: str | None
-    created_at: int
-    updated_at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,41 +331,10 @@ class CheckpointQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class CheckpointSummary:
-    """A checkpoint and the paths its task changed."""
-
-    id: str
-    task_id: str
-    created_at: int
-    paths: list[str]
-
-
-@dataclass(frozen=True, slots=True)
 class CheckpointRef:
     """One checkpoint by id (SRV-18)."""
 
     checkpoint_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointChange:
-    """One change of a checkpoint, with the content hashes before and after it."""
-
-    path: str
-    kind: Literal["write", "rollback"]
-    before_sha256: str | None
-    after_sha256: str | None
-    at: int
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointDetail:
-    """A checkpoint with its changes in order (SRV-18)."""
-
-    id: str
-    task_id: str
-    created_at: int
-    changes: list[CheckpointChange]
 
 
 # -- memory and goals (SRV-12, SRV-14) ------------------------------------------------------
@@ -467,37 +409,6 @@ class GoalAbandon:
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class GoalSummary:
-    """A goal as listed."""
-
-    id: str
-    title: str
-    status: Literal["active", "done", "abandoned"]
-    created_at: int
-    updated_at: int
-
-
-@dataclass(frozen=True, slots=True)
-class GoalNote:
-    """One progress note of a goal."""
-
-    note: str
-    at: int
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    """A goal with its progress notes, oldest first."""
-
-    id: str
-    title: str
-    status: Literal["active", "done", "abandoned"]
-    progress: list[GoalNote]
-    created_at: int
-    updated_at: int
-
-
 # -- delegated work (SRV-10, SRV-15, SRV-16, SRV-17, SRV-18, ENG-07, ENG-08) ---------------
 
 
@@ -563,26 +474,6 @@ class JobSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
-    """A job's whole record (CLI listings, ENG-08)."""
-
-    id: str
-    project: str
-    owner: str | None
-    mode: TaskMode
-    status: TaskStatus
-    prompt: str
-    permission_level: PermissionLevel
-    model: str | None
-    answer: str | None
-    error: str | None
-    engine_id: str | None
-    created_at: int
-    updated_at: int
-    finished_at: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class RecentJobs:
     """The profile's newest jobs of every owner and project (ENG-08)."""
 
@@ -602,31 +493,6 @@ class JobQuery:
 
     job_id: str
     cursor: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class JobEvent:
-    """One recorded event of a job, in id order."""
-
-    id: int
-    kind: str
-    data: dict[str, JsonValue]
-    at: int
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """An exact approval: the action it would allow (argv and cwd, or server, tool and arguments) (ENG-07)."""
-
-    id: str
-    task_id: str
-    owner: str | None
-    kind: str
-    action: dict[str, JsonValue]
-    status: ApprovalStatus
-    created_at: int
-    resolved_at: int | None
-    resolved_by: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,9 +516,9 @@ class JobDetail:
     """One job, a page of its events, the cursor of the next page (None: no more yet) and its pending approvals."""
 
     job: JobView
-    events: list[JobEvent]
+    events: list[EventRecord]
     next_cursor: int | None
-    pending_approvals: list[Approval]
+    pending_approvals: list[ApprovalRecord]
 
 
 @dataclass(frozen=True, slots=True)
@@ -696,7 +562,7 @@ class McpGrantState(TypedDict):
     """A definition's grant in the caller's project."""
 
     state: str
-    hash: NotRequired[str]
+    hash: str | None
 
 
 class McpServerInfo(TypedDict):

@@ -14,25 +14,7 @@ from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConfigError
 from shadowcode.store import Store
 
-__all__ = ["Project", "ProjectRegistry", "canonical_project"]
-
-
-def canonical_project(path: Path | str) -> Path:
-    """Resolve a workspace to its canonical absolute path (symlinks resolved) (ENG-02).
-
-    Raises:
-        ConfigError: the path does not exist or is not a directory.
-    """
-    raw = Path(path).expanduser()
-    try:
-        resolved = raw.resolve(strict=True)
-    except (FileNotFoundError, RuntimeError) as exc:
-        raise ConfigError(f"workspace {str(raw)!r} does not exist") from exc
-    except OSError as exc:
-        raise ConfigError(f"workspace {str(raw)!r} cannot be read: {exc.strerror}") from exc
-    if not resolved.is_dir():
-        raise ConfigError(f"workspace {str(raw)!r} is not a directory")
-    return resolved
+__all__ = ["Project", "ProjectRegistry"]
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from shadowcode.agent.processes import ProcessManager
     from shadowcode.engine.approvals import Approvals
     from shadowcode.engine.checkpoints import Checkpoints
+    from shadowcode.engine.mcp_servers import Snapshot
     from shadowcode.engine.tasks import TaskRecords
-    from shadowcode.mcp.client.grants import Snapshot
     from shadowcode.profile import ModelSettings, Profile
     from shadowcode.store import Store
 
@@ -157,7 +157,7 @@ class JobRunner:
         if while_queued:
             why += " while it was queued"
         self.approvals.expire(task_id)
-        if TaskStatus(self.records.get(task_id).status).active:
+        if self.records.get(task_id).status.active:
             self.records.set_status(task_id, TaskStatus.CANCELLED, error=why)
             self.records.event(task_id, "task.cancelled", {"reason": why})
 

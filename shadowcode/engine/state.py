@@ -20,12 +20,13 @@ from shadowcode.engine.history import History
 from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.engine.memory import MemoryNotes
 from shadowcode.engine.owners import Owners
-from shadowcode.engine.projects import Project, ProjectRegistry, canonical_project
+from shadowcode.engine.projects import Project, ProjectRegistry
 from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.tasks import TaskRecords
 from shadowcode.enums import EngineMode, PermissionLevel
 from shadowcode.errors import PolicyError, ToolError
 from shadowcode.profile import Profile, Settings
+from shadowcode.project.paths import canonical_project
 from shadowcode.store import Store
 
 __all__ = ["EngineState", "require_write"]

@@ -223,7 +223,7 @@ def canonical_workspace(path: Path) -> Path:
     Raises:
         ConfigError: the path does not exist or is not a directory (exit 2). Implements REG-01.
     """
-    from shadowcode.engine.projects import canonical_project
+    from shadowcode.project.paths import canonical_project
 
     return canonical_project(path)
 

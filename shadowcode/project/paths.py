@@ -1,9 +1,7 @@
 """The bounded walk of a project (SRV-19), and the path helpers it shares with every tool.
 
 Whether a user-supplied path stays inside the project, and whether it is project content at
-all, is decided in :mod:`shadowcode.project.files` (SRV-08); ``canonical_root``,
-``is_inside``, ``relative_posix`` and ``resolve_inside`` are re-exported here for the callers
-that import them from this module. The walk never descends into a linked folder, so nothing
+all, is decided in :mod:`shadowcode.project.files` (SRV-08). The walk never descends into a linked folder, so nothing
 outside the root is ever listed, and never enters the profile root when it lies inside the
 project.
 """
@@ -16,28 +14,16 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from shadowcode.errors import ToolError
+from shadowcode.errors import ConfigError, ToolError
 from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_FILES_MAX
 from shadowcode.project.files import (
     canonical_root,
     confine,
     in_profile_root,
-    is_inside,
     profile_root,
-    relative_posix,
-    resolve_inside,
 )
 
-__all__ = [
-    "SKIPPED_DIR_NAMES",
-    "ProjectFile",
-    "ProjectWalk",
-    "canonical_root",
-    "is_inside",
-    "relative_posix",
-    "resolve_inside",
-    "walk_files",
-]
+__all__ = ["SKIPPED_DIR_NAMES", "ProjectFile", "ProjectWalk", "canonical_project", "walk_files"]
 
 SKIPPED_DIR_NAMES: frozenset[str] = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "dist", "build"})
 """Folder names a project walk never enters; ``*.egg-info`` folders and hidden folders are
@@ -72,6 +58,24 @@ class ProjectWalk:
 
     files: tuple[ProjectFile, ...]
     truncated: bool
+
+
+def canonical_project(path: Path | str) -> Path:
+    """Resolve a workspace to its canonical absolute path (symlinks resolved) (ENG-02).
+
+    Raises:
+        ConfigError: the path does not exist or is not a directory.
+    """
+    raw = Path(path).expanduser()
+    try:
+        resolved = raw.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError) as exc:
+        raise ConfigError(f"workspace {str(raw)!r} does not exist") from exc
+    except OSError as exc:
+        raise ConfigError(f"workspace {str(raw)!r} cannot be read: {exc.strerror}") from exc
+    if not resolved.is_dir():
+        raise ConfigError(f"workspace {str(raw)!r} is not a directory")
+    return resolved
 
 
 def _skip_dir(name: str) -> bool:

@@ -16,7 +16,7 @@ from shadowcode.enums import PermissionLevel
 from shadowcode.store.database import Database
 from shadowcode.store.records import Record, vocabulary
 
-__all__ = ["ProjectMap", "ProjectRecord", "ProjectRepository"]
+__all__ = ["SavedMap", "ProjectRecord", "ProjectRepository"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class ProjectRecord(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class ProjectMap(Record):
+class SavedMap(Record):
     """The project map saved by shadow_understand: its text and when it was saved (Unix seconds)."""
 
     map: str
@@ -92,10 +92,10 @@ class ProjectRepository:
         )
         return [_record(r) for r in rows]
 
-    def saved_map(self, project: Path | str) -> ProjectMap | None:
+    def saved_map(self, project: Path | str) -> SavedMap | None:
         """The saved project map, or None."""
         row = self._db.row("SELECT map, saved_at FROM project_maps WHERE project = ?", (str(project),))
-        return None if row is None else ProjectMap(**row)
+        return None if row is None else SavedMap(**row)
 
     def save_map(self, project: Path | str, text: str, at: int) -> None:
         """Save (replace) the project's map text, saved at ``at`` (Unix seconds)."""

@@ -10,8 +10,9 @@ import pytest
 
 from shadowcode.agent import files
 from shadowcode.agent.observations import Observations
-from shadowcode.engine import Engine
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
+from shadowcode.engine.messages import RollbackResult
+from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import (
     FILE_LIST_ENTRIES_MAX,
@@ -28,10 +29,10 @@ TASK = "task_files"
 
 
 @pytest.fixture
-def root(engine: Engine, project_dir: Path) -> Path:
-    path = engine.project(project_dir).path
+def root(state: EngineState, project_dir: Path) -> Path:
+    path = state.project_at(project_dir).path
     now = int(time.time())
-    engine.store.execute(
+    state.store.execute(
         "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) "
         "VALUES (?, ?, 'build', 'running', 'edit files', ?, ?)",
         (TASK, str(path), now, now),
@@ -42,8 +43,8 @@ def root(engine: Engine, project_dir: Path) -> Path:
 
 
 @pytest.fixture
-def cps(engine: Engine) -> Checkpoints:
-    return Checkpoints(engine.store)
+def cps(state: EngineState) -> Checkpoints:
+    return Checkpoints(state.store)
 
 
 @pytest.fixture
@@ -251,7 +252,7 @@ def test_write_file_keeps_the_mode_of_an_existing_file_eng04(root: Path, cps: Ch
 
 
 def test_write_file_records_the_checkpoint_before_writing_eng06(
-    root: Path, engine: Engine, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
+    root: Path, state: EngineState, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bytes] = []
     real = cps.record_write
@@ -263,7 +264,7 @@ def test_write_file_records_the_checkpoint_before_writing_eng06(
     monkeypatch.setattr(cps, "record_write", spy)
     files.write_file(root, "src/app.py", "changed\n", checkpoints=cps, task_id=TASK)
     assert seen == [b"def main():\n    return 1\n"]
-    change = engine.store.row("SELECT path, before_sha256, after_sha256 FROM changes")
+    change = state.store.row("SELECT path, before_sha256, after_sha256 FROM changes")
     assert change == {
         "path": "src/app.py",
         "before_sha256": content_sha256(b"def main():\n    return 1\n"),
@@ -278,7 +279,7 @@ def test_a_refused_checkpoint_leaves_the_file_unwritten_eng06(root: Path, cps: C
 
 
 def test_a_failed_write_drops_its_recorded_change_eng06(
-    root: Path, engine: Engine, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
+    root: Path, state: EngineState, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def fail(path: Path, data: bytes) -> None:
         raise ToolError("cannot write: disk full")
@@ -286,8 +287,8 @@ def test_a_failed_write_drops_its_recorded_change_eng06(
     monkeypatch.setattr(files, "replace_atomically", fail)
     with pytest.raises(ToolError, match="disk full"):
         files.write_file(root, "src/app.py", "x", checkpoints=cps, task_id=TASK)
-    assert engine.store.rows("SELECT id FROM changes") == []
-    assert cps.rollback(root, TASK) == {"task_id": TASK, "restored": [], "removed": []}
+    assert state.store.rows("SELECT id FROM changes") == []
+    assert cps.rollback(root, TASK) == RollbackResult(TASK, [], [])
 
 
 def test_writes_are_confined_to_the_project_and_never_enter_git_eng04(
@@ -328,7 +329,7 @@ def test_edit_file_replaces_exactly_one_occurrence_eng04(root: Path, cps: Checkp
 
 
 def test_edit_file_refuses_absent_repeated_or_empty_text_and_changes_nothing_eng04(
-    root: Path, engine: Engine, cps: Checkpoints
+    root: Path, state: EngineState, cps: Checkpoints
 ) -> None:
     (root / "twice.txt").write_text("a a", encoding="utf-8")
     for rel, old, message in (
@@ -340,7 +341,7 @@ def test_edit_file_refuses_absent_repeated_or_empty_text_and_changes_nothing_eng
         with pytest.raises(ToolError, match=message):
             files.edit_file(root, rel, old, "b", checkpoints=cps, task_id=TASK)
     assert (root / "twice.txt").read_text(encoding="utf-8") == "a a"
-    assert engine.store.rows("SELECT id FROM changes") == []
+    assert state.store.rows("SELECT id FROM changes") == []
 
 
 def test_edit_file_result_size_is_bounded_eng04(root: Path, cps: Checkpoints) -> None:
@@ -364,7 +365,7 @@ def test_rollback_restores_edited_and_removes_created_files_eng06(root: Path, cp
     files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK)
     files.write_file(root, "src/app.py", "rewritten\n", checkpoints=cps, task_id=TASK)
     files.write_file(root, "src/new.py", "new\n", checkpoints=cps, task_id=TASK)
-    assert cps.rollback(root, TASK) == {"task_id": TASK, "restored": ["src/app.py"], "removed": ["src/new.py"]}
+    assert cps.rollback(root, TASK) == RollbackResult(TASK, ["src/app.py"], ["src/new.py"])
     assert (root / "src" / "app.py").read_text(encoding="utf-8") == "def main():\n    return 1\n"
     assert not (root / "src" / "new.py").exists()
 

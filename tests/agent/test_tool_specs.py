@@ -6,9 +6,9 @@ Covers ENG-04, SRV-20, CLI-07.
 from __future__ import annotations
 
 import pytest
+from shadowcode.engine.capabilities import native_tools
 
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, TOOL_SPECS, function_schema, listing, native_tools_for, spec
-from shadowcode.engine.capabilities import native_tools
 
 _LISTED = [
     ("read_file", "read_only", "Read a file inside the project."),

@@ -11,8 +11,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from shadowcode.engine import Engine
 from shadowcode.engine.approvals import Approvals
+from shadowcode.engine.state import EngineState
 from shadowcode.engine.tasks import TaskRecords
 from shadowcode.errors import NotFound, PolicyError
 from shadowcode.store import Store
@@ -27,9 +27,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def new_task(engine: Engine, project: Path, owner: str | None) -> str:
-    records = TaskRecords(engine.store)
-    root = engine.project(project).path
+def new_task(state: EngineState, project: Path, owner: str | None) -> str:
+    records = TaskRecords(state.store)
+    root = state.project_at(project).path
     task = records.create(
         project=root, owner=owner, mode="build", prompt="p", permission_level="workspace", model=None, engine_id="eng_t"
     )
@@ -37,14 +37,14 @@ def new_task(engine: Engine, project: Path, owner: str | None) -> str:
 
 
 @pytest.fixture
-def approvals(engine: Engine) -> Approvals:
-    return Approvals(engine.store)
+def approvals(state: EngineState) -> Approvals:
+    return Approvals(state.store)
 
 
 def test_an_approval_names_the_exact_argv_and_cwd_eng07(
-    engine: Engine, approvals: Approvals, project_dir: Path
+    state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
-    task = new_task(engine, project_dir, "own_a")
+    task = new_task(state, project_dir, "own_a")
     cwd = str(project_dir / "sub")
     made = approvals.request(task, "own_a", "command", {"argv": ARGV, "cwd": cwd})
     again = approvals.get(made.id)
@@ -56,18 +56,18 @@ def test_an_approval_names_the_exact_argv_and_cwd_eng07(
 
 
 def test_another_owners_approval_is_not_found_and_stays_pending_srv11(
-    engine: Engine, approvals: Approvals, project_dir: Path
+    state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
-    made = approvals.request(new_task(engine, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
+    made = approvals.request(new_task(state, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
     with pytest.raises(NotFound, match="this connection created"):
         approvals.resolve(made.id, "approve", by="mcp:own_b", owner="own_b")
     assert approvals.get(made.id).status == "pending"
 
 
 def test_an_approval_of_a_detached_task_is_no_owners_srv11(
-    engine: Engine, approvals: Approvals, project_dir: Path
+    state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
-    made = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
+    made = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
     with pytest.raises(NotFound):
         approvals.resolve(made.id, "approve", by="mcp:own_b", owner="own_b")
     assert approvals.resolve(made.id, "approve", by="cli").status == "approved"
@@ -81,9 +81,9 @@ def test_an_unknown_approval_id_is_not_found_srv11_eng07(approvals: Approvals) -
 
 
 def test_an_owner_resolves_its_own_approval_once_and_the_record_says_who_srv11_eng07(
-    engine: Engine, approvals: Approvals, project_dir: Path
+    state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
-    made = approvals.request(new_task(engine, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
+    made = approvals.request(new_task(state, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
     denied = approvals.resolve(made.id, "deny", by="mcp:own_a", owner="own_a")
     assert denied.status == "denied" and denied.resolved_by == "mcp:own_a" and denied.resolved_at
     with pytest.raises(PolicyError, match="already denied"):
@@ -92,10 +92,10 @@ def test_an_owner_resolves_its_own_approval_once_and_the_record_says_who_srv11_e
 
 
 def test_expiring_a_tasks_approvals_leaves_other_tasks_alone_eng07(
-    engine: Engine, approvals: Approvals, project_dir: Path
+    state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
-    first = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
-    second = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
+    first = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
+    second = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
     approvals.expire(first.task_id)
     assert approvals.get(first.id).status == "expired"
     assert approvals.get(second.id).status == "pending"
@@ -105,10 +105,10 @@ def test_expiring_a_tasks_approvals_leaves_other_tasks_alone_eng07(
 
 @pytest.mark.parametrize(("decision", "status"), [("approve", "approved"), ("deny", "denied")])
 async def test_a_waiting_task_sees_a_decision_made_through_another_connection_to_the_store_eng07(
-    engine: Engine, approvals: Approvals, project_dir: Path, decision: str, status: str
+    state: EngineState, approvals: Approvals, project_dir: Path, decision: str, status: str
 ) -> None:
-    made = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
-    elsewhere = Store(engine.profile.db_path)  # as the CLI in another process would
+    made = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
+    elsewhere = Store(state.profile.db_path)  # as the CLI in another process would
     try:
         outcome: list[str] = []
         with anyio.fail_after(5):
@@ -127,9 +127,9 @@ async def test_a_waiting_task_sees_a_decision_made_through_another_connection_to
 
 
 async def test_a_decision_in_the_same_process_wakes_the_waiting_task_eng07(
-    engine: Engine, approvals: Approvals, project_dir: Path
+    state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
-    made = approvals.request(new_task(engine, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
+    made = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
     outcome: list[str] = []
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:

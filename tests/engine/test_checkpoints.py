@@ -8,27 +8,28 @@ from pathlib import Path
 
 import pytest
 
-from shadowcode.engine import Engine
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
+from shadowcode.engine.messages import RollbackResult
+from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
 from shadowcode.project.files import replace_atomically
 
 
 @pytest.fixture
-def root(engine: Engine, project_dir: Path) -> Path:
-    return engine.project(project_dir).path
+def root(state: EngineState, project_dir: Path) -> Path:
+    return state.project_at(project_dir).path
 
 
 @pytest.fixture
-def cps(engine: Engine) -> Checkpoints:
-    return Checkpoints(engine.store)
+def cps(state: EngineState) -> Checkpoints:
+    return Checkpoints(state.store)
 
 
-def _task(engine: Engine, project: Path, task_id: str) -> str:
-    engine.projects.ensure(project)
+def _task(state: EngineState, project: Path, task_id: str) -> str:
+    state.projects.ensure(project)
     now = int(time.time())
-    engine.store.execute(
+    state.store.execute(
         "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) "
         "VALUES (?, ?, 'build', 'running', 'change things', ?, ?)",
         (task_id, str(project), now, now),
@@ -41,19 +42,19 @@ def _write(cps: Checkpoints, root: Path, task_id: str, rel: str, data: bytes) ->
     replace_atomically(root / rel, data)
 
 
-def test_begin_creates_one_checkpoint_per_task_eng06(engine: Engine, root: Path, cps: Checkpoints) -> None:
-    task = _task(engine, root, "t1")
+def test_begin_creates_one_checkpoint_per_task_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+    task = _task(state, root, "t1")
     first = cps.begin(root, task)
     assert first.startswith("cp_") and cps.begin(root, task) == first
-    assert engine.history.checkpoints(root, task)[0].id == first
+    assert state.history.checkpoints(root, task)[0].id == first
 
 
 def test_begin_for_a_task_of_another_project_is_not_found_eng06_srv08(
-    engine: Engine, root: Path, cps: Checkpoints, tmp_path: Path
+    state: EngineState, root: Path, cps: Checkpoints, tmp_path: Path
 ) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    _task(engine, other.resolve(), "elsewhere")
+    _task(state, other.resolve(), "elsewhere")
     with pytest.raises(NotFound):
         cps.begin(root, "elsewhere")
     with pytest.raises(NotFound):
@@ -61,47 +62,47 @@ def test_begin_for_a_task_of_another_project_is_not_found_eng06_srv08(
 
 
 def test_record_write_stores_the_old_content_before_the_file_changes_eng06(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"old")
     cps.record_write(root, task, "a.txt", b"new")
     assert (root / "a.txt").read_bytes() == b"old"  # recording changes no file
-    change = engine.store.row("SELECT path, before_sha256, after_sha256, kind FROM changes")
+    change = state.store.row("SELECT path, before_sha256, after_sha256, kind FROM changes")
     assert change == {
         "path": "a.txt",
         "before_sha256": content_sha256(b"old"),
         "after_sha256": content_sha256(b"new"),
         "kind": "write",
     }
-    blob = engine.store.row("SELECT data FROM blobs WHERE sha256 = ?", (content_sha256(b"old"),))
+    blob = state.store.row("SELECT data FROM blobs WHERE sha256 = ?", (content_sha256(b"old"),))
     assert blob is not None and bytes(blob["data"]) == b"old"
 
 
 def test_record_write_of_a_new_file_has_no_before_and_a_delete_has_no_after_eng06(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     cps.record_write(root, task, "new.txt", b"n")
     (root / "gone.txt").write_bytes(b"g")
     cps.record_write(root, task, "gone.txt", None)
-    rows = engine.store.rows("SELECT path, before_sha256, after_sha256 FROM changes ORDER BY id")
+    rows = state.store.rows("SELECT path, before_sha256, after_sha256 FROM changes ORDER BY id")
     assert rows[0] == {"path": "new.txt", "before_sha256": None, "after_sha256": content_sha256(b"n")}
     assert rows[1] == {"path": "gone.txt", "before_sha256": content_sha256(b"g"), "after_sha256": None}
 
 
-def test_identical_old_contents_share_one_blob_eng06(engine: Engine, root: Path, cps: Checkpoints) -> None:
-    task = _task(engine, root, "t1")
+def test_identical_old_contents_share_one_blob_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+    task = _task(state, root, "t1")
     for name in ("a.txt", "b.txt"):
         (root / name).write_bytes(b"same")
         cps.record_write(root, task, name, b"other")
-    assert engine.store.row("SELECT COUNT(*) AS n FROM blobs")["n"] == 1  # type: ignore[index]
+    assert state.store.row("SELECT COUNT(*) AS n FROM blobs")["n"] == 1  # type: ignore[index]
 
 
 def test_record_write_refuses_git_outside_and_oversized_content_eng06(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     (root / ".git").mkdir()
     for rel in (".git/config", "../escape.txt", "."):
         with pytest.raises(ToolError):
@@ -112,58 +113,58 @@ def test_record_write_refuses_git_outside_and_oversized_content_eng06(
     (root / "big.bin").write_bytes(b"x" * (FILE_WRITE_MAX_BYTES + 1))
     with pytest.raises(ToolError, match="larger than"):
         cps.record_write(root, task, "big.bin", b"small")
-    assert [r["path"] for r in engine.store.rows("SELECT path FROM changes")] == ["limit.bin"]
+    assert [r["path"] for r in state.store.rows("SELECT path FROM changes")] == ["limit.bin"]
 
 
 def test_rollback_restores_each_path_to_its_content_before_the_task_eng06_srv18(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"v0")
     _write(cps, root, task, "a.txt", b"v1")
     _write(cps, root, task, "a.txt", b"v2")
     result = cps.rollback(root, task)
-    assert result == {"task_id": task, "restored": ["a.txt"], "removed": []}
+    assert result == RollbackResult(task, ["a.txt"], [])
     assert (root / "a.txt").read_bytes() == b"v0"
 
 
-def test_rollback_removes_a_file_the_task_created_eng06(engine: Engine, root: Path, cps: Checkpoints) -> None:
-    task = _task(engine, root, "t1")
+def test_rollback_removes_a_file_the_task_created_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+    task = _task(state, root, "t1")
     _write(cps, root, task, "made.txt", b"new")
-    assert cps.rollback(root, task) == {"task_id": task, "restored": [], "removed": ["made.txt"]}
+    assert cps.rollback(root, task) == RollbackResult(task, [], ["made.txt"])
     assert not (root / "made.txt").exists()
 
 
-def test_rollback_brings_back_a_file_the_task_deleted_eng06(engine: Engine, root: Path, cps: Checkpoints) -> None:
-    task = _task(engine, root, "t1")
+def test_rollback_brings_back_a_file_the_task_deleted_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+    task = _task(state, root, "t1")
     (root / "kept.txt").write_bytes(b"keep me")
     cps.record_write(root, task, "kept.txt", None)
     (root / "kept.txt").unlink()
-    assert cps.rollback(root, task)["restored"] == ["kept.txt"]
+    assert cps.rollback(root, task).restored == ["kept.txt"]
     assert (root / "kept.txt").read_bytes() == b"keep me"
 
 
 def test_rollback_refuses_after_a_later_change_and_changes_nothing_eng06_srv18(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"a0")
     _write(cps, root, task, "a.txt", b"a1")
     _write(cps, root, task, "b.txt", b"b1")
     (root / "b.txt").write_bytes(b"edited by someone else")
-    changes_before = engine.store.rows("SELECT * FROM changes ORDER BY id")
+    changes_before = state.store.rows("SELECT * FROM changes ORDER BY id")
     with pytest.raises(ConflictError) as caught:
         cps.rollback(root, task)
     assert caught.value.fields["paths"] == ["b.txt"]
     assert (root / "a.txt").read_bytes() == b"a1"  # the clean path was not restored either
     assert (root / "b.txt").read_bytes() == b"edited by someone else"
-    assert engine.store.rows("SELECT * FROM changes ORDER BY id") == changes_before
+    assert state.store.rows("SELECT * FROM changes ORDER BY id") == changes_before
 
 
 def test_rollback_counts_a_removed_or_recreated_file_as_a_conflict_eng06(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     _write(cps, root, task, "a.txt", b"a1")
     (root / "a.txt").unlink()
     with pytest.raises(ConflictError):
@@ -174,11 +175,11 @@ def test_rollback_counts_a_removed_or_recreated_file_as_a_conflict_eng06(
 
 
 def test_rollback_of_a_task_of_another_project_is_not_found_srv08_srv18(
-    engine: Engine, root: Path, cps: Checkpoints, tmp_path: Path
+    state: EngineState, root: Path, cps: Checkpoints, tmp_path: Path
 ) -> None:
     other = (tmp_path / "other").resolve()
     other.mkdir()
-    task = _task(engine, other, "elsewhere")
+    task = _task(state, other, "elsewhere")
     _write(cps, other, task, "x.txt", b"x")
     with pytest.raises(NotFound):
         cps.rollback(root, task)
@@ -186,48 +187,48 @@ def test_rollback_of_a_task_of_another_project_is_not_found_srv08_srv18(
 
 
 def test_rollback_is_recorded_in_the_history_and_as_an_event_eng06_srv19(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"v0")
     _write(cps, root, task, "a.txt", b"v1")
     cps.rollback(root, task)
-    rows = engine.store.rows("SELECT kind, before_sha256, after_sha256 FROM changes WHERE path = 'a.txt' ORDER BY id")
+    rows = state.store.rows("SELECT kind, before_sha256, after_sha256 FROM changes WHERE path = 'a.txt' ORDER BY id")
     assert rows == [
         {"kind": "write", "before_sha256": content_sha256(b"v0"), "after_sha256": content_sha256(b"v1")},
         {"kind": "rollback", "before_sha256": content_sha256(b"v1"), "after_sha256": content_sha256(b"v0")},
     ]
-    assert len(engine.history.why(root, "a.txt")) == 2
-    event = engine.store.row("SELECT data FROM events WHERE task_id = ? AND kind = 'rollback'", (task,))
+    assert len(state.history.why(root, "a.txt")) == 2
+    event = state.store.row("SELECT data FROM events WHERE task_id = ? AND kind = 'rollback'", (task,))
     assert event is not None and json.loads(event["data"])["restored"] == ["a.txt"]
-    blob = engine.store.row("SELECT data FROM blobs WHERE sha256 = ?", (content_sha256(b"v1"),))
+    blob = state.store.row("SELECT data FROM blobs WHERE sha256 = ?", (content_sha256(b"v1"),))
     assert blob is not None  # the content the rollback replaced is kept too
 
 
-def test_a_second_rollback_finds_nothing_left_to_restore_eng06(engine: Engine, root: Path, cps: Checkpoints) -> None:
-    task = _task(engine, root, "t1")
+def test_a_second_rollback_finds_nothing_left_to_restore_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+    task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"v0")
     _write(cps, root, task, "a.txt", b"v1")
     cps.rollback(root, task)
-    assert cps.rollback(root, task) == {"task_id": task, "restored": [], "removed": []}
+    assert cps.rollback(root, task) == RollbackResult(task, [], [])
     assert (root / "a.txt").read_bytes() == b"v0"
 
 
 def test_rollback_of_one_task_leaves_another_tasks_paths_alone_eng06(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    first, second = _task(engine, root, "t1"), _task(engine, root, "t2")
+    first, second = _task(state, root, "t1"), _task(state, root, "t2")
     _write(cps, root, first, "one.txt", b"1")
     _write(cps, root, second, "two.txt", b"2")
-    assert cps.rollback(root, first)["removed"] == ["one.txt"]
+    assert cps.rollback(root, first).removed == ["one.txt"]
     assert (root / "two.txt").read_bytes() == b"2"
 
 
 def test_forget_write_drops_a_recorded_change_whose_write_failed_eng06(
-    engine: Engine, root: Path, cps: Checkpoints
+    state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
-    task = _task(engine, root, "t1")
+    task = _task(state, root, "t1")
     change = cps.record_write(root, task, "a.txt", b"x")
     cps.forget_write(change)
-    assert engine.store.rows("SELECT id FROM changes") == []
-    assert cps.rollback(root, task) == {"task_id": task, "restored": [], "removed": []}
+    assert state.store.rows("SELECT id FROM changes") == []
+    assert cps.rollback(root, task) == RollbackResult(task, [], [])

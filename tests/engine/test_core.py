@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 import pytest
+from shadowcode.engine.core import EngineCore
 
 from shadowcode.engine import Access, Engine, Project
-from shadowcode.engine.core import EngineCore
 from shadowcode.engine.owners import OwnerState
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError, ToolError
 from shadowcode.limits import OWNER_JOBS_MAX, OWNER_SOCKETS_MAX, TASKS_RUNNING_MAX

@@ -6,46 +6,46 @@ from pathlib import Path
 
 import pytest
 
-from shadowcode.engine import Engine
+from shadowcode.engine.state import EngineState
 from shadowcode.errors import NotFound, ToolError
 from shadowcode.limits import GOAL_TEXT_MAX_BYTES
 
 
 @pytest.fixture
-def root(engine: Engine, project_dir: Path) -> Path:
-    return engine.project(project_dir).path
+def root(state: EngineState, project_dir: Path) -> Path:
+    return state.project_at(project_dir).path
 
 
-def test_create_advance_and_finish_a_goal_srv14(engine: Engine, root: Path) -> None:
-    goal = engine.goals.create(root, "ship it")
+def test_create_advance_and_finish_a_goal_srv14(state: EngineState, root: Path) -> None:
+    goal = state.goals.create(root, "ship it")
     assert goal.status == "active" and goal.progress == ()
-    step = engine.goals.advance(root, goal.id, "half way")
+    step = state.goals.advance(root, goal.id, "half way")
     assert [p.note for p in step.progress] == ["half way"]
-    done = engine.goals.advance(root, goal.id, "finished", done=True)
+    done = state.goals.advance(root, goal.id, "finished", done=True)
     assert done.status == "done"
     with pytest.raises(ToolError, match="only active"):
-        engine.goals.advance(root, goal.id, "more")
-    assert [g.id for g in engine.goals.list(root)] == [goal.id]
+        state.goals.advance(root, goal.id, "more")
+    assert [g.id for g in state.goals.list(root)] == [goal.id]
 
 
-def test_abandon_marks_the_goal_abandoned_srv14(engine: Engine, root: Path) -> None:
-    goal = engine.goals.create(root, "maybe")
-    assert engine.goals.abandon(root, goal.id, "not needed").status == "abandoned"
+def test_abandon_marks_the_goal_abandoned_srv14(state: EngineState, root: Path) -> None:
+    goal = state.goals.create(root, "maybe")
+    assert state.goals.abandon(root, goal.id, "not needed").status == "abandoned"
 
 
-def test_another_projects_goal_is_not_found_srv08(engine: Engine, root: Path, tmp_path: Path) -> None:
+def test_another_projects_goal_is_not_found_srv08(state: EngineState, root: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    foreign = engine.goals.create(engine.project(other).path, "theirs")
+    foreign = state.goals.create(state.project_at(other).path, "theirs")
     with pytest.raises(NotFound):
-        engine.goals.get(root, foreign.id)
+        state.goals.get(root, foreign.id)
     with pytest.raises(NotFound):
-        engine.goals.abandon(root, foreign.id)
-    assert engine.goals.list(root) == []
+        state.goals.abandon(root, foreign.id)
+    assert state.goals.list(root) == []
 
 
-def test_goal_title_at_the_limit_is_accepted_and_one_past_refused_srv14(engine: Engine, root: Path) -> None:
-    engine.goals.create(root, "t" * GOAL_TEXT_MAX_BYTES)
+def test_goal_title_at_the_limit_is_accepted_and_one_past_refused_srv14(state: EngineState, root: Path) -> None:
+    state.goals.create(root, "t" * GOAL_TEXT_MAX_BYTES)
     with pytest.raises(ToolError, match="limit"):
-        engine.goals.create(root, "t" * (GOAL_TEXT_MAX_BYTES + 1))
-    assert len(engine.goals.list(root)) == 1
+        state.goals.create(root, "t" * (GOAL_TEXT_MAX_BYTES + 1))
+    assert len(state.goals.list(root)) == 1

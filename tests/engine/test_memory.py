@@ -6,21 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from shadowcode.engine import Engine
 from shadowcode.engine.memory import content_hash
+from shadowcode.engine.state import EngineState
+from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import MEMORY_NOTE_MAX_BYTES
 
 
 @pytest.fixture
-def root(engine: Engine, project_dir: Path) -> Path:
-    return engine.project(project_dir).path
+def root(state: EngineState, project_dir: Path) -> Path:
+    return state.project_at(project_dir).path
 
 
-def _task(engine: Engine, project: Path) -> str:
-    engine.projects.ensure(project)
-    task = engine.store.tasks.create(
+def _task(state: EngineState, project: Path) -> str:
+    state.projects.ensure(project)
+    task = state.store.tasks.create(
         project=project,
         owner=None,
         mode=TaskMode.BUILD,
@@ -32,66 +33,66 @@ def _task(engine: Engine, project: Path) -> str:
     return task.id
 
 
-def test_empty_note_reads_as_empty_with_the_empty_hash_srv12(engine: Engine, root: Path) -> None:
-    note = engine.memory.read(root)
+def test_empty_note_reads_as_empty_with_the_empty_hash_srv12(state: EngineState, root: Path) -> None:
+    note = state.memory.read(root)
     assert note.content == "" and note.hash == content_hash("")
 
 
-def test_append_then_read_returns_the_text_srv12(engine: Engine, root: Path) -> None:
-    engine.memory.append(root, "first")
-    note = engine.memory.append(root, "second")
+def test_append_then_read_returns_the_text_srv12(state: EngineState, root: Path) -> None:
+    state.memory.append(root, "first")
+    note = state.memory.append(root, "second")
     assert note.content == "first\n\nsecond"
     assert note.hash == content_hash("first\n\nsecond")
 
 
-def test_replace_with_a_stale_hash_is_refused_and_changes_nothing_srv12(engine: Engine, root: Path) -> None:
-    stale = engine.memory.append(root, "v1").hash
-    engine.memory.append(root, "v2")
+def test_replace_with_a_stale_hash_is_refused_and_changes_nothing_srv12(state: EngineState, root: Path) -> None:
+    stale = state.memory.append(root, "v1").hash
+    state.memory.append(root, "v2")
     with pytest.raises(ConflictError, match="stale"):
-        engine.memory.replace(root, "mine", str(stale))
-    assert engine.memory.read(root).content == "v1\n\nv2"
+        state.memory.replace(root, "mine", str(stale))
+    assert state.memory.read(root).content == "v1\n\nv2"
 
 
-def test_replace_with_the_current_hash_replaces_srv12(engine: Engine, root: Path) -> None:
-    current = engine.memory.append(root, "v1").hash
-    assert engine.memory.replace(root, "new", str(current)).content == "new"
+def test_replace_with_the_current_hash_replaces_srv12(state: EngineState, root: Path) -> None:
+    current = state.memory.append(root, "v1").hash
+    assert state.memory.replace(root, "new", str(current)).content == "new"
 
 
-def test_task_note_needs_an_existing_task_of_this_project_srv12(engine: Engine, root: Path, tmp_path: Path) -> None:
+def test_task_note_needs_an_existing_task_of_this_project_srv12(state: EngineState, root: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    theirs = _task(engine, other.resolve())
+    theirs = _task(state, other.resolve())
     with pytest.raises(NotFound):
-        engine.memory.append(root, "x", scope="task", task_id=theirs)
+        state.memory.append(root, "x", scope="task", task_id=theirs)
     with pytest.raises(NotFound):
-        engine.memory.read(root, scope="task", task_id="task_missing")
-    mine = _task(engine, root)
-    assert engine.memory.append(root, "ok", scope="task", task_id=mine).content == "ok"
-    assert engine.memory.read(root).content == ""
+        state.memory.read(root, scope="task", task_id="task_missing")
+    mine = _task(state, root)
+    assert state.memory.append(root, "ok", scope="task", task_id=mine).content == "ok"
+    assert state.memory.read(root).content == ""
 
 
-def test_task_scope_without_task_id_is_refused_srv12(engine: Engine, root: Path) -> None:
+def test_task_scope_without_task_id_is_refused_srv12(state: EngineState, root: Path) -> None:
     with pytest.raises(ToolError):
-        engine.memory.read(root, scope="task")
+        state.memory.read(root, scope="task")
 
 
-def test_note_at_the_size_limit_is_accepted_and_one_byte_more_refused_srv12(engine: Engine, root: Path) -> None:
-    h = engine.memory.read(root).hash
-    full = engine.memory.replace(root, "a" * MEMORY_NOTE_MAX_BYTES, str(h))
+def test_note_at_the_size_limit_is_accepted_and_one_byte_more_refused_srv12(state: EngineState, root: Path) -> None:
+    h = state.memory.read(root).hash
+    full = state.memory.replace(root, "a" * MEMORY_NOTE_MAX_BYTES, str(h))
     with pytest.raises(ToolError, match="limit"):
-        engine.memory.replace(root, "a" * (MEMORY_NOTE_MAX_BYTES + 1), str(full.hash))
-    assert engine.memory.read(root).hash == full.hash
+        state.memory.replace(root, "a" * (MEMORY_NOTE_MAX_BYTES + 1), str(full.hash))
+    assert state.memory.read(root).hash == full.hash
 
 
-def test_a_note_as_json_keeps_its_keys_and_nulls_srv12(engine: Engine, root: Path) -> None:
-    assert engine.memory.read(root).as_dict() == {
+def test_a_note_as_json_keeps_its_keys_and_nulls_srv12(state: EngineState, root: Path) -> None:
+    assert to_json(state.memory.read(root)) == {
         "scope": "project",
         "task_id": None,
         "content": "",
         "hash": content_hash(""),
         "updated_at": None,
     }
-    mine = _task(engine, root)
-    note = engine.memory.append(root, "ok", scope="task", task_id=mine)
-    assert list(note.as_dict()) == ["scope", "task_id", "content", "hash", "updated_at"]
-    assert note.as_dict()["task_id"] == mine and note.updated_at is not None
+    mine = _task(state, root)
+    note = state.memory.append(root, "ok", scope="task", task_id=mine)
+    assert list(to_json(note)) == ["scope", "task_id", "content", "hash", "updated_at"]
+    assert note.task_id == mine and note.updated_at is not None

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from shadowcode.engine import Engine, canonical_project
+from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConfigError
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 from shadowcode.profile import Profile
+from shadowcode.project.paths import canonical_project
 
 
 def test_canonical_project_resolves_symlinks_eng02(tmp_path: Path) -> None:
@@ -33,27 +35,29 @@ def test_workspace_that_is_a_file_is_refused_eng02(tmp_path: Path) -> None:
         canonical_project(f)
 
 
-def test_project_is_untrusted_until_trusted_then_untrusted_eng02(engine: Engine, project_dir: Path) -> None:
-    assert engine.project(project_dir).trusted is False
-    trusted = engine.projects.trust(project_dir.resolve(), PermissionLevel.ELEVATED)
+def test_project_is_untrusted_until_trusted_then_untrusted_eng02(state: EngineState, project_dir: Path) -> None:
+    assert state.project_at(project_dir).trusted is False
+    trusted = state.projects.trust(project_dir.resolve(), PermissionLevel.ELEVATED)
     assert (trusted.trusted, trusted.level) == (True, PermissionLevel.ELEVATED)
     assert trusted.as_dict() == {"path": str(project_dir.resolve()), "trusted": True, "level": "elevated"}
-    assert engine.projects.untrust(project_dir.resolve()).trusted is False
+    assert state.projects.untrust(project_dir.resolve()).trusted is False
 
 
-def test_trust_through_a_symlink_is_trust_of_the_target_eng02(engine: Engine, tmp_path: Path) -> None:
+def test_trust_through_a_symlink_is_trust_of_the_target_eng02(state: EngineState, tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "alias").symlink_to(real)
-    engine.projects.trust(canonical_project(tmp_path / "alias"), "workspace")
-    assert engine.project(real).trusted
+    state.projects.trust(canonical_project(tmp_path / "alias"), "workspace")
+    assert state.project_at(real).trusted
 
 
 def test_profiles_are_isolated_eng01(home: Path, project_dir: Path) -> None:
-    with Engine.open(Profile.select("one")) as one:
-        one.projects.trust(project_dir.resolve(), "workspace")
-    with Engine.open(Profile.select("two")) as two:
-        assert two.project(project_dir).trusted is False
+    one = LocalEngine(Profile.select("one"))
+    one.state.projects.trust(project_dir.resolve(), "workspace")
+    one.state.store.close()
+    two = LocalEngine(Profile.select("two"))
+    assert two.state.project_at(project_dir).trusted is False
+    two.state.store.close()
     assert (home / "profiles" / "one" / "shadowcode.db").exists()
 
 
@@ -70,8 +74,8 @@ def test_profile_name_at_the_length_limit_is_accepted_and_one_past_refused_eng01
 
 
 @pytest.mark.req("ENG-02")
-def test_trust_at_an_unknown_level_is_refused_and_changes_nothing_eng02(engine: Engine, project_dir: Path) -> None:
+def test_trust_at_an_unknown_level_is_refused_and_changes_nothing_eng02(state: EngineState, project_dir: Path) -> None:
     with pytest.raises(ConfigError, match="use one of read_only, workspace, elevated"):
-        engine.projects.trust(project_dir.resolve(), "root")
-    shown = engine.project(project_dir).as_dict()
+        state.projects.trust(project_dir.resolve(), "root")
+    shown = state.project_at(project_dir).as_dict()
     assert shown == {"path": str(project_dir.resolve()), "trusted": False, "level": None}

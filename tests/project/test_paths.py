@@ -9,8 +9,8 @@ import pytest
 
 from shadowcode.errors import ToolError
 from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_FILES_MAX
-from shadowcode.project.files import read_optional
-from shadowcode.project.paths import resolve_inside, walk_files
+from shadowcode.project.files import read_optional, resolve_inside
+from shadowcode.project.paths import walk_files
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import StoreError
 from shadowcode.store import Store
-from shadowcode.store.projects import ProjectMap, ProjectRecord
+from shadowcode.store.projects import ProjectRecord, SavedMap
 
 from .conftest import OTHER, PROJECT
 
@@ -65,7 +65,7 @@ def test_the_saved_map_round_trips_and_is_replaced(store: Store) -> None:
     assert store.projects.saved_map(PROJECT) is None
     store.projects.save_map(PROJECT, "map v1", 10)
     store.projects.save_map(PROJECT, "map v2", 20)
-    assert store.projects.saved_map(PROJECT) == ProjectMap(map="map v2", saved_at=20)
+    assert store.projects.saved_map(PROJECT) == SavedMap(map="map v2", saved_at=20)
     assert store.projects.saved_map(OTHER) is None
 
 

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from shadowcode.engine.core import EngineCore
 
-from shadowcode.engine import Engine
+from shadowcode.engine.local import LocalEngine
 from shadowcode.process_group import pids_alive
 from shadowcode.store.approvals import ApprovalRecord
 from shadowcode.store.tasks import EventRecord, TaskRecord
@@ -55,24 +54,24 @@ def project_definition(project: Path, name: str, doc: dict[str, Any], *, folder:
     return f"project:{folder}/{name}.json"
 
 
-def scripted(engine: Engine, tmp: Path, tasks: list[dict[str, Any]]) -> None:
+def scripted(engine: LocalEngine, tmp: Path, tasks: list[dict[str, Any]]) -> None:
     """Make a scripted model replaying ``tasks`` the profile's only model."""
     script = tmp / "model.json"
     script.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
-    engine.profile.ensure()
-    engine.profile.settings_path.write_text(
+    profile = engine.state.profile
+    profile.ensure()
+    profile.settings_path.write_text(
         json.dumps({"models": [{"name": "scripted", "provider": "scripted", "script": str(script)}]}),
         encoding="utf-8",
     )
 
 
 @asynccontextmanager
-async def running(engine: Engine, *, seconds: float = 60.0) -> AsyncIterator[EngineCore]:
-    """A running temporary engine core; the whole block, shutdown included, is bounded."""
+async def running(engine: LocalEngine, *, seconds: float = 60.0) -> AsyncIterator[LocalEngine]:
+    """``engine`` running as a temporary engine; the whole block, shutdown included, is bounded."""
     with anyio.fail_after(seconds):
-        core = EngineCore(engine)
-        async with core.running():
-            yield core
+        async with engine.running():
+            yield engine
 
 
 async def wait_for(check: Callable[[], Any], *, seconds: float = 20.0, what: str = "condition") -> Any:
@@ -86,25 +85,26 @@ async def wait_for(check: Callable[[], Any], *, seconds: float = 20.0, what: str
     raise AssertionError(what)  # pragma: no cover - fail_after raises first
 
 
-def events_of(core: EngineCore, task_id: str) -> list[EventRecord]:
+def events_of(core: LocalEngine, task_id: str) -> list[EventRecord]:
     """Every event of a task, oldest first."""
-    return core.records.events(task_id, limit=100_000)
+    return core.state.records.events(task_id, limit=100_000)
 
 
-async def finished(core: EngineCore, task_id: str, *, seconds: float = 30.0) -> TaskRecord:
+async def finished(core: LocalEngine, task_id: str, *, seconds: float = 30.0) -> TaskRecord:
     """Wait until the task is finished; returns its record."""
     return await wait_for(
-        lambda: not (t := core.records.get(task_id)).status.active and t,
+        lambda: not (t := core.state.records.get(task_id)).status.active and t,
         seconds=seconds,
         what=f"task {task_id} to finish",
     )
 
 
-async def approve_next(core: EngineCore, task_id: str, *, decision: str = "approve") -> ApprovalRecord:
+async def approve_next(core: LocalEngine, task_id: str, *, decision: str = "approve") -> ApprovalRecord:
     """Wait for the task's next pending approval and resolve it; returns the approval as it was pending."""
-    pending = await wait_for(lambda: core.approvals.pending(task_id=task_id), what="a pending approval")
+    approvals = core.state.approvals
+    pending = await wait_for(lambda: approvals.pending(task_id=task_id), what="a pending approval")
     approval = pending[0]
-    core.approvals.resolve(approval.id, decision, by="test")
+    approvals.resolve(approval.id, decision, by="test")
     return approval
 
 

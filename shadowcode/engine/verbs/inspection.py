@@ -19,7 +19,6 @@ from shadowcode.agent.tool_specs import TOOL_SPECS
 from shadowcode.blocking import run_blocking
 from shadowcode.engine.api import Caller, EngineApi
 from shadowcode.engine.messages import (
-    Change,
     Check,
     CheckpointDetail,
     CheckpointQuery,
@@ -31,20 +30,21 @@ from shadowcode.engine.messages import (
     ProjectMap,
     Review,
     SavedMap,
-    Session,
     SessionQuery,
+    SessionRecord,
     SqliteQuery,
     SqliteRows,
     SqliteTables,
     SqliteTablesRequest,
     ToolInfo,
     UnderstandRequest,
+    WhyEntry,
     WhyQuery,
 )
 from shadowcode.engine.projects import Project
 from shadowcode.engine.state import EngineState, require_write
 from shadowcode.engine.verbs._registry import handles
-from shadowcode.engine.wire import from_json, from_record
+from shadowcode.engine.wire import from_json
 from shadowcode.errors import ShadowcodeError
 from shadowcode.limits import OPERATION_DEADLINE_SECONDS
 from shadowcode.project import doctor as project_doctor
@@ -160,25 +160,23 @@ async def sqlite_query(state: EngineState, request: SqliteQuery, caller: Caller)
 
 
 @handles(EngineApi.why)
-async def why(state: EngineState, request: WhyQuery, caller: Caller) -> list[Change]:
-    entries = state.history.why(state.project(caller).path, request.path, request.task_id)
-    return from_record(list[Change], entries)
+async def why(state: EngineState, request: WhyQuery, caller: Caller) -> list[WhyEntry]:
+    return state.history.why(state.project(caller).path, request.path, request.task_id)
 
 
 @handles(EngineApi.sessions)
-async def sessions(state: EngineState, request: SessionQuery, caller: Caller) -> list[Session]:
-    return from_record(list[Session], state.history.sessions(state.project(caller).path, request.limit))
+async def sessions(state: EngineState, request: SessionQuery, caller: Caller) -> list[SessionRecord]:
+    return state.history.sessions(state.project(caller).path, request.limit)
 
 
 @handles(EngineApi.checkpoints)
 async def checkpoints(state: EngineState, request: CheckpointQuery, caller: Caller) -> list[CheckpointSummary]:
-    found = state.history.checkpoints(state.project(caller).path, request.task_id)
-    return from_record(list[CheckpointSummary], found)
+    return state.history.checkpoints(state.project(caller).path, request.task_id)
 
 
 @handles(EngineApi.checkpoint)
 async def checkpoint(state: EngineState, request: CheckpointRef, caller: Caller) -> CheckpointDetail:
-    return from_record(CheckpointDetail, state.history.checkpoint(state.project(caller).path, request.checkpoint_id))
+    return state.history.checkpoint(state.project(caller).path, request.checkpoint_id)
 
 
 @handles(EngineApi.plan)
@@ -189,6 +187,5 @@ async def plan(state: EngineState, request: Empty, caller: Caller) -> JsonValue:
 
 @handles(EngineApi.saved_map)
 async def saved_map(state: EngineState, request: Empty, caller: Caller) -> SavedMap | None:
-    found = state.history.saved_map(state.project(caller).path)
-    return None if found is None else from_record(SavedMap, found)
+    return state.history.saved_map(state.project(caller).path)
 

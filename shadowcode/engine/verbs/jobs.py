@@ -12,13 +12,11 @@ from shadowcode.agent.toolbox import detect_single_test_command
 from shadowcode.blocking import run_blocking
 from shadowcode.engine.api import Caller, EngineApi
 from shadowcode.engine.messages import (
-    Approval,
     ApprovalDecision,
+    ApprovalRecord,
     Empty,
-    Job,
     JobCancelled,
     JobDetail,
-    JobEvent,
     JobQuery,
     JobRef,
     JobSummary,
@@ -26,6 +24,7 @@ from shadowcode.engine.messages import (
     RecentJobs,
     Rollback,
     RollbackResult,
+    TaskRecord,
     TaskRequest,
     TaskSubmitted,
     TestRequest,
@@ -35,7 +34,6 @@ from shadowcode.engine.owners import Owner
 from shadowcode.engine.projects import Project
 from shadowcode.engine.state import EngineState, require_write
 from shadowcode.engine.verbs._registry import handles
-from shadowcode.engine.wire import from_record
 from shadowcode.enums import PermissionLevel, TaskMode, TaskStatus
 from shadowcode.errors import ConfigError, NotFound, PolicyError, ProtocolError, ToolError
 from shadowcode.limits import JOB_EVENTS_PAGE_MAX, PROMPT_MAX_BYTES
@@ -152,7 +150,19 @@ async def test_submit(state: EngineState, request: TestRequest, caller: Caller) 
     return TestSubmitted(task.id, TaskStatus.QUEUED, argv)
 
 
-def _visible(state: EngineState, job_id: str, caller: Caller) -> Job:
+def job_summary(task: TaskRecord) -> JobSummary:
+    """A job as its owner's listing shows it (SRV-16)."""
+    return JobSummary(task.id, task.mode, task.status, task.prompt, task.permission_level, task.model,
+                      task.created_at, task.finished_at)  # fmt: skip
+
+
+def job_view(task: TaskRecord) -> JobView:
+    """A job's summary with its outcome (SRV-16)."""
+    return JobView(task.id, task.mode, task.status, task.prompt, task.permission_level, task.model,
+                   task.created_at, task.finished_at, task.answer, task.error)  # fmt: skip
+
+
+def _visible(state: EngineState, job_id: str, caller: Caller) -> TaskRecord:
     """The job ``job_id`` as the caller may see it: confined callers only their owner's, in their project.
 
     Raises:
@@ -167,7 +177,7 @@ def _visible(state: EngineState, job_id: str, caller: Caller) -> Job:
             raise NotFound(f"no job {job_id!r} created by this connection", task_id=job_id)
     else:
         task = state.records.get(job_id)
-    return from_record(Job, task)
+    return task
 
 
 @handles(EngineApi.jobs)
@@ -175,14 +185,14 @@ async def jobs(state: EngineState, request: Empty, caller: Caller) -> list[JobSu
     owner = _owner(caller)
     if owner is None:
         return []
-    return from_record(list[JobSummary], state.records.for_owner(owner.id))
+    return [job_summary(task) for task in state.records.for_owner(owner.id)]
 
 
 @handles(EngineApi.jobs_recent)
-async def jobs_recent(state: EngineState, request: RecentJobs, caller: Caller) -> list[Job]:
+async def jobs_recent(state: EngineState, request: RecentJobs, caller: Caller) -> list[TaskRecord]:
     state.records.sweep_orphans()
     project = state.project(caller).path if caller.confined else None
-    return from_record(list[Job], state.records.recent(request.limit, project))
+    return state.records.recent(request.limit, project)
 
 
 @handles(EngineApi.job)
@@ -192,10 +202,10 @@ async def job(state: EngineState, request: JobQuery, caller: Caller) -> JobDetai
     task = _visible(state, request.job_id, caller)
     events = state.records.events(task.id, after=request.cursor, limit=JOB_EVENTS_PAGE_MAX)
     return JobDetail(
-        job=from_record(JobView, task),
-        events=from_record(list[JobEvent], events),
+        job=job_view(task),
+        events=events,
         next_cursor=events[-1].id if len(events) == JOB_EVENTS_PAGE_MAX else None,
-        pending_approvals=from_record(list[Approval], state.approvals.pending(task_id=task.id)),
+        pending_approvals=state.approvals.pending(task_id=task.id),
     )
 
 
@@ -208,23 +218,23 @@ async def job_cancel(state: EngineState, request: JobRef, caller: Caller) -> Job
         raise PolicyError(f"job {task.id} runs in another engine; cancel it there")
     who = "its owner" if caller.confined else "the command line"
     await state.runner.cancel(task.id, f"cancelled by {who}")
-    return JobCancelled(task.id, TaskStatus(state.records.get(task.id).status), True)
+    return JobCancelled(task.id, state.records.get(task.id).status, True)
 
 
 @handles(EngineApi.approvals)
-async def approvals(state: EngineState, request: Empty, caller: Caller) -> list[Approval]:
+async def approvals(state: EngineState, request: Empty, caller: Caller) -> list[ApprovalRecord]:
     if caller.confined:
         owner = _owner(caller)
-        return [] if owner is None else from_record(list[Approval], state.approvals.pending(owner=owner.id))
+        return [] if owner is None else state.approvals.pending(owner=owner.id)
     state.records.sweep_orphans()
-    return from_record(list[Approval], state.approvals.pending())
+    return state.approvals.pending()
 
 
 @handles(EngineApi.approval_resolve)
-async def approval_resolve(state: EngineState, request: ApprovalDecision, caller: Caller) -> Approval:
+async def approval_resolve(state: EngineState, request: ApprovalDecision, caller: Caller) -> ApprovalRecord:
     if not caller.confined:
         state.records.sweep_orphans()
-        return from_record(Approval, state.approvals.resolve(request.approval_id, request.decision, by="cli"))
+        return state.approvals.resolve(request.approval_id, request.decision, by="cli")
     if request.decision == "approve" and not (caller.access.allow_write and caller.access.allow_approvals):
         raise PolicyError(
             "approving needs a server started with --allow-write --allow-approvals; approve it with "
@@ -233,8 +243,7 @@ async def approval_resolve(state: EngineState, request: ApprovalDecision, caller
     owner = _owner(caller)
     if owner is None:
         raise NotFound(f"no approval {request.approval_id!r} of a job this connection created")
-    resolved = state.approvals.resolve(request.approval_id, request.decision, by=f"mcp:{owner.id}", owner=owner.id)
-    return from_record(Approval, resolved)
+    return state.approvals.resolve(request.approval_id, request.decision, by=f"mcp:{owner.id}", owner=owner.id)
 
 
 @handles(EngineApi.rollback)
@@ -244,6 +253,6 @@ async def rollback(state: EngineState, request: Rollback, caller: Caller) -> Rol
     project = state.project(caller)
     require_write(project, caller.access, "a rollback")
     state.records.get(request.task_id, project.path)
-    done = await run_blocking(state.checkpoints.rollback, project.path, request.task_id)
-    return from_record(RollbackResult, done)
+    result: RollbackResult = await run_blocking(state.checkpoints.rollback, project.path, request.task_id)
+    return result
 

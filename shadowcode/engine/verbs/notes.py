@@ -9,10 +9,10 @@ from __future__ import annotations
 from shadowcode.engine.api import Caller, EngineApi
 from shadowcode.engine.messages import (
     Empty,
-    Goal,
     GoalAbandon,
     GoalAdvance,
     GoalCreate,
+    GoalRecord,
     GoalRef,
     GoalSummary,
     MemoryAppend,
@@ -22,7 +22,6 @@ from shadowcode.engine.messages import (
 )
 from shadowcode.engine.state import EngineState, require_write
 from shadowcode.engine.verbs._registry import handles
-from shadowcode.engine.wire import from_record
 from shadowcode.errors import ToolError
 
 __all__: list[str] = []
@@ -30,7 +29,7 @@ __all__: list[str] = []
 
 @handles(EngineApi.memory_read)
 async def memory_read(state: EngineState, request: MemoryRef, caller: Caller) -> MemoryNote:
-    return from_record(MemoryNote, state.memory.read(state.project(caller).path, request.scope, request.task_id))
+    return state.memory.read(state.project(caller).path, request.scope, request.task_id)
 
 
 @handles(EngineApi.memory_append)
@@ -39,7 +38,7 @@ async def memory_append(state: EngineState, request: MemoryAppend, caller: Calle
     require_write(project, caller.access, "append on a memory note")
     if request.text is None:
         raise ToolError("append needs text")
-    return from_record(MemoryNote, state.memory.append(project.path, request.text, request.scope, request.task_id))
+    return state.memory.append(project.path, request.text, request.scope, request.task_id)
 
 
 @handles(EngineApi.memory_replace)
@@ -50,36 +49,35 @@ async def memory_replace(state: EngineState, request: MemoryReplace, caller: Cal
         raise ToolError("replace needs text")
     if not request.expected_hash:
         raise ToolError("replace needs expected_hash: read the note first and pass its hash")
-    note = state.memory.replace(project.path, request.text, request.expected_hash, request.scope, request.task_id)
-    return from_record(MemoryNote, note)
+    return state.memory.replace(project.path, request.text, request.expected_hash, request.scope, request.task_id)
 
 
 @handles(EngineApi.goal_list)
 async def goal_list(state: EngineState, request: Empty, caller: Caller) -> list[GoalSummary]:
-    return from_record(list[GoalSummary], state.goals.list(state.project(caller).path))
+    return state.goals.list(state.project(caller).path)
 
 
 @handles(EngineApi.goal_get)
-async def goal_get(state: EngineState, request: GoalRef, caller: Caller) -> Goal:
-    return from_record(Goal, state.goals.get(state.project(caller).path, request.goal_id))
+async def goal_get(state: EngineState, request: GoalRef, caller: Caller) -> GoalRecord:
+    return state.goals.get(state.project(caller).path, request.goal_id)
 
 
 @handles(EngineApi.goal_create)
-async def goal_create(state: EngineState, request: GoalCreate, caller: Caller) -> Goal:
+async def goal_create(state: EngineState, request: GoalCreate, caller: Caller) -> GoalRecord:
     project = state.project(caller)
     require_write(project, caller.access, "create on a goal")
-    return from_record(Goal, state.goals.create(project.path, request.title or ""))
+    return state.goals.create(project.path, request.title or "")
 
 
 @handles(EngineApi.goal_advance)
-async def goal_advance(state: EngineState, request: GoalAdvance, caller: Caller) -> Goal:
+async def goal_advance(state: EngineState, request: GoalAdvance, caller: Caller) -> GoalRecord:
     project = state.project(caller)
     require_write(project, caller.access, "advance on a goal")
-    return from_record(Goal, state.goals.advance(project.path, request.goal_id, request.note or "", done=request.done))
+    return state.goals.advance(project.path, request.goal_id, request.note or "", done=request.done)
 
 
 @handles(EngineApi.goal_abandon)
-async def goal_abandon(state: EngineState, request: GoalAbandon, caller: Caller) -> Goal:
+async def goal_abandon(state: EngineState, request: GoalAbandon, caller: Caller) -> GoalRecord:
     project = state.project(caller)
     require_write(project, caller.access, "abandon on a goal")
-    return from_record(Goal, state.goals.abandon(project.path, request.goal_id, request.note))
+    return state.goals.abandon(project.path, request.goal_id, request.note)

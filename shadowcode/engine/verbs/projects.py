@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from shadowcode.engine.api import Caller, EngineApi
 from shadowcode.engine.messages import Empty, ModelAdd, ModelList, ProjectInfo, ProjectRef, ProjectTrust, Status
-from shadowcode.engine.projects import Project, canonical_project
+from shadowcode.engine.projects import Project
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.verbs._registry import handles
+from shadowcode.project.paths import canonical_project
 
 __all__ = ["project_info"]
 

@@ -22,7 +22,6 @@ from shadowcode.engine.messages import (
 )
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.verbs._registry import handles
-from shadowcode.engine.wire import from_record
 
 __all__: list[str] = []
 
@@ -30,27 +29,27 @@ __all__: list[str] = []
 @handles(EngineApi.mcp_catalog)
 async def mcp_catalog(state: EngineState, request: Empty, caller: Caller) -> McpCatalog:
     project = state.project(caller)
-    return from_record(McpCatalog, state.mcp_servers.catalog(project.path, trusted=project.trusted))
+    return state.mcp_servers.catalog(project.path, trusted=project.trusted)
 
 
 @handles(EngineApi.mcp_add)
 async def mcp_add(state: EngineState, request: McpAdd, caller: Caller) -> McpServerInfo:
     definition = state.mcp_servers.add(Path(request.path), replace_hash=request.replace_hash)
-    return from_record(McpServerInfo, definition.describe())
+    return definition.describe()
 
 
 @handles(EngineApi.mcp_enable)
 async def mcp_enable(state: EngineState, request: McpEnable, caller: Caller) -> McpGrantChange:
     project = state.project(caller)
     done = state.mcp_servers.enable(project.path, request.server_id, request.hash, trusted=project.trusted)
-    return from_record(McpGrantChange, done)
+    return done
 
 
 @handles(EngineApi.mcp_disable)
 async def mcp_disable(state: EngineState, request: McpRef, caller: Caller) -> McpGrantChange:
-    return from_record(McpGrantChange, state.mcp_servers.disable(state.project(caller).path, request.server_id))
+    return state.mcp_servers.disable(state.project(caller).path, request.server_id)
 
 
 @handles(EngineApi.mcp_remove)
 async def mcp_remove(state: EngineState, request: McpRemove, caller: Caller) -> McpRemoval:
-    return from_record(McpRemoval, state.mcp_servers.remove(request.server_id, request.hash))
+    return state.mcp_servers.remove(request.server_id, request.hash)

@@ -21,9 +21,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from shadowcode.engine.core import EngineCore
 
 from shadowcode.engine import Access, Engine
-from shadowcode.engine.core import EngineCore
 from shadowcode.limits import JOB_EVENTS_PAGE_MAX
 from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
