@@ -13,7 +13,7 @@ Every error the product raises on purpose derives from one base::
     ├── ToolError                   exit 1   a tool refused its input
     ├── NotAvailable                exit 1   built later; says so honestly
     └── ProtocolError               exit 1   a peer broke the wire protocol
-        └── UpstreamServerError              an external MCP server failed (CLI-13..CLI-15)
+        └── UpstreamServerError              an external MCP server failed (CLI-13, CLI-14, CLI-15)
             └── LimitExceeded                it crossed a CLI-13 limit
 
 A CLI maps ``exit_code`` straight to the process status; the MCP server turns a

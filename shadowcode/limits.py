@@ -160,7 +160,8 @@ BLOCKING_THREADS_MAX: Final = 32
 included: an operation past its deadline is abandoned, not killed, so a project that makes reads
 hang must not make threads pile up; past this, new blocking work is refused (SRV-25)."""
 
-# --- engine: tasks, owners, approvals (ENG-03, ENG-04, SRV-15..SRV-24) -------------------
+# --- engine: tasks, owners, approvals ----------------------------------------------------
+# ENG-03, ENG-04, SRV-15, SRV-16, SRV-17, SRV-18, SRV-19, SRV-20, SRV-21, SRV-22, SRV-23, SRV-24
 
 CONTROL_FRAME_MAX_BYTES: Final = 1024 * 1024
 """Bytes in one newline-delimited JSON frame on an engine control or ownership socket (ENG-03)."""

@@ -1,4 +1,7 @@
-"""External MCP servers called by Build tasks, seen from outside (CLI-01..CLI-10, CLI-12..CLI-15, CLI-19).
+"""External MCP servers called by Build tasks, seen from outside.
+
+Covers CLI-01, CLI-02, CLI-03, CLI-04, CLI-05, CLI-06, CLI-07, CLI-08, CLI-09, CLI-10, CLI-12, CLI-13,
+CLI-14, CLI-15, CLI-19.
 
 The target is driven only through its command line: ``mcp add``, ``--json mcp``, ``mcp enable``,
 ``trust``, ``secret set``, ``models add`` (a ``scripted`` model), ``run`` in the foreground,

@@ -1,4 +1,6 @@
-"""The authenticated loopback HTTP gateway from the outside (GW-01..GW-08, CONF-02, CONF-03).
+"""The authenticated loopback HTTP gateway from the outside.
+
+Covers GW-01, GW-02, GW-03, GW-04, GW-05, GW-06, GW-07, GW-08, CONF-02, CONF-03.
 
 Every check starts ``<target> --workspace P mcp serve --http 127.0.0.1:0 --token-env NAME``
 with a fresh random token in that variable, reads the address the gateway announces on

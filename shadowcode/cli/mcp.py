@@ -105,7 +105,9 @@ def register(
     ] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the server entry.")] = "shadowcode",
 ) -> None:
-    """Print a host configuration snippet to review; edits, starts and contacts nothing (REG-01..REG-07).
+    """Print a host configuration snippet to review; edits, starts and contacts nothing.
+
+    Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
 
     The stdio form launches this executable with the canonical --workspace project (and
     --profile when given); the HTTP form (--url with --token-env) names the token variable only.

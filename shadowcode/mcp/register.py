@@ -1,4 +1,6 @@
-"""Client configuration snippets for ``shadowcode mcp register`` (REG-01 .. REG-07).
+"""Client configuration snippets for ``shadowcode mcp register``.
+
+Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
 
 The functions here only compute text: they edit no file of any other application, start
 no process, look up no environment value and contact no endpoint. The caller prints the
@@ -457,7 +459,7 @@ def build_snippet(
             ``--allow-write``/``--allow-approvals`` with ``--url``; generic with ``--url``;
             a bad URL, variable name, entry name, or ``${`` for claude/cursor (exit 2).
         ConfigError: the workspace is missing or not a directory, or the profile name is
-            invalid (exit 2). Implements REG-01 .. REG-07.
+            invalid (exit 2). Implements REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
     """
     if json_output and client is Client.CODEX:
         raise UsageError("--json cannot be used with --client codex, whose configuration is TOML")

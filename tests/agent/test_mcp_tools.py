@@ -1,6 +1,6 @@
 """Build tasks calling external MCP servers through the engine, with real server processes.
 
-Covers CLI-04, CLI-06..CLI-10, CLI-13..CLI-15, CLI-19.
+Covers CLI-04, CLI-06, CLI-07, CLI-08, CLI-09, CLI-10, CLI-13, CLI-14, CLI-15, CLI-19.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``shadowcode mcp register`` as a process: output, exit codes and side effects (REG-01 .. REG-07)."""
+"""``shadowcode mcp register`` as a process: output, exit codes and side effects.
+
+Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Registration snippets: shapes, literal encoding and every refusal (REG-01 .. REG-07)."""
+"""Registration snippets: shapes, literal encoding and every refusal.
+
+Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
+"""
 
 from __future__ import annotations
 

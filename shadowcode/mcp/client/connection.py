@@ -1,4 +1,6 @@
-"""One connection to an external stdio MCP server, under the SDK's client session (CLI-08, CLI-13..CLI-15, CLI-19).
+"""One connection to an external stdio MCP server, under the SDK's client session.
+
+Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-19.
 
 A :class:`Connection` runs in a task of its own (started by :meth:`Connection.start`): it takes
 one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
