@@ -1,6 +1,7 @@
 """The native server's discovery, tools, resources and prompts, in process through the SDK client.
 
-Covers SRV-03 (both eras), SRV-04, SRV-05, SRV-06, SRV-08, SRV-09, SRV-12, SRV-14, SRV-19, SRV-20.
+Covers SRV-03 (both eras), SRV-04, SRV-05, SRV-06, SRV-08, SRV-09, SRV-12, SRV-14, SRV-15, SRV-16,
+SRV-17, SRV-18, SRV-19, SRV-20.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from shadowcode.engine import Access, Engine
+from shadowcode.engine.api import Access
+from shadowcode.engine.local import LocalEngine
 from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
+from tests.support.engine import scripted_model
 
 pytestmark = pytest.mark.anyio
 
@@ -51,15 +54,15 @@ Connect = Callable[..., Any]
 
 
 @pytest.fixture
-def connect(engine: Engine, project_dir: Path) -> Connect:
+def connect(api: LocalEngine, project_dir: Path) -> Connect:
     @asynccontextmanager
     async def _connect(
         *, allow_write: bool = False, mode: str = "auto", trust: str | None = None
     ) -> AsyncIterator[Client]:
-        root = engine.project(project_dir).path
+        root = api.state.project_at(project_dir).path
         if trust:
-            engine.projects.trust(root, trust)  # type: ignore[arg-type]
-        server = build_server(ServerContext(engine=engine, root=root, access=Access(allow_write=allow_write)))
+            api.state.projects.trust(root, trust)
+        server = build_server(ServerContext(api=api, root=root, access=Access(allow_write=allow_write)))
         with anyio.fail_after(10):
             async with Client(server, mode=mode) as client:
                 yield client
@@ -140,12 +143,12 @@ async def test_memory_append_read_and_stale_replace_srv12(connect: Connect) -> N
 
 
 async def test_task_note_for_another_projects_task_is_refused_srv12(
-    connect: Connect, engine: Engine, tmp_path: Path
+    connect: Connect, api: LocalEngine, tmp_path: Path
 ) -> None:
     other = tmp_path / "elsewhere"
     other.mkdir()
-    root = engine.project(other).path
-    engine.store.execute(
+    root = api.state.project_at(other).path
+    api.state.store.execute(
         "INSERT INTO tasks (id, project, mode, status, prompt, created_at, updated_at) VALUES "
         "('task_x', ?, 'build', 'done', 'p', 1, 1)",
         (str(root),),
@@ -185,22 +188,26 @@ async def test_inspection_tools_answer_on_an_empty_history_srv19_srv20(connect: 
     assert why == {"entries": []}
 
 
-@pytest.mark.parametrize(
-    "name,arguments",
-    [
-        ("shadow_run", {"prompt": "x"}),
-        ("shadow_jobs", {}),
-        ("shadow_approve", {"approval_id": "a", "decision": "deny"}),
-        ("shadow_test", {}),
-        ("shadow_rollback", {"task_id": "t", "confirm": True}),
-    ],
-)
-async def test_job_tools_say_honestly_they_are_not_available(
-    connect: Connect, name: str, arguments: dict[str, Any]
+async def test_the_five_job_tools_answer_for_real_srv15_srv16_srv17_srv18(
+    connect: Connect, api: LocalEngine, tmp_path: Path
 ) -> None:
+    scripted_model(api.state.profile, tmp_path / "script.json", [{"match": "", "turns": [{"content": "done"}]}])
     async with connect(allow_write=True, trust="workspace") as client:
-        ok, message = await call(client, name, **arguments)
-    assert not ok and "not available" in message
+        ok, run = await call(client, "shadow_run", prompt="look around")
+        assert ok, run
+        assert run["job_id"].startswith("task_") and run["status"] == "queued" and run["model"] == "scripted"
+        ok, jobs = await call(client, "shadow_jobs")
+        assert ok and [j["id"] for j in jobs["jobs"]] == [run["job_id"]]
+        ok, test = await call(client, "shadow_test", command=["python3", "-c", "pass"])
+        assert ok and test["status"] == "queued" and test["command"] == ["python3", "-c", "pass"]
+        ok, message = await call(client, "shadow_approve", approval_id="appr_000000000000", decision="deny")
+        assert not ok and "no approval 'appr_000000000000'" in message
+        ok, message = await call(client, "shadow_rollback", task_id="task_0000000000000000", confirm=True)
+        assert not ok and "no job" in message
+        ok, cancelled = await call(client, "shadow_jobs", action="cancel", job_id=test["job_id"])
+        assert ok and cancelled["job_id"] == test["job_id"]
+    for text in (json.dumps(run), json.dumps(jobs), json.dumps(test), message):
+        assert "not available" not in text
 
 
 async def test_unknown_arguments_are_refused_with_a_clear_error_srv04(connect: Connect) -> None:
