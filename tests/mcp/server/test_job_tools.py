@@ -21,13 +21,15 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from shadowcode.engine.core import EngineCore
 
-from shadowcode.engine import Access, Engine
+from shadowcode.engine.api import Access
+from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.state import EngineState
 from shadowcode.limits import JOB_EVENTS_PAGE_MAX
 from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.profile import Profile
+from shadowcode.store import Store
 from tests.support.engine import (
     FINISHED,
     cli,
@@ -56,19 +58,21 @@ def anyio_backend() -> str:
 
 @dataclass
 class Harness:
-    """A running engine core and a way to open MCP client connections to it."""
+    """A running temporary engine and a way to open MCP client connections to it."""
 
-    engine: Engine
-    core: EngineCore
+    engine: LocalEngine
     root: Path
+
+    @property
+    def core(self) -> EngineState:
+        """The running engine's parts (records, approvals)."""
+        return self.engine.state
 
     @asynccontextmanager
     async def connect(
         self, *, allow_write: bool = False, allow_approvals: bool = False, root: Path | None = None
     ) -> AsyncIterator[Client]:
-        ctx = ServerContext(
-            engine=self.engine, root=root or self.root, access=Access(allow_write, allow_approvals), core=self.core
-        )
+        ctx = ServerContext(api=self.engine, root=root or self.root, access=Access(allow_write, allow_approvals))
         async with Client(build_server(ctx)) as client:
             yield client
 
@@ -79,22 +83,27 @@ def request_log(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def model(engine: Engine, tmp_path: Path, request_log: Path) -> Callable[[list[dict[str, Any]]], None]:
+def model(engine: LocalEngine, tmp_path: Path, request_log: Path) -> Callable[[list[dict[str, Any]]], None]:
     def _configure(tasks: list[dict[str, Any]]) -> None:
-        scripted_model(engine.profile, tmp_path / "script.json", tasks, request_log=request_log)
+        scripted_model(engine.state.profile, tmp_path / "script.json", tasks, request_log=request_log)
 
     return _configure
 
 
 @asynccontextmanager
-async def harness(engine: Engine, project_dir: Path, level: str | None = "workspace") -> AsyncIterator[Harness]:
-    root = engine.project(project_dir).path
-    if level is not None:
-        engine.projects.trust(root, level)  # type: ignore[arg-type]
+async def harness(engine: LocalEngine, project_dir: Path, level: str | None = "workspace") -> AsyncIterator[Harness]:
+    root = trusted(engine, project_dir, level)
     with anyio.fail_after(60):
-        core = EngineCore(engine)
-        async with core.running():
-            yield Harness(engine, core, root)
+        async with engine.running():
+            yield Harness(engine, root)
+
+
+def trusted(engine: LocalEngine, folder: Path, level: str | None = "workspace") -> Path:
+    """The canonical path of ``folder``, recorded and (unless ``level`` is None) trusted at ``level``."""
+    root = engine.state.project_at(folder).path
+    if level is not None:
+        engine.state.projects.trust(root, level)
+    return root
 
 
 async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, Any]:
@@ -138,7 +147,7 @@ def run_command_script(match: str, argv: list[str], cwd: str | None = None) -> d
 
 
 async def test_shadow_run_answers_at_once_with_a_queued_read_only_job_srv15_srv10(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [{"content": "slow", "delay_seconds": 0.3}]}])
     async with harness(engine, project_dir) as h, h.connect(allow_write=True) as client:
@@ -152,7 +161,7 @@ async def test_shadow_run_answers_at_once_with_a_queued_read_only_job_srv15_srv1
 
 
 async def test_shadow_run_elevated_on_a_workspace_project_runs_at_workspace_with_a_note_srv10(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h, h.connect(allow_write=True) as client:
@@ -164,7 +173,7 @@ async def test_shadow_run_elevated_on_a_workspace_project_runs_at_workspace_with
 
 
 async def test_shadow_run_above_read_only_on_a_read_only_server_is_refused_srv09(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h, h.connect() as client:
@@ -175,7 +184,7 @@ async def test_shadow_run_above_read_only_on_a_read_only_server_is_refused_srv09
 
 
 async def test_shadow_run_plan_task_that_calls_write_file_gets_a_tool_error_and_writes_nothing_srv10(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "plan.md").write_text("keep\n", encoding="utf-8")
     write = {"name": "write_file", "arguments": {"path": "plan.md", "content": "changed"}}
@@ -195,7 +204,7 @@ async def test_shadow_run_plan_task_that_calls_write_file_gets_a_tool_error_and_
 
 
 async def test_shadow_jobs_pages_events_with_next_cursor_at_the_page_limit_srv16(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "a.txt").write_text("a\n", encoding="utf-8")
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}
@@ -213,7 +222,7 @@ async def test_shadow_jobs_pages_events_with_next_cursor_at_the_page_limit_srv16
 
 
 async def test_shadow_jobs_shows_only_this_connections_jobs_srv16(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h, h.connect() as mine, h.connect() as theirs:
@@ -230,7 +239,7 @@ async def test_shadow_jobs_shows_only_this_connections_jobs_srv16(
 
 
 async def test_shadow_jobs_cancel_stops_a_running_command_and_its_process_group_srv16_srv21(
-    engine: Engine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
 ) -> None:
     pidfile = tmp_path / "cmd.pid"
     model([run_command_script("", sleeper_argv(pidfile))])
@@ -255,7 +264,7 @@ async def test_shadow_jobs_cancel_stops_a_running_command_and_its_process_group_
 
 
 async def test_shadow_approve_without_the_flags_is_refused_and_says_how_srv11(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([run_command_script("", ["true"])])
     async with harness(engine, project_dir) as h, h.connect(allow_write=True) as client:
@@ -268,7 +277,7 @@ async def test_shadow_approve_without_the_flags_is_refused_and_says_how_srv11(
 
 
 async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves_it_pending_srv11(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([run_command_script("park", ["true"]), {"match": "", "turns": [DONE_TURN]}])
     async with (
@@ -290,7 +299,7 @@ async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves
 
 
 async def test_shadow_approve_of_an_id_that_does_not_exist_is_not_found_srv11(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h, h.connect(allow_write=True, allow_approvals=True) as client:
@@ -300,7 +309,7 @@ async def test_shadow_approve_of_an_id_that_does_not_exist_is_not_found_srv11(
 
 
 async def test_an_owner_denies_its_approval_without_the_approval_flag_and_the_task_sees_it_srv11_eng07(
-    engine: Engine, project_dir: Path, model: Callable[..., None], request_log: Path
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None], request_log: Path
 ) -> None:
     (project_dir / "sub").mkdir()
     argv = ["python3", "-c", "print('hi there')"]
@@ -334,7 +343,7 @@ PACKAGE_JSON = json.dumps({"scripts": {"test": "node --test"}})
 
 
 async def test_shadow_test_runs_the_one_detected_command_after_approval_and_asks_no_model_srv17(
-    engine: Engine, project_dir: Path, model: Callable[..., None], request_log: Path
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None], request_log: Path
 ) -> None:
     make_project(project_dir, {"Makefile": MAKEFILE})
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -354,7 +363,7 @@ async def test_shadow_test_runs_the_one_detected_command_after_approval_and_asks
 
 
 async def test_shadow_test_reports_a_failing_exit_status_srv17(
-    engine: Engine, project_dir: Path, model: Callable[..., None], request_log: Path
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None], request_log: Path
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
     command = ["python3", "-c", "print('two failed'); raise SystemExit(3)"]
@@ -371,25 +380,25 @@ async def test_shadow_test_reports_a_failing_exit_status_srv17(
 
 
 async def test_shadow_test_with_several_candidates_lists_them_and_with_none_says_so_srv17(
-    engine: Engine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
 ) -> None:
     make_project(project_dir, {"Makefile": MAKEFILE, "package.json": PACKAGE_JSON})
     empty = tmp_path / "empty"
     empty.mkdir()
-    engine.projects.trust(engine.project(empty).path, "workspace")
+    empty_root = trusted(engine, empty)
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h:
         async with h.connect(allow_write=True, allow_approvals=True) as client:
             refused, message = await call(client, "shadow_test")
             assert not refused and "several" in message and "make test" in message and "npm test" in message
-        async with h.connect(allow_write=True, allow_approvals=True, root=engine.project(empty).path) as client:
+        async with h.connect(allow_write=True, allow_approvals=True, root=empty_root) as client:
             refused, message = await call(client, "shadow_test")
             assert not refused and "no test command detected" in message
         assert h.core.records.recent(10) == []
 
 
 async def test_shadow_test_needs_write_access_srv17_srv09(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     make_project(project_dir, {"Makefile": MAKEFILE})
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -414,15 +423,14 @@ EDIT = [
 
 
 async def test_shadow_rollback_refusals_and_a_good_rollback_shown_by_shadow_why_srv18_srv19_eng06(
-    engine: Engine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "a.txt").write_text("before\n", encoding="utf-8")
     other = tmp_path / "other"
     other.mkdir()
     model(EDIT)
     async with harness(engine, project_dir) as h:
-        engine.projects.trust(engine.project(other).path, "workspace")
-        async with h.connect(allow_write=True, root=engine.project(other).path) as elsewhere:
+        async with h.connect(allow_write=True, root=trusted(engine, other)) as elsewhere:
             foreign = await ok(elsewhere, "shadow_run", prompt="edit", permission_level="workspace")
         async with h.connect(allow_write=True) as client:
             job = await ok(client, "shadow_run", prompt="edit", permission_level="workspace")
@@ -450,7 +458,7 @@ async def test_shadow_rollback_refusals_and_a_good_rollback_shown_by_shadow_why_
 
 
 async def test_shadow_rollback_after_a_conflicting_edit_lists_the_path_and_changes_nothing_srv18_eng06(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "a.txt").write_text("before\n", encoding="utf-8")
     model(EDIT)
@@ -536,9 +544,11 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
             server.close()
 
         def statuses() -> dict[str, str]:
-            with Engine.open(profile) as store_view:
-                rows = store_view.store.rows("SELECT id, status FROM tasks")
-            return {r["id"]: r["status"] for r in rows}
+            store = Store(profile.db_path)
+            try:
+                return {task.id: task.status for task in store.tasks.recent(100)}
+            finally:
+                store.close()
 
         ours = (owned, *parked, queued)
         final = wait_for_sync(lambda: (s := statuses()) and all(s[t] in FINISHED for t in ours) and s, timeout=30,
@@ -554,7 +564,7 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
 
 
 async def test_shadow_jobs_reads_an_unusable_cursor_as_the_first_page_srv16(
-    engine: Engine, project_dir: Path, model: Callable[..., None]
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
     async with harness(engine, project_dir) as h, h.connect() as client:
