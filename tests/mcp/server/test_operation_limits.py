@@ -20,7 +20,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from shadowcode.engine import Access, Engine
+from shadowcode.engine.api import Access
+from shadowcode.engine.local import LocalEngine
 from shadowcode.limits import OPERATIONS_IN_FLIGHT_MAX, RESULT_MAX_BYTES, SQLITE_QUERY_TIMEOUT_SECONDS
 from shadowcode.mcp.server import app
 from shadowcode.mcp.server.app import build_server, result_too_large
@@ -37,8 +38,8 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def _client(engine: Engine, project_dir: Path, **limits: Any) -> AsyncIterator[Client]:
-    ctx = ServerContext(engine=engine, root=engine.project(project_dir).path, access=Access())
+async def _client(api: LocalEngine, project_dir: Path, **limits: Any) -> AsyncIterator[Client]:
+    ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access())
     with anyio.fail_after(20):
         async with Client(build_server(ctx, **limits), mode="legacy") as client:
             yield client
@@ -69,16 +70,16 @@ def test_result_size_counts_utf8_bytes_not_characters_srv25() -> None:
 
 @pytest.mark.anyio
 async def test_a_tool_result_at_the_limit_is_returned_and_one_byte_past_is_a_tool_error_srv25(
-    engine: Engine, project_dir: Path
+    api: LocalEngine, project_dir: Path
 ) -> None:
-    async with _client(engine, project_dir) as client:
+    async with _client(api, project_dir) as client:
         result = await client.call_tool("shadow_status", {})
         assert not result.is_error
         size = len(json.dumps(result.structured_content, ensure_ascii=False).encode("utf-8"))
-    async with _client(engine, project_dir, result_max_bytes=size) as client:
+    async with _client(api, project_dir, result_max_bytes=size) as client:
         result = await client.call_tool("shadow_status", {})
         assert not result.is_error and result.structured_content
-    async with _client(engine, project_dir, result_max_bytes=size - 1) as client:
+    async with _client(api, project_dir, result_max_bytes=size - 1) as client:
         result = await client.call_tool("shadow_status", {})
         assert result.is_error
         assert result.structured_content is None
@@ -87,13 +88,13 @@ async def test_a_tool_result_at_the_limit_is_returned_and_one_byte_past_is_a_too
 
 
 @pytest.mark.anyio
-async def test_a_resource_over_the_result_limit_is_a_json_rpc_error_srv25(engine: Engine, project_dir: Path) -> None:
-    async with _client(engine, project_dir) as client:
+async def test_a_resource_over_the_result_limit_is_a_json_rpc_error_srv25(api: LocalEngine, project_dir: Path) -> None:
+    async with _client(api, project_dir) as client:
         text = (await client.read_resource("shadow://project")).contents[0].text  # type: ignore[union-attr]
     size = len(text.encode("utf-8"))
-    async with _client(engine, project_dir, result_max_bytes=size) as client:
+    async with _client(api, project_dir, result_max_bytes=size) as client:
         assert (await client.read_resource("shadow://project")).contents
-    async with _client(engine, project_dir, result_max_bytes=size - 1) as client:
+    async with _client(api, project_dir, result_max_bytes=size - 1) as client:
         with pytest.raises(MCPError, match="too large"):
             await client.read_resource("shadow://project")
 
@@ -103,7 +104,7 @@ async def test_a_resource_over_the_result_limit_is_a_json_rpc_error_srv25(engine
 
 @pytest.mark.anyio
 async def test_eight_operations_run_at_once_and_a_ninth_is_refused_with_a_json_rpc_error_srv25(
-    engine: Engine, project_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     release = anyio.Event()
     entered: list[int] = []
@@ -118,7 +119,7 @@ async def test_eight_operations_run_at_once_and_a_ninth_is_refused_with_a_json_r
 
     _stand_in(monkeypatch, held)
     outcomes: list[bool] = []
-    async with _client(engine, project_dir) as client:
+    async with _client(api, project_dir) as client:
 
         async def one() -> None:
             result = await client.call_tool("shadow_status", {})
@@ -141,14 +142,14 @@ async def test_eight_operations_run_at_once_and_a_ninth_is_refused_with_a_json_r
 
 @pytest.mark.anyio
 async def test_an_operation_past_its_deadline_becomes_a_tool_error_and_frees_its_slot_srv25(
-    engine: Engine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+    api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def endless(_ctx: Any, _args: Any) -> dict[str, Any]:
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
     _stand_in(monkeypatch, endless)
-    async with _client(engine, project_dir, operation_deadline_seconds=0.2, operations_max=1) as client:
+    async with _client(api, project_dir, operation_deadline_seconds=0.2, operations_max=1) as client:
         result = await client.call_tool("shadow_status", {})
         assert result.is_error
         assert "did not finish within 0.2 seconds" in result.content[0].text  # type: ignore[union-attr]
@@ -158,14 +159,14 @@ async def test_an_operation_past_its_deadline_becomes_a_tool_error_and_frees_its
 
 @pytest.mark.anyio
 async def test_an_operation_within_its_deadline_is_answered_srv25(
-    engine: Engine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+    api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def quick(_ctx: Any, _args: Any) -> dict[str, Any]:
         await anyio.sleep(0)
         return {"ok": True}
 
     _stand_in(monkeypatch, quick)
-    async with _client(engine, project_dir, operation_deadline_seconds=5) as client:
+    async with _client(api, project_dir, operation_deadline_seconds=5) as client:
         result = await client.call_tool("shadow_status", {})
         assert not result.is_error and result.structured_content == {"ok": True}
 

@@ -20,7 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
-from shadowcode.engine import Access, Engine
+from shadowcode.engine.api import Access
+from shadowcode.engine.local import LocalEngine
 from shadowcode.limits import (
     STDIO_CONNECTION_MAX_BYTES,
     STDIO_FRAME_MAX_BYTES,
@@ -203,12 +204,12 @@ class _Peer:
 
 
 @asynccontextmanager
-async def _transport(engine: Engine, project_dir: Path, lim: StdioLimits) -> AsyncIterator[_Peer]:
+async def _transport(api: LocalEngine, project_dir: Path, lim: StdioLimits) -> AsyncIterator[_Peer]:
     to_server_r, to_server_w = os.pipe()
     to_client_r, to_client_w = os.pipe()
     for fd in (to_server_r, to_server_w, to_client_r, to_client_w):
         os.set_blocking(fd, False)
-    ctx = ServerContext(engine=engine, root=engine.project(project_dir).path, access=Access())
+    ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access())
     server = build_server(ctx)
     finished = anyio.Event()
 
@@ -233,10 +234,10 @@ async def _transport(engine: Engine, project_dir: Path, lim: StdioLimits) -> Asy
 
 @pytest.mark.anyio
 async def test_frame_of_exactly_the_limit_is_served_and_one_byte_more_closes_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(frame_max_bytes=120)
-    async with _transport(engine, project_dir, lim) as peer:
+    async with _transport(api, project_dir, lim) as peer:
         await peer.send(_ping_of_size(1, 120) + b"\n")
         assert (await peer.line())["id"] == 1
         await peer.send(_ping_of_size(2, 120) + b"\r\n")  # a CR before the newline is not part of the frame
@@ -248,9 +249,9 @@ async def test_frame_of_exactly_the_limit_is_served_and_one_byte_more_closes_srv
 
 @pytest.mark.anyio
 async def test_an_overlong_frame_is_refused_before_its_newline_arrives_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    async with _transport(engine, project_dir, StdioLimits(frame_max_bytes=120)) as peer:
+    async with _transport(api, project_dir, StdioLimits(frame_max_bytes=120)) as peer:
         await peer.send(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {"pad": "' + b"x" * 200)
         assert await peer.closed_within(5)
     assert "a frame is longer than 120 bytes" in capsys.readouterr().err
@@ -258,10 +259,10 @@ async def test_an_overlong_frame_is_refused_before_its_newline_arrives_srv25(
 
 @pytest.mark.anyio
 async def test_lifetime_bytes_at_the_limit_are_served_and_one_more_byte_closes_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     frame = _ping_of_size(1, 99) + b"\n"
-    async with _transport(engine, project_dir, StdioLimits(lifetime_max_bytes=4 * len(frame))) as peer:
+    async with _transport(api, project_dir, StdioLimits(lifetime_max_bytes=4 * len(frame))) as peer:
         for _ in range(4):
             await peer.send(frame)
             assert (await peer.line())["result"] == {}
@@ -272,13 +273,13 @@ async def test_lifetime_bytes_at_the_limit_are_served_and_one_more_byte_closes_s
 
 @pytest.mark.anyio
 async def test_frame_rate_counts_blank_lines_and_closes_one_past_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(frames_per_second_max=5)
-    async with _transport(engine, project_dir, lim) as peer:
+    async with _transport(api, project_dir, lim) as peer:
         await peer.send(b"\n\n\n\n" + _ping(1) + b"\n")
         assert (await peer.line())["id"] == 1
-    async with _transport(engine, project_dir, lim) as peer:
+    async with _transport(api, project_dir, lim) as peer:
         await peer.send(b"\n\n\n\n\n" + _ping(1) + b"\n")
         assert await peer.closed_within(5)
     assert f"{CLOSING} more than 5 frames in one second" in capsys.readouterr().err
@@ -286,16 +287,16 @@ async def test_frame_rate_counts_blank_lines_and_closes_one_past_srv25(
 
 @pytest.mark.anyio
 async def test_only_a_request_meets_the_init_deadline_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(init_deadline_seconds=0.5)
-    async with _transport(engine, project_dir, lim) as peer:
+    async with _transport(api, project_dir, lim) as peer:
         notification = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
         await peer.send(b"\nnot json\n" + notification + b"\n")
         assert (await peer.line())["error"]["code"] == -32700  # answered, but not a start
         assert await peer.closed_within(5)
     assert f"{CLOSING} no request within 0.5 seconds" in capsys.readouterr().err
-    async with _transport(engine, project_dir, lim) as peer:
+    async with _transport(api, project_dir, lim) as peer:
         await peer.send(_ping(1) + b"\n")
         assert (await peer.line())["id"] == 1
         assert not await peer.closed_within(1.0)  # twice the deadline: still open
@@ -304,8 +305,8 @@ async def test_only_a_request_meets_the_init_deadline_srv25(
 
 
 @pytest.mark.anyio
-async def test_a_legacy_initialize_meets_the_init_deadline_srv25(engine: Engine, project_dir: Path) -> None:
-    async with _transport(engine, project_dir, StdioLimits(init_deadline_seconds=0.5)) as peer:
+async def test_a_legacy_initialize_meets_the_init_deadline_srv25(api: LocalEngine, project_dir: Path) -> None:
+    async with _transport(api, project_dir, StdioLimits(init_deadline_seconds=0.5)) as peer:
         await peer.send(json.dumps(INIT).encode() + b"\n")
         assert "result" in await peer.line()
         assert not await peer.closed_within(1.0)
@@ -313,10 +314,10 @@ async def test_a_legacy_initialize_meets_the_init_deadline_srv25(engine: Engine,
 
 @pytest.mark.anyio
 async def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(write_deadline_seconds=0.3, frames_per_second_max=1000)
-    async with _transport(engine, project_dir, lim) as peer:
+    async with _transport(api, project_dir, lim) as peer:
         await peer.send(json.dumps(INIT).encode() + b"\n")
         assert "result" in await peer.line()
         await peer.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
@@ -332,9 +333,9 @@ async def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline_s
 
 @pytest.mark.anyio
 async def test_a_broken_stdout_closes_the_connection_srv25(
-    engine: Engine, project_dir: Path, capsys: pytest.CaptureFixture[str]
+    api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    async with _transport(engine, project_dir, StdioLimits()) as peer:
+    async with _transport(api, project_dir, StdioLimits()) as peer:
         os.close(peer.read_fd)
         peer.read_fd = -1
         await peer.send(_ping(1) + b"\n")
