@@ -18,6 +18,7 @@ from mcp import Client
 
 from shadowcode.engine.api import Access
 from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.verbs.inspection import MODEL_PROBE_PROMPT
 from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
 from tests.support.engine import scripted_model
@@ -208,6 +209,64 @@ async def test_the_five_job_tools_answer_for_real_srv15_srv16_srv17_srv18(
         assert ok and cancelled["job_id"] == test["job_id"]
     for text in (json.dumps(run), json.dumps(jobs), json.dumps(test), message):
         assert "not available" not in text
+
+
+def requests_made(log: Path) -> list[dict[str, Any]]:
+    """The lines of a model's request log (none when it was never written)."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+def probe_check(doctor: dict[str, Any]) -> dict[str, Any] | None:
+    return next((c for c in doctor["checks"] if c["name"] == "model_probe"), None)
+
+
+async def test_doctor_probe_sends_exactly_one_request_and_reports_the_reply_srv19(
+    connect: Connect, api: LocalEngine, tmp_path: Path
+) -> None:
+    log = tmp_path / "requests.jsonl"
+    entries = [{"match": MODEL_PROBE_PROMPT, "turns": [{"content": "The model answers."}]}]
+    scripted_model(api.state.profile, tmp_path / "script.json", entries, request_log=log)
+    async with connect() as client:
+        ok, doctor = await call(client, "shadow_doctor", probe_model=True)
+    assert ok, doctor
+    [request] = requests_made(log)
+    assert request["last_message"] == {"role": "user", "content": MODEL_PROBE_PROMPT}
+    check = probe_check(doctor)
+    assert check is not None and check["status"] == "ok", check
+    assert "scripted answered" in check["detail"] and "The model answers." in check["detail"]
+
+
+async def test_doctor_probe_of_a_failing_model_sends_one_request_and_reports_the_reason_srv19(
+    connect: Connect, api: LocalEngine, tmp_path: Path
+) -> None:
+    log = tmp_path / "requests.jsonl"
+    entries = [{"match": "", "turns": [{"error": "the provider is down for maintenance"}]}]
+    scripted_model(api.state.profile, tmp_path / "script.json", entries, request_log=log)
+    async with connect() as client:
+        ok, doctor = await call(client, "shadow_doctor", probe_model=True)
+    assert ok, doctor
+    assert len(requests_made(log)) == 1
+    check = probe_check(doctor)
+    assert check is not None and check["status"] == "fail", check
+    assert "the provider is down for maintenance" in check["detail"]
+    assert doctor["ok"] is False
+
+
+async def test_doctor_without_probe_model_asks_the_model_nothing_srv19(
+    connect: Connect, api: LocalEngine, tmp_path: Path
+) -> None:
+    log = tmp_path / "requests.jsonl"
+    entries = [{"match": "", "turns": [{"content": "never asked"}]}]
+    scripted_model(api.state.profile, tmp_path / "script.json", entries, request_log=log)
+    async with connect() as client:
+        ok, doctor = await call(client, "shadow_doctor")
+        ok_false, doctor_false = await call(client, "shadow_doctor", probe_model=False)
+    assert ok and ok_false
+    assert requests_made(log) == []
+    assert probe_check(doctor) is None and probe_check(doctor_false) is None
+    assert any(c["name"] == "models" and c["status"] == "ok" for c in doctor["checks"])
 
 
 async def test_unknown_arguments_are_refused_with_a_clear_error_srv04(connect: Connect) -> None:
