@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from shadowcode.engine import Engine
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.tasks import TaskRecords
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.profile import Profile
+from shadowcode.store import Store
 from shadowcode.store.approvals import ApprovalRecord
 from tests.support.engine import PY, cli, cli_env, headless_engine, scripted_model, wait_for_sync
 
@@ -47,12 +47,16 @@ def project(tmp_path: Path, home: Path) -> Path:
 
 def parked_approval(profile: Profile, project: Path, argv: list[str]) -> ApprovalRecord:
     """A pending command approval of a (recorded, never run) task, as a waiting task leaves it."""
-    with Engine.open(profile) as engine:
-        task = TaskRecords(engine.store).create(
+    profile.ensure()
+    store = Store(profile.db_path)
+    try:
+        task = TaskRecords(store).create(
             project=project, owner=None, mode=TaskMode.BUILD, prompt="p", permission_level=PermissionLevel.WORKSPACE,
             model=None, engine_id="eng_cli",
         )  # fmt: skip
-        return Approvals(engine.store).request(task.id, None, "command", {"argv": argv, "cwd": str(project)})
+        return Approvals(store).request(task.id, None, "command", {"argv": argv, "cwd": str(project)})
+    finally:
+        store.close()
 
 
 # -- approvals, approve, deny (ENG-07) -----------------------------------------------------------
