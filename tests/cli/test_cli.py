@@ -1,4 +1,4 @@
-"""The command line: global options, --json documents, and bad input (ENG-01, ENG-02, SRV-02)."""
+"""The command line: global options, --json documents, and bad input (ENG-01, ENG-02, ENG-05, SRV-02)."""
 
 from __future__ import annotations
 
@@ -106,3 +106,21 @@ def test_profiles_keep_separate_trust_eng01(tmp_path: Path) -> None:
     run(tmp_path / "h", "--profile", "work", "trust", str(project))
     other = json.loads(run(tmp_path / "h", "--json", "--profile", "play", "--workspace", str(project), "status").stdout)
     assert other["project"]["trusted"] is False and other["profile"]["name"] == "play"
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (["--provider", "scripted"], "--provider scripted needs --script FILE"),
+        (["--provider", "openai", "--model", "m"], "--provider openai needs --base-url and --model"),
+    ],
+)
+def test_models_add_of_an_incomplete_model_exits_2_and_saves_nothing_eng05(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    home = tmp_path / "h"
+    done = run(home, "models", "add", "half", *options)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr and "Traceback" not in done.stderr
+    listed = run(home, "--json", "models", "list")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == {"models": [], "default": None}

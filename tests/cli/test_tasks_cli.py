@@ -171,6 +171,16 @@ def test_run_in_the_foreground_follows_the_task_and_exits_0_when_it_is_done_eng0
     done = cli(home, "run", "--level", "read_only", "look around", workspace=project)
     assert done.returncode == 0, done.stderr
     assert "started (build, read_only)" in done.stdout and "✓ done" in done.stdout and "all finished" in done.stdout
+    job_id = done.stdout.split()[0]
+    shown = cli(home, "--json", "jobs", job_id)
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert set(doc) == {"job", "events"}
+    assert set(doc["job"]) == {"id", "mode", "status", "prompt", "permission_level", "model", "created_at",
+                               "finished_at", "answer", "error"}  # fmt: skip
+    assert doc["job"]["id"] == job_id and doc["job"]["status"] == "done" and doc["job"]["answer"] == "all finished"
+    kinds = [e["kind"] for e in doc["events"]]
+    assert kinds[0] == "task.queued" and kinds[-1] == "task.done"
 
 
 def test_run_in_the_foreground_exits_1_when_the_task_fails_eng08(
