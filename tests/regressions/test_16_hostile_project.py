@@ -93,9 +93,7 @@ def test_every_inspection_tool_answers_and_eof_ends_the_server(hostile: Path, tm
         server.close()
 
 
-def test_a_hostile_project_stalls_neither_the_engine_nor_another_project(
-    hostile: Path, tmp_path: Path
-) -> None:
+def test_a_hostile_project_stalls_neither_the_engine_nor_another_project(hostile: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     calm = tmp_path / "calm"
     calm.mkdir()
@@ -125,7 +123,8 @@ def test_no_process_is_left_behind(hostile: Path, tmp_path: Path) -> None:
         _call(server, 1, "shadow_review", {})
         _call(server, 2, "shadow_sqlite", {"action": "query", "path": "data.db", "sql": "select 1"})
         pid = server.proc.pid
+        assert server.child_pids() == []  # every answered call left no child running
     finally:
         server.close()
-    leftovers = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
+    leftovers = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, encoding="utf-8", check=False)
     assert leftovers.stdout.strip() == ""
