@@ -30,6 +30,7 @@ from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.profile import Profile
 from shadowcode.store import Store
+from shadowcode.store.tasks import TaskRecord
 from tests.support.engine import (
     FINISHED,
     cli,
@@ -257,7 +258,11 @@ async def test_shadow_jobs_cancel_stops_a_running_command_and_its_process_group_
         assert cancelled == {"job_id": job["job_id"], "status": "cancelled", "cancelled": True}
         assert group_gone(pid)
         again = await ok(client, "shadow_jobs", action="cancel", job_id=job["job_id"])
+        shown = await ok(client, "shadow_jobs", action="get", job_id=job["job_id"])
     assert again["cancelled"] is False
+    assert shown["job"]["error"] == "cancelled by its owner"  # why, not just "cancelled"
+    assert shown["events"][-1]["kind"] == "task.cancelled"
+    assert shown["events"][-1]["data"] == {"reason": "cancelled by its owner"}
 
 
 # -- shadow_approve (SRV-11, ENG-07) -------------------------------------------------------------
@@ -544,9 +549,12 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
             server.close()
 
         def statuses() -> dict[str, str]:
+            return {task.id: task.status for task in tasks()}
+
+        def tasks() -> list[TaskRecord]:
             store = Store(profile.db_path)
             try:
-                return {task.id: task.status for task in store.tasks.recent(100)}
+                return store.tasks.recent(100)
             finally:
                 store.close()
 
@@ -554,6 +562,9 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
         final = wait_for_sync(lambda: (s := statuses()) and all(s[t] in FINISHED for t in ours) and s, timeout=30,
                               what="the connection's jobs to finish")  # fmt: skip
         assert [final[t] for t in ours] == ["cancelled"] * len(ours), final
+        errors = {task.id: task.error or "" for task in tasks()}
+        assert all(errors[t].startswith("its owner closed (") for t in ours), errors  # the recorded reason
+        assert errors[queued].endswith(" while it was queued"), errors[queued]  # behind TASKS_RUNNING_MAX jobs
         assert group_gone(my_pid)
         assert final[detached_id] == "running" and not group_gone(their_pid)
         assert engine.proc.poll() is None
