@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from shadowcode.agent.loop import run_agent
-from shadowcode.agent.mcp_tools import TaskServers, inline_tools_setting
 from shadowcode.agent.providers import ModelProvider, open_provider
 from shadowcode.agent.providers._paths import profile_relative
 from shadowcode.agent.toolbox import TaskEnv, run_approved_command
@@ -206,6 +205,10 @@ class JobRunner:
         env = self._task_env(task)
         async with AsyncExitStack() as stack:
             if servers is not None and servers.servers:
+                # Imported here: the MCP client stack costs seconds to import, and a command-line
+                # verb's temporary engine that runs no MCP task should not pay for it.
+                from shadowcode.agent.mcp_tools import TaskServers, inline_tools_setting
+
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,
                 # before _guarded records the outcome (CLI-19).
                 env.mcp = await stack.enter_async_context(
