@@ -124,3 +124,27 @@ def test_models_add_of_an_incomplete_model_exits_2_and_saves_nothing_eng05(
     assert message in done.stderr and "Traceback" not in done.stderr
     listed = run(home, "--json", "models", "list")
     assert listed.returncode == 0 and json.loads(listed.stdout) == {"models": [], "default": None}
+
+
+@pytest.mark.req("ENG-03")
+def test_a_verb_that_runs_no_mcp_task_does_not_load_the_mcp_sdk(tmp_path: Path) -> None:
+    """Each verb opens a temporary engine; loading the MCP SDK there made every verb seconds slower."""
+    code = (
+        "import sys\n"
+        "from shadowcode.cli import run\n"
+        "sys.argv = ['shadowcode', '--json', 'approvals']\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sdk = ('mcp', 'mcp_types', 'shadowcode.mcp.client.connection')\n"
+        "loaded = sorted(m for m in sys.modules if m in sdk or m.startswith(('mcp.', 'mcp_types.')))\n"
+        "sys.stderr.write('loaded: ' + ','.join(loaded) + '\\n')\n"
+    )
+    env = dict(os.environ, SHADOWCODE_HOME=str(tmp_path / "h"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", env=env, timeout=60,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == {"approvals": []}, done.stderr
+    assert "loaded: \n" in done.stderr, done.stderr[-2000:]
