@@ -46,6 +46,7 @@ from shadowcode.limits import (
     REVIEW_GIT_OUTPUT_MAX_BYTES,
     REVIEW_GIT_TIMEOUT_SECONDS,
 )
+from shadowcode.project.documents import Review
 from shadowcode.project.files import canonical_root
 
 __all__ = ["STATUS_NAMES", "review"]
@@ -303,7 +304,7 @@ def _parse_numstat(records: list[str]) -> dict[str, int]:
     return stat
 
 
-def _not_git(note: str) -> dict[str, Any]:
+def _not_git(note: str) -> Review:
     return {"git": False, "branch": None, "changes": [], "diffstat": {}, "truncated": False, "note": note}
 
 
@@ -314,7 +315,7 @@ def review(
     timeout_seconds: float = REVIEW_GIT_TIMEOUT_SECONDS,
     output_max_bytes: int = REVIEW_GIT_OUTPUT_MAX_BYTES,
     config_names_max_bytes: int = REVIEW_GIT_CONFIG_NAMES_MAX_BYTES,
-) -> dict[str, Any]:
+) -> Review:
     """Summarise the uncommitted changes of the project's git working tree (SRV-20).
 
     Read-only, and runs no program the repository configures (see the module docstring):
@@ -354,7 +355,7 @@ def review(
         return _review(git, changes_max, output_max_bytes)
 
 
-def _review(git: _Git, changes_max: int, output_max_bytes: int) -> dict[str, Any]:
+def _review(git: _Git, changes_max: int, output_max_bytes: int) -> Review:
     probe = git.run(["rev-parse", "--is-inside-work-tree", "--show-prefix"], 4096)
     lines = probe.stdout.decode("utf-8", errors="replace").splitlines()
     if probe.returncode != 0 or not lines or lines[0] != "true":

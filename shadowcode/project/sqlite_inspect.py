@@ -53,6 +53,7 @@ from shadowcode.limits import (
     SQLITE_VALUE_MAX_BYTES,
     SQLITE_WORKER_REPLY_MAX_BYTES,
 )
+from shadowcode.project.documents import SqliteRows, SqliteTables
 from shadowcode.project.files import confine, read_regular, relative_posix
 from shadowcode.project.sqlite_worker import BLOB_KEY
 
@@ -304,7 +305,7 @@ def list_tables(
     tables_max: int = SQLITE_ROWS_MAX,
     timeout_seconds: float = SQLITE_QUERY_TIMEOUT_SECONDS,
     reply_max_bytes: int = SQLITE_WORKER_REPLY_MAX_BYTES,
-) -> dict[str, Any]:
+) -> SqliteTables:
     """List the tables and views of a project database with their columns (SRV-13).
 
     Internal ``sqlite_*`` tables are left out. The database is opened read-only and is
@@ -348,7 +349,7 @@ def run_query(
     result_max_bytes: int = SQLITE_RESULT_MAX_BYTES,
     timeout_seconds: float = SQLITE_QUERY_TIMEOUT_SECONDS,
     reply_max_bytes: int = SQLITE_WORKER_REPLY_MAX_BYTES,
-) -> dict[str, Any]:
+) -> SqliteRows:
     """Run one bounded read-only query on a project database (SRV-13).
 
     The database is opened read-only, so rows still in its write-ahead log are seen and
