@@ -39,7 +39,7 @@ def trust(
     ] = "workspace",
 ) -> None:
     """Trust a project at a permission level (ENG-02)."""
-    from shadowcode.engine.messages import ProjectTrust
+    from shadowcode.engine.api import ProjectTrust
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -55,7 +55,7 @@ def untrust(
     ] = None,
 ) -> None:
     """Remove trust from a project; its records stay (ENG-02)."""
-    from shadowcode.engine.messages import ProjectRef
+    from shadowcode.engine.api import ProjectRef
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -67,8 +67,7 @@ def untrust(
 def status(ctx: typer.Context) -> None:
     """Show the profile, the workspace's trust, and the engine (ENG-01, ENG-02, ENG-03)."""
     from shadowcode import __version__
-    from shadowcode.engine.api import EngineApi
-    from shadowcode.engine.messages import Empty, ProjectInfo, Status
+    from shadowcode.engine.api import Empty, EngineApi, ProjectInfo, Status
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)

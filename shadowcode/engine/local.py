@@ -23,11 +23,10 @@ from typing import Any
 import anyio
 
 from shadowcode.agent.processes import ProcessManager
-from shadowcode.engine.api import Caller, EngineApi, OwnerHandle
+from shadowcode.engine.api import Caller, EngineApi, OwnerClosed, OwnerHandle
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.engine.mcp_servers import McpRegistry
-from shadowcode.engine.messages import OwnerClosed
 from shadowcode.engine.owners import Owner, Owners, OwnerState
 from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.state import EngineState

@@ -10,8 +10,8 @@ import pytest
 
 from shadowcode.agent import files
 from shadowcode.agent.observations import Observations
+from shadowcode.engine.api import RollbackResult
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
-from shadowcode.engine.messages import RollbackResult
 from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from shadowcode.engine.api import RollbackResult
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
-from shadowcode.engine.messages import RollbackResult
 from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
@@ -205,7 +205,9 @@ def test_rollback_is_recorded_in_the_history_and_as_an_event_eng06_srv19(
     assert blob is not None  # the content the rollback replaced is kept too
 
 
-def test_a_second_rollback_finds_nothing_left_to_restore_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+def test_a_second_rollback_finds_nothing_left_to_restore_eng06(
+    state: EngineState, root: Path, cps: Checkpoints
+) -> None:
     task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"v0")
     _write(cps, root, task, "a.txt", b"v1")

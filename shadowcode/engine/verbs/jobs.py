@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from shadowcode.agent.toolbox import detect_single_test_command
 from shadowcode.blocking import run_blocking
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
     ApprovalDecision,
     ApprovalRecord,
+    Caller,
     Empty,
+    EngineApi,
     JobCancelled,
     JobDetail,
     JobQuery,
