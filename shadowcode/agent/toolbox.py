@@ -205,11 +205,16 @@ def _argv(value: Any) -> list[str]:
 
 
 def _cwd(env: TaskEnv, rel: Any) -> Path:
-    from shadowcode.project.files import resolve_inside
+    """The working directory of a command: a folder of project content, never the profile root or ``.git`` (SRV-08).
+
+    Raises:
+        ToolError: outside the project, inside the profile root or ``.git``, or not a folder.
+    """
+    from shadowcode.project.files import confine
 
     if rel in (None, "", "."):
         return env.project
-    path = resolve_inside(env.project, str(rel))
+    path = confine(env.project, str(rel))
     if not path.is_dir():
         raise ToolError(f"cwd {rel!r} is not a directory of the project")
     return path
