@@ -137,7 +137,7 @@ async def dispatch(env: TaskEnv, call: ToolCall) -> str:
             result = await _run(env, call.name, call.arguments)
         except ShadowcodeError as exc:
             result = {"error": exc.message}
-        except (TypeError, KeyError) as exc:
+        except (TypeError, KeyError, ValueError) as exc:
             result = {"error": f"invalid arguments for {call.name}: {exc}"}
         env.records.event(
             env.task_id, "tool.result", {"name": call.name, "ok": "error" not in result, "summary": _summary(result)}

@@ -136,6 +136,15 @@ async def test_a_command_cwd_in_a_project_folder_is_asked_for_exactly_srv08(work
     assert fakes.requested == [("command", {"argv": ["true"], "cwd": str(workspace / "src")})]
 
 
+@pytest.mark.req("ENG-04")
+async def test_an_argument_of_the_wrong_kind_is_a_tool_error_the_model_reads_eng04(project: Path) -> None:
+    (project / "a.txt").write_text("x", encoding="utf-8")
+    fakes = _Fakes()
+    result = await _call(_env(project, fakes), "read_file", {"path": "a.txt", "offset": "abc"})
+    assert result["error"].startswith("invalid arguments for read_file: invalid literal for int()"), result
+    assert fakes.events[-1] == ("tool.result", {"name": "read_file", "ok": False, "summary": json.dumps(result)})
+
+
 async def _until(check: Any, what: str) -> None:
     with anyio.fail_after(20):
         while not check():
