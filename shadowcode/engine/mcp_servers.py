@@ -104,7 +104,7 @@ class McpRegistry:
         """Delete a global definition, its grants in every project and its cached catalogs (CLI-05).
 
         Returns:
-            ``{"id", "removed": True, "grants_revoked": int}``.
+            The removal: its id, ``removed`` True and how many project grants it revoked.
 
         Raises:
             ConfigError: not a ``config:`` id (project files are removed by deleting them).
