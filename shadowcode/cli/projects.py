@@ -72,22 +72,22 @@ def status(ctx: typer.Context) -> None:
 
     g = globals_of(ctx)
 
-    async def ask(api: EngineApi) -> tuple[Status, list[ProjectInfo]]:
-        return await api.status(Empty(), g.caller()), await api.project_list(Empty(), g.caller())
+    async def ask(api: EngineApi) -> tuple[Status, list[ProjectInfo], str]:
+        return await api.status(Empty(), g.caller()), await api.project_list(Empty(), g.caller()), str(api.mode)
 
-    found, trusted = with_engine(g, ask)
+    found, trusted, mode = with_engine(g, ask)
     project = found.project
     doc = {
         "version": __version__,
         "profile": {"name": found.profile, "root": found.profile_root},
-        "engine": {"mode": str(found.engine_mode)},
+        "engine": {"mode": mode},
         "project": to_json(project),
         "trusted_projects": to_json(trusted),
     }
     lines = [
         f"shadowcode {__version__}",
         f"profile  {found.profile} ({found.profile_root})",
-        f"engine   {found.engine_mode}",
+        f"engine   {mode}",
         f"project  {project.path} ({'trusted, ' + str(project.level) if project.trusted else 'untrusted'})",
     ]
     emit(g, doc, "\n".join(lines))

@@ -10,7 +10,7 @@ import typer
 from shadowcode.cli.context import Globals, emit, globals_of, with_engine
 
 if TYPE_CHECKING:
-    from shadowcode.engine.api import EngineApi, JobDetail, JobEvent
+    from shadowcode.engine.api import EngineApi, EventRecord, JobDetail
 
 __all__ = ["register"]
 
@@ -132,7 +132,7 @@ def jobs(
             emit(g, to_json(final.job), "")
         raise typer.Exit(0 if final.job.status == "done" else 1)
 
-    async def show(api: EngineApi) -> tuple[JobDetail, list[JobEvent]]:
+    async def show(api: EngineApi) -> tuple[JobDetail, list[EventRecord]]:
         page = await api.job(JobQuery(job_id), caller)
         events = list(page.events)
         while page.next_cursor is not None and len(events) < _EVENTS_SHOWN_MAX:

@@ -56,6 +56,7 @@ class LocalEngine(EngineApi):
     def __init__(self, profile: Profile, *, mode: EngineMode = EngineMode.TEMPORARY) -> None:
         profile.ensure()
         self.mode = mode
+        self._ran = False
         store = Store(profile.db_path)
         engine_id = "eng_" + secrets.token_hex(8)
         records = TaskRecords(store)
@@ -89,6 +90,9 @@ class LocalEngine(EngineApi):
     async def running(self) -> AsyncIterator[LocalEngine]:
         """Run the engine; leaving closes owners, cancels all work and waits for its cleanup."""
         state = self.state
+        if self._ran:
+            raise ShadowcodeError("this engine has already run; open a new one")
+        self._ran = True
         state.store.owners.engine_started(state.id, os.getpid(), state.mode)
         state.records.sweep_orphans()
         try:
@@ -97,6 +101,8 @@ class LocalEngine(EngineApi):
                     yield self
                 finally:
                     with anyio.CancelScope(shield=True):
+                        # A slot freed by a cancelled job must not start a queued one meanwhile.
+                        state.runner.stop_starting()
                         for owner in list(state.owners.open.values()):
                             await self.close_owner(owner, "the engine stopped")
                         await state.runner.cancel_all("the engine stopped")

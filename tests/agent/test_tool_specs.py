@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, TOOL_SPECS, function_schema, listing, native_tools_for, spec
-from shadowcode.engine.api import Caller
+from shadowcode.engine.api import Caller, Empty
 from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.messages import Empty
 from shadowcode.engine.wire import to_json
 
 _LISTED = [

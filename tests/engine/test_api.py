@@ -74,8 +74,13 @@ def example(tp: Any) -> Any:
 
 
 def declared_verbs() -> list[tuple[str, str]]:
-    """``(method name, wire name)`` of every method declared with ``@verb`` on EngineApi, in order."""
-    return [(name, m.__verb__[0]) for name, m in vars(EngineApi).items() if hasattr(m, "__verb__")]
+    """``(method name, wire name)`` of every method declared with ``@verb`` on EngineApi's parts, in order."""
+    return [
+        (name, m.__verb__[0])
+        for part in reversed(EngineApi.__mro__)
+        for name, m in vars(part).items()
+        if hasattr(m, "__verb__")
+    ]
 
 
 def test_every_verb_has_exactly_one_handler_and_every_handler_a_verb() -> None:

@@ -18,10 +18,12 @@ import anyio
 import pytest
 
 from shadowcode.engine import open_headless
-from shadowcode.engine.api import Access, Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
+    Access,
+    Caller,
     CheckpointQuery,
     Empty,
+    EngineApi,
     GoalCreate,
     MemoryAppend,
     MemoryRef,

@@ -17,9 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from shadowcode.engine.api import Caller
+from shadowcode.engine.api import ApprovalDecision, Caller, Empty, JobRef, TaskRequest
 from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.messages import ApprovalDecision, Empty, JobRef, TaskRequest
 from shadowcode.engine.owners import Owner, OwnerState
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import EngineMode, PermissionLevel, TaskStatus

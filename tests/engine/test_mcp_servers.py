@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from shadowcode.agent.mcp_definitions import project_definitions
+from shadowcode.engine.api import McpRemoval
 from shadowcode.engine.mcp_servers import McpRegistry
-from shadowcode.engine.messages import McpRemoval
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConflictError, NotFound, PolicyError

@@ -19,11 +19,12 @@ import anyio
 import pytest
 
 from shadowcode.engine import open_headless
-from shadowcode.engine.api import Access, Caller, EngineApi
-from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
+    Access,
     ApprovalDecision,
+    Caller,
     Empty,
+    EngineApi,
     GoalCreate,
     GoalRef,
     JobQuery,
@@ -33,6 +34,7 @@ from shadowcode.engine.messages import (
     ProjectTrust,
     TaskRequest,
 )
+from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.remote import RemoteEngine, RemoteOwner
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import EngineMode, PermissionLevel, TaskStatus
@@ -237,7 +239,7 @@ from pathlib import Path
 import anyio
 from shadowcode.engine import open_headless
 from shadowcode.engine.api import Caller
-from shadowcode.engine.messages import TaskRequest
+from shadowcode.engine.api import TaskRequest
 from shadowcode.profile import Profile
 
 async def main():

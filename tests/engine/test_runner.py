@@ -15,9 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
-from shadowcode.engine.api import Caller, OwnerHandle
+from shadowcode.engine.api import Caller, Empty, JobCancelled, JobRef, OwnerHandle, TaskRequest
 from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.messages import Empty, JobCancelled, JobRef, TaskRequest
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel, TaskStatus
 from shadowcode.limits import TASKS_RUNNING_MAX

@@ -15,7 +15,7 @@ import pytest
 
 import shadowcode
 from shadowcode import errors
-from shadowcode.engine.messages import JobRef, MemoryAppend, ProjectInfo, TaskRequest
+from shadowcode.engine.api import JobRef, MemoryAppend, ProjectInfo, TaskRequest
 from shadowcode.engine.wire import error_from_wire, error_to_wire, from_json, to_json
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.errors import ProtocolError, ShadowcodeError

@@ -15,8 +15,7 @@ from typing import Any
 
 import anyio
 
-from shadowcode.engine.api import Access, Caller, EngineApi, OwnerHandle
-from shadowcode.engine.messages import JobDetail, JobQuery, ProjectInfo, ProjectTrust
+from shadowcode.engine.api import Access, Caller, EngineApi, JobDetail, JobQuery, OwnerHandle, ProjectInfo, ProjectTrust
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel, TaskStatus
 

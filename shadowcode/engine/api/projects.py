@@ -48,7 +48,8 @@ class Status:
     Attributes:
         profile: the profile's name.
         profile_root: the profile's folder.
-        engine_mode: how the caller reaches the engine.
+        engine_mode: the engine's own mode, ``temporary`` or ``headless`` (a frontend attached to a
+            headless engine says ``attached``: :attr:`EngineApi.mode`).
         project: the caller's project.
         models_configured: configured models.
         default_model: the default model's name, or None.

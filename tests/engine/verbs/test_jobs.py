@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from shadowcode.engine.api import Access, Caller
-from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
+    Access,
     ApprovalDecision,
+    Caller,
     Empty,
     JobCancelled,
     JobQuery,
@@ -29,6 +29,7 @@ from shadowcode.engine.messages import (
     TestRequest,
     WhyQuery,
 )
+from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.owners import OwnerState
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import ApprovalStatus, EngineMode, PermissionLevel, TaskMode, TaskStatus
