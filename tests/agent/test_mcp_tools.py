@@ -112,7 +112,7 @@ def _kinds(core: LocalEngine, task_id: str) -> list[str]:
 
 
 @pytest.mark.req("CLI-07", "CLI-09", "CLI-19", "CLI-04")
-async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first_cli07_cli09_cli19(
+async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
@@ -191,7 +191,7 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
 
 
 @pytest.mark.req("CLI-08")
-async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_only_for_a_call_cli08(
+async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_only_for_a_call(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -223,7 +223,7 @@ async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_on
 
 
 @pytest.mark.req("CLI-09")
-async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection_cli09(
+async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -250,7 +250,7 @@ async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection_
 
 
 @pytest.mark.req("CLI-10")
-async def test_a_definition_edited_between_approval_and_call_is_refused_and_nothing_is_sent_cli10(
+async def test_a_definition_edited_between_approval_and_call_is_refused_and_nothing_is_sent(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -271,7 +271,7 @@ async def test_a_definition_edited_between_approval_and_call_is_refused_and_noth
 
 
 @pytest.mark.req("CLI-06")
-async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed_cli06(
+async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -288,7 +288,7 @@ async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed_cli0
 
 
 @pytest.mark.req("CLI-13")
-async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refused_unsent_cli13(
+async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refused_unsent(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -312,7 +312,7 @@ async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refuse
 
 
 @pytest.mark.req("CLI-14")
-async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_any_approval_cli14(
+async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_any_approval(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -349,7 +349,7 @@ async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_an
 
 
 @pytest.mark.req("CLI-15", "CLI-19")
-async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected_cli15_cli19(
+async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -373,7 +373,7 @@ async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_
 
 
 @pytest.mark.req("CLI-09")
-async def test_a_denied_call_is_not_sent_and_the_task_goes_on_cli09(
+async def test_a_denied_call_is_not_sent_and_the_task_goes_on(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -390,7 +390,7 @@ async def test_a_denied_call_is_not_sent_and_the_task_goes_on_cli09(
 
 @pytest.mark.req("CLI-07")
 @pytest.mark.parametrize(("count", "inline"), [(MCP_INLINE_TOOLS_MAX, True), (MCP_INLINE_TOOLS_MAX + 1, False)])
-async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_compact_tools_past_it_cli07(
+async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_compact_tools_past_it(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, count: int, inline: bool
 ) -> None:
     project = _trust(engine, project_dir)
@@ -417,7 +417,7 @@ async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_com
 
 
 @pytest.mark.req("CLI-19")
-async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_before_it_reports_cli19(
+async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_before_it_reports(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -438,7 +438,7 @@ async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_bef
 
 
 @pytest.mark.req("CLI-13", "CLI-19")
-async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_still_finishes_cli13_cli19(
+async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_still_finishes(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -455,7 +455,7 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
 
 
 @pytest.mark.req("CLI-15")
-async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it_is_unavailable_cli15(
+async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it_is_unavailable(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
@@ -558,7 +558,7 @@ class _Model:
 
 
 @pytest.mark.req("CLI-15", "CLI-07")
-async def test_the_loop_stops_offering_a_failed_servers_first_class_tools_cli15(home: Path, project_dir: Path) -> None:
+async def test_the_loop_stops_offering_a_failed_servers_first_class_tools(home: Path, project_dir: Path) -> None:
     definition = ServerDefinition(
         id="config:h", scope="config", path=None, sha256="0" * 64, spec=StdioSpec(name="h", command=hostile_argv())
     )
@@ -610,7 +610,7 @@ async def _approve_until_finished(core: LocalEngine, task_id: str) -> TaskRecord
 
 
 @pytest.mark.req("CLI-14", "CLI-04")
-async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_call_uses_the_same_connection_cli14(
+async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_call_uses_the_same_connection(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
@@ -652,7 +652,7 @@ async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_ca
 
 
 @pytest.mark.req("CLI-10")
-async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it_cli10(
+async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     (project_dir / "README.md").write_text("# Old title\n", encoding="utf-8")

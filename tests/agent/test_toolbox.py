@@ -117,7 +117,7 @@ async def _call(env: TaskEnv, name: str, arguments: dict[str, Any]) -> dict[str,
         ("..", "outside the project"),
     ],
 )
-async def test_a_command_cwd_inside_the_profile_root_or_git_is_refused_before_any_approval_srv08(
+async def test_a_command_cwd_inside_the_profile_root_or_git_is_refused_before_any_approval(
     workspace: Path, cwd: str, refusal: str
 ) -> None:
     fakes = _Fakes()
@@ -129,7 +129,7 @@ async def test_a_command_cwd_inside_the_profile_root_or_git_is_refused_before_an
 
 
 @pytest.mark.req("ENG-04", "SRV-08")
-async def test_a_command_cwd_in_a_project_folder_is_asked_for_exactly_srv08(workspace: Path) -> None:
+async def test_a_command_cwd_in_a_project_folder_is_asked_for_exactly(workspace: Path) -> None:
     fakes = _Fakes()
     result = await _call(_env(workspace, fakes), "run_command", {"argv": ["true"], "cwd": "src"})
     assert "did not approve" in result["error"]
@@ -137,7 +137,7 @@ async def test_a_command_cwd_in_a_project_folder_is_asked_for_exactly_srv08(work
 
 
 @pytest.mark.req("ENG-04")
-async def test_an_argument_of_the_wrong_kind_is_a_tool_error_the_model_reads_eng04(project: Path) -> None:
+async def test_an_argument_of_the_wrong_kind_is_a_tool_error_the_model_reads(project: Path) -> None:
     (project / "a.txt").write_text("x", encoding="utf-8")
     fakes = _Fakes()
     result = await _call(_env(project, fakes), "read_file", {"path": "a.txt", "offset": "abc"})
@@ -152,7 +152,7 @@ async def _until(check: Any, what: str) -> None:
 
 
 @pytest.mark.req("ENG-04", "ENG-06")
-async def test_the_file_tools_answer_exactly_as_the_file_functions_do_eng04(project: Path) -> None:
+async def test_the_file_tools_answer_exactly_as_the_file_functions_do(project: Path) -> None:
     (project / "src").mkdir()
     (project / "src" / "app.py").write_text("def main():\n    return 1\n", encoding="utf-8")
     fakes, log = _Fakes(), _WriteLog()
@@ -175,7 +175,7 @@ async def test_the_file_tools_answer_exactly_as_the_file_functions_do_eng04(proj
 
 
 @pytest.mark.req("ENG-03", "ENG-04")
-async def test_the_event_loop_keeps_running_while_a_search_over_many_files_runs_eng04(project: Path) -> None:
+async def test_the_event_loop_keeps_running_while_a_search_over_many_files_runs(project: Path) -> None:
     line = "x" * 79 + "\n"
     for i in range(SEARCH_FILES_MAX):
         (project / f"f{i:05d}.txt").write_text(line * 40, encoding="utf-8")
@@ -202,7 +202,7 @@ async def test_the_event_loop_keeps_running_while_a_search_over_many_files_runs_
 
 
 @pytest.mark.req("ENG-04", "ENG-06")
-async def test_a_write_in_progress_lands_before_a_cancelled_task_goes_on_eng06(project: Path) -> None:
+async def test_a_write_in_progress_lands_before_a_cancelled_task_goes_on(project: Path) -> None:
     hold = threading.Event()
     fakes, log = _Fakes(), _WriteLog(hold)
     env = _env(project, fakes, log=log)

@@ -37,7 +37,7 @@ def _catalog(home: Path, workspace: Path) -> dict[str, Any]:
 
 
 @pytest.mark.req("CLI-01", "CLI-02", "CLI-05")
-def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_anything_cli01_cli02_cli05(
+def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_anything(
     home: Path, project_dir: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
@@ -78,7 +78,7 @@ def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_
 
 
 @pytest.mark.req("CLI-03")
-def test_an_invalid_definition_is_refused_with_the_file_and_field_named_and_exit_2_cli03(
+def test_an_invalid_definition_is_refused_with_the_file_and_field_named_and_exit_2(
     home: Path, project_dir: Path, tmp_path: Path
 ) -> None:
     definition = tmp_path / "bad.yaml"

@@ -44,7 +44,8 @@ def _file(tmp_path: Path, doc: dict[str, object], name: str = "def.json") -> Pat
     return path
 
 
-def test_registering_reads_the_file_and_replacing_needs_the_current_hash_cli01_cli05(
+@pytest.mark.req("CLI-01", "CLI-05")
+def test_registering_reads_the_file_and_replacing_needs_the_current_hash(
     state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
     registry, _ = _registry(state, project_dir)
@@ -59,7 +60,8 @@ def test_registering_reads_the_file_and_replacing_needs_the_current_hash_cli01_c
     assert registry.add(changed, replace_hash=first.sha256).sha256 == sha256_hex(changed.read_bytes())
 
 
-def test_the_catalog_shows_ids_hashes_states_and_variable_names_never_values_cli01_cli04(
+@pytest.mark.req("CLI-01", "CLI-04")
+def test_the_catalog_shows_ids_hashes_states_and_variable_names_never_values(
     state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
     registry, path = _registry(state, project_dir)
@@ -71,7 +73,8 @@ def test_the_catalog_shows_ids_hashes_states_and_variable_names_never_values_cli
     assert server["grant"] == {"state": "disabled", "hash": None}
 
 
-def test_a_fifth_enabled_server_is_refused_and_a_stale_hash_cannot_enable_cli02_cli05(
+@pytest.mark.req("CLI-02", "CLI-05")
+def test_a_fifth_enabled_server_is_refused_and_a_stale_hash_cannot_enable(
     state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
     registry, path = _registry(state, project_dir)
@@ -91,7 +94,8 @@ def test_a_fifth_enabled_server_is_refused_and_a_stale_hash_cannot_enable_cli02_
     assert len(grants) == MCP_ENABLED_SERVERS_MAX and grants[added[0].id] == added[0].sha256
 
 
-def test_enabling_needs_a_trusted_project_and_an_existing_valid_definition_cli02(
+@pytest.mark.req("CLI-02")
+def test_enabling_needs_a_trusted_project_and_an_existing_valid_definition(
     state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
     registry = state.mcp_servers
@@ -103,7 +107,8 @@ def test_enabling_needs_a_trusted_project_and_an_existing_valid_definition_cli02
         registry.enable(path, "config:nope", added.sha256, trusted=True)
 
 
-def test_removal_revokes_grants_and_identical_reregistration_does_not_reactivate_cli05(
+@pytest.mark.req("CLI-05")
+def test_removal_revokes_grants_and_identical_reregistration_does_not_reactivate(
     state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
     registry, path = _registry(state, project_dir)
@@ -118,7 +123,8 @@ def test_removal_revokes_grants_and_identical_reregistration_does_not_reactivate
     assert registry.snapshot(path).servers == ()
 
 
-def test_changed_missing_and_invalid_project_definitions_need_review_before_new_tasks_cli06(
+@pytest.mark.req("CLI-06")
+def test_changed_missing_and_invalid_project_definitions_need_review_before_new_tasks(
     state: EngineState, project_dir: Path
 ) -> None:
     registry, path = _registry(state, project_dir)
@@ -148,7 +154,8 @@ def test_changed_missing_and_invalid_project_definitions_need_review_before_new_
         registry.disable(path, "project:.shadowcode/mcp/b.json")
 
 
-def test_a_project_file_cannot_grant_itself_or_borrow_a_global_grant_cli05(
+@pytest.mark.req("CLI-05")
+def test_a_project_file_cannot_grant_itself_or_borrow_a_global_grant(
     state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
     registry, path = _registry(state, project_dir)
