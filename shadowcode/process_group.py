@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -36,7 +37,7 @@ import anyio
 from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import PROCESS_REAP_DEADLINE_SECONDS, PROCESS_TERM_GRACE_SECONDS
 
-__all__ = ["GroupChild", "OutputTail", "pdeathsig_preexec", "pids_alive"]
+__all__ = ["GroupChild", "OutputTail", "kill_group", "pdeathsig_preexec", "pids_alive", "read_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +115,43 @@ class OutputTail:
                 skip += 1
             data = data[skip:]
         return data.decode("utf-8", errors="replace")
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group ``proc`` leads (started with ``start_new_session=True``).
+
+    Call it only before ``proc`` is reaped: until then its pid, the group id, cannot be reused.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def read_output(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int) -> tuple[bytes, bool, bool]:
+    """Read a child's stdout until EOF, more than ``max_bytes`` bytes, or the monotonic ``deadline``.
+
+    Returns:
+        ``(data, truncated, timed_out)``: ``data`` is at most ``max_bytes`` bytes, what arrived
+        before the end; ``truncated`` when more than ``max_bytes`` came (reading stopped there);
+        ``timed_out`` when the deadline passed first.
+    """
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"".join(chunks), False, True
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks), False, False
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            return b"".join(chunks)[:max_bytes], True, False
 
 
 def pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import shadowcode
 import shadowcode.limits as limits
 
@@ -40,7 +42,8 @@ def test_public_names_are_sorted() -> None:
     assert shadowcode.__all__ == sorted(shadowcode.__all__)
 
 
-def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one_pkg02() -> None:
+@pytest.mark.req("PKG-02")
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = readme.split("```sh", 1)[1].split("```", 1)[0]
     commands = [line.split("#", 1)[0].strip() for line in block.strip().splitlines()]

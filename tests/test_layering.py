@@ -48,7 +48,6 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     # longest prefix first
     ("shadowcode.mcp.server.relay", "mcp.relay"),
     ("shadowcode.engine.api", "engine.api"),
-    ("shadowcode.engine.messages", "engine.api"),
     ("shadowcode.engine.wire", "engine.api"),
     ("shadowcode.engine", "engine"),
     ("shadowcode.project.documents", "project.documents"),

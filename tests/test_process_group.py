@@ -59,7 +59,8 @@ async def _read_until(fd: int, marker: bytes) -> bytes:
     return seen
 
 
-def test_pids_alive_lists_live_group_members_only_srv21() -> None:
+@pytest.mark.req("SRV-21")
+def test_pids_alive_lists_live_group_members_only() -> None:
     proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         assert pids_alive(proc.pid) == [proc.pid]

@@ -23,13 +23,15 @@ from shadowcode.profile_paths import control_socket_for, path_text, valid_profil
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.req("ENG-01")
 @given(st.text(alphabet="/.ab", max_size=12))
-def test_path_text_spells_paths_as_pathlib_does_eng01(path: str) -> None:
+def test_path_text_spells_paths_as_pathlib_does(path: str) -> None:
     assert path_text(path) == str(PurePosixPath(path))
 
 
+@pytest.mark.req("ENG-01")
 @pytest.mark.parametrize("spelling", ["{h}", "{h}/", "{h}//", "{h}/./", "/{h}", "{h}/././"])
-def test_fast_path_and_profile_name_the_same_socket_eng01(
+def test_fast_path_and_profile_name_the_same_socket(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
 ) -> None:
     monkeypatch.setenv("SHADOWCODE_HOME", spelling.format(h=tmp_path / "home"))
@@ -37,7 +39,8 @@ def test_fast_path_and_profile_name_the_same_socket_eng01(
         assert control_socket_for(name) == str(Profile.select(name).control_socket_path)
 
 
-def test_an_over_long_home_gets_the_same_short_socket_on_both_sides_eng01(
+@pytest.mark.req("ENG-01")
+def test_an_over_long_home_gets_the_same_short_socket_on_both_sides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SHADOWCODE_HOME", str(tmp_path / ("deep-" * 30)))
@@ -47,7 +50,8 @@ def test_an_over_long_home_gets_the_same_short_socket_on_both_sides_eng01(
     assert fast.endswith(".sock") and "control.sock" not in fast
 
 
-def test_profile_names_at_the_limit_pass_and_one_past_or_non_ascii_fail_eng01() -> None:
+@pytest.mark.req("ENG-01")
+def test_profile_names_at_the_limit_pass_and_one_past_or_non_ascii_fail() -> None:
     assert valid_profile_name("a" * PROFILE_NAME_MAX_CHARS)
     assert not valid_profile_name("a" * (PROFILE_NAME_MAX_CHARS + 1))
     assert valid_profile_name("work.2_b-c")
@@ -56,7 +60,8 @@ def test_profile_names_at_the_limit_pass_and_one_past_or_non_ascii_fail_eng01() 
         assert control_socket_for(bad) is None
 
 
-def test_the_fast_path_imports_no_dependency_and_no_heavy_stdlib_module_eng01() -> None:
+@pytest.mark.req("ENG-01")
+def test_the_fast_path_imports_no_dependency_and_no_heavy_stdlib_module() -> None:
     probe = (
         "import json, sys\n"
         "before = set(sys.modules)\n"

@@ -10,13 +10,18 @@ never get a writing tool. A tool failure becomes a tool result the model reads
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import anyio
 
 from shadowcode.agent.observations import Observations
 from shadowcode.agent.ports import ApprovalGate, EventLog, Processes, WriteLog, field_of
 from shadowcode.agent.tool_specs import function_schema, native_tools_for, spec
+from shadowcode.blocking import run_blocking
 from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import COMMAND_OUTPUT_TAIL_BYTES, COMMAND_TIMEOUT_SECONDS
 
@@ -32,6 +37,8 @@ __all__ = [
     "run_approved_command",
     "tool_schemas",
 ]
+
+T = TypeVar("T")
 
 
 def tool_schemas(names: tuple[str, ...], mcp: McpTools | None = None) -> list[dict[str, Any]]:
@@ -130,7 +137,7 @@ async def dispatch(env: TaskEnv, call: ToolCall) -> str:
             result = await _run(env, call.name, call.arguments)
         except ShadowcodeError as exc:
             result = {"error": exc.message}
-        except (TypeError, KeyError) as exc:
+        except (TypeError, KeyError, ValueError) as exc:
             result = {"error": f"invalid arguments for {call.name}: {exc}"}
         env.records.event(
             env.task_id, "tool.result", {"name": call.name, "ok": "error" not in result, "summary": _summary(result)}
@@ -141,6 +148,24 @@ async def dispatch(env: TaskEnv, call: ToolCall) -> str:
 def _summary(result: dict[str, Any]) -> str:
     text = json.dumps(result, ensure_ascii=False)
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+async def _off_loop(work: Callable[[], T], *, finish: bool = False) -> T:
+    """Run a blocking file tool on a daemon thread, so a large search or a slow disk never stalls the event loop.
+
+    Every session of a headless engine shares its event loop (ENG-03, ENG-04).
+
+    A read is abandoned when the task is cancelled (its thread finishes on its own, its result
+    dropped). A write (``finish``) is waited for even then: its change is already recorded, so
+    the task never reports cancelled while its write still lands.
+
+    Raises:
+        ToolError: too many blocking threads run in this process; or what ``work`` raised.
+    """
+    if not finish:
+        return await run_blocking(work)
+    with anyio.CancelScope(shield=True):
+        return await run_blocking(work)
 
 
 async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -154,17 +179,18 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
         finally:
             env.observations.invalidate_all()
     if name == "read_file":
-        return files.read_file(
-            root, str(args["path"]), offset=int(args.get("offset", 0)), observations=env.observations
+        offset = int(args.get("offset", 0))
+        return await _off_loop(
+            partial(files.read_file, root, str(args["path"]), offset=offset, observations=env.observations)
         )
     if name == "list_files":
-        return files.list_files(root, str(args.get("path", ".")))
+        return await _off_loop(partial(files.list_files, root, str(args.get("path", "."))))
     if name == "search_files":
-        return files.search_files(
-            root, str(args["pattern"]), str(args.get("path", ".")), regex=bool(args.get("regex", False))
-        )
+        pattern, under, regex = str(args["pattern"]), str(args.get("path", ".")), bool(args.get("regex", False))
+        return await _off_loop(partial(files.search_files, root, pattern, under, regex=regex))
     if name == "write_file":
-        out = files.write_file(
+        write = partial(
+            files.write_file,
             root,
             str(args["path"]),
             str(args["content"]),
@@ -172,10 +198,12 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
             task_id=env.task_id,
             observations=env.observations,
         )
+        out = await _off_loop(write, finish=True)
         env.records.event(env.task_id, "file.write", {"path": out["path"]})
         return out
     if name == "edit_file":
-        out = files.edit_file(
+        edit = partial(
+            files.edit_file,
             root,
             str(args["path"]),
             str(args["old"]),
@@ -184,12 +212,17 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
             task_id=env.task_id,
             observations=env.observations,
         )
+        out = await _off_loop(edit, finish=True)
         env.records.event(env.task_id, "file.write", {"path": out["path"]})
         return out
     if name == "run_command":
         return await run_approved_command(env, _argv(args["argv"]), _cwd(env, args.get("cwd")), kind="command")
     if name == "run_tests":
-        argv = _argv(args["command"]) if args.get("command") else detect_single_test_command(root)
+        argv = (
+            _argv(args["command"])
+            if args.get("command")
+            else await _off_loop(partial(detect_single_test_command, root))
+        )
         return await run_approved_command(env, argv, root, kind="test")
     if name == "background_start":
         return await _background_start(env, _argv(args["argv"]), _cwd(env, args.get("cwd")))
@@ -205,11 +238,16 @@ def _argv(value: Any) -> list[str]:
 
 
 def _cwd(env: TaskEnv, rel: Any) -> Path:
-    from shadowcode.project.files import resolve_inside
+    """The working directory of a command: a folder of project content, never the profile root or ``.git`` (SRV-08).
+
+    Raises:
+        ToolError: outside the project, inside the profile root or ``.git``, or not a folder.
+    """
+    from shadowcode.project.files import confine
 
     if rel in (None, "", "."):
         return env.project
-    path = resolve_inside(env.project, str(rel))
+    path = confine(env.project, str(rel))
     if not path.is_dir():
         raise ToolError(f"cwd {rel!r} is not a directory of the project")
     return path

@@ -69,7 +69,7 @@ def engine_status(ctx: typer.Context) -> None:
     import anyio
 
     from shadowcode.engine import open_headless
-    from shadowcode.engine.messages import Empty, EngineStatus
+    from shadowcode.engine.api import Empty, EngineStatus
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -90,7 +90,7 @@ def engine_status(ctx: typer.Context) -> None:
 @engine_app.command("stop")
 def engine_stop(ctx: typer.Context) -> None:
     """Stop the headless engine after it cancels and cleans up every owner's work."""
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Empty
 
     g = globals_of(ctx)
     _with_headless(g, lambda api: api.engine_stop(Empty()))
@@ -100,7 +100,7 @@ def engine_stop(ctx: typer.Context) -> None:
 @bg_app.command("list")
 def bg_list(ctx: typer.Context) -> None:
     """List the headless engine's background processes (SRV-23)."""
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Empty
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -112,7 +112,7 @@ def bg_list(ctx: typer.Context) -> None:
 @bg_app.command("stop")
 def bg_stop(ctx: typer.Context, process_id: Annotated[str, typer.Argument(help="Background process id.")]) -> None:
     """Stop one background process: TERM, 150 ms, KILL its group (SRV-23)."""
-    from shadowcode.engine.messages import BackgroundRef
+    from shadowcode.engine.api import BackgroundRef
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -123,7 +123,7 @@ def bg_stop(ctx: typer.Context, process_id: Annotated[str, typer.Argument(help="
 @models_app.command("list")
 def models_list(ctx: typer.Context) -> None:
     """List configured models and the default (ENG-05)."""
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Empty
 
     g = globals_of(ctx)
     listing = with_engine(g, lambda api: api.model_list(Empty(), g.caller(project=False)))
@@ -151,7 +151,7 @@ def models_add(
     """Add (or replace) a model in the profile's settings (ENG-05)."""
     from pydantic import ValidationError
 
-    from shadowcode.engine.messages import ModelAdd
+    from shadowcode.engine.api import ModelAdd
     from shadowcode.errors import UsageError
     from shadowcode.profile import ModelSettings
 

@@ -15,7 +15,7 @@ import typer
 from shadowcode.cli.context import emit, globals_of, with_engine
 
 if TYPE_CHECKING:
-    from shadowcode.engine.messages import McpCatalog
+    from shadowcode.engine.api import McpCatalog
 
 __all__ = ["print_catalog", "register"]
 
@@ -46,7 +46,7 @@ def _catalog_text(doc: McpCatalog) -> str:
 
 def print_catalog(ctx: typer.Context) -> None:
     """Print the catalog of the workspace project: ids, hashes, grant states, variable names only (CLI-01)."""
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Empty
 
     g = globals_of(ctx)
     doc = with_engine(g, lambda api: api.mcp_catalog(Empty(), g.caller()))
@@ -61,7 +61,7 @@ def add(
     ] = None,
 ) -> None:
     """Register a server definition globally as config:NAME; nothing is started (CLI-01, CLI-05)."""
-    from shadowcode.engine.messages import McpAdd
+    from shadowcode.engine.api import McpAdd
 
     g = globals_of(ctx)
     request = McpAdd(str(file.absolute()), replace_hash=hash_)
@@ -75,7 +75,7 @@ def enable(
     hash_: Annotated[str, typer.Option("--hash", help="The reviewed hash from the catalog.")],
 ) -> None:
     """Enable a server for the workspace project at its reviewed hash (CLI-02, CLI-05)."""
-    from shadowcode.engine.messages import McpEnable
+    from shadowcode.engine.api import McpEnable
 
     g = globals_of(ctx)
     doc = with_engine(g, lambda api: api.mcp_enable(McpEnable(server_id, hash_), g.caller()))
@@ -87,7 +87,7 @@ def disable(
     server_id: Annotated[str, typer.Argument(metavar="ID", help="config:NAME or project:PATH.")],
 ) -> None:
     """Disable a server for the workspace project; running tasks keep theirs (CLI-05, CLI-06)."""
-    from shadowcode.engine.messages import McpRef
+    from shadowcode.engine.api import McpRef
 
     g = globals_of(ctx)
     doc = with_engine(g, lambda api: api.mcp_disable(McpRef(server_id), g.caller()))
@@ -100,7 +100,7 @@ def remove(
     hash_: Annotated[str, typer.Option("--hash", help="Its current hash.")],
 ) -> None:
     """Remove a global registration and revoke its grants in every project (CLI-05)."""
-    from shadowcode.engine.messages import McpRemove
+    from shadowcode.engine.api import McpRemove
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)

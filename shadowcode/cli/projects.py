@@ -39,7 +39,7 @@ def trust(
     ] = "workspace",
 ) -> None:
     """Trust a project at a permission level (ENG-02)."""
-    from shadowcode.engine.messages import ProjectTrust
+    from shadowcode.engine.api import ProjectTrust
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -55,7 +55,7 @@ def untrust(
     ] = None,
 ) -> None:
     """Remove trust from a project; its records stay (ENG-02)."""
-    from shadowcode.engine.messages import ProjectRef
+    from shadowcode.engine.api import ProjectRef
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -67,28 +67,27 @@ def untrust(
 def status(ctx: typer.Context) -> None:
     """Show the profile, the workspace's trust, and the engine (ENG-01, ENG-02, ENG-03)."""
     from shadowcode import __version__
-    from shadowcode.engine.api import EngineApi
-    from shadowcode.engine.messages import Empty, ProjectInfo, Status
+    from shadowcode.engine.api import Empty, EngineApi, ProjectInfo, Status
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
 
-    async def ask(api: EngineApi) -> tuple[Status, list[ProjectInfo]]:
-        return await api.status(Empty(), g.caller()), await api.project_list(Empty(), g.caller())
+    async def ask(api: EngineApi) -> tuple[Status, list[ProjectInfo], str]:
+        return await api.status(Empty(), g.caller()), await api.project_list(Empty(), g.caller()), str(api.mode)
 
-    found, trusted = with_engine(g, ask)
+    found, trusted, mode = with_engine(g, ask)
     project = found.project
     doc = {
         "version": __version__,
         "profile": {"name": found.profile, "root": found.profile_root},
-        "engine": {"mode": str(found.engine_mode)},
+        "engine": {"mode": mode},
         "project": to_json(project),
         "trusted_projects": to_json(trusted),
     }
     lines = [
         f"shadowcode {__version__}",
         f"profile  {found.profile} ({found.profile_root})",
-        f"engine   {found.engine_mode}",
+        f"engine   {mode}",
         f"project  {project.path} ({'trusted, ' + str(project.level) if project.trusted else 'untrusted'})",
     ]
     emit(g, doc, "\n".join(lines))

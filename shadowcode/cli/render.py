@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shadowcode.engine.messages import Approval, Job, JobEvent, JobView
+    from shadowcode.engine.api import Approval, Job, JobEvent, JobView
 
 __all__ = ["action_text", "event_line", "job_line"]
 

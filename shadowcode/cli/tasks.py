@@ -10,8 +10,7 @@ import typer
 from shadowcode.cli.context import Globals, emit, globals_of, with_engine
 
 if TYPE_CHECKING:
-    from shadowcode.engine.api import EngineApi
-    from shadowcode.engine.messages import JobDetail, JobEvent
+    from shadowcode.engine.api import EngineApi, EventRecord, JobDetail
 
 __all__ = ["register"]
 
@@ -42,7 +41,7 @@ def run(
     ] = None,
 ) -> None:
     """Run an agent task; without --detach, follow it until it finishes (ENG-08)."""
-    from shadowcode.engine.messages import TaskRequest
+    from shadowcode.engine.api import TaskRequest
     from shadowcode.enums import EngineMode, PermissionLevel, TaskMode
     from shadowcode.errors import ConfigError, UsageError
 
@@ -89,7 +88,7 @@ async def _follow(g: Globals, api: EngineApi, job_id: str) -> JobDetail:
     import anyio
 
     from shadowcode.cli.render import event_line
-    from shadowcode.engine.messages import JobQuery
+    from shadowcode.engine.api import JobQuery
 
     caller = g.caller(project=False)
     cursor = 0
@@ -115,7 +114,7 @@ def jobs(
 ) -> None:
     """List recent jobs, show one job's events, or follow it as it runs (ENG-08)."""
     from shadowcode.cli.render import event_line, job_line
-    from shadowcode.engine.messages import JobQuery, RecentJobs
+    from shadowcode.engine.api import JobQuery, RecentJobs
     from shadowcode.engine.wire import to_json
     from shadowcode.errors import UsageError
 
@@ -133,7 +132,7 @@ def jobs(
             emit(g, to_json(final.job), "")
         raise typer.Exit(0 if final.job.status == "done" else 1)
 
-    async def show(api: EngineApi) -> tuple[JobDetail, list[JobEvent]]:
+    async def show(api: EngineApi) -> tuple[JobDetail, list[EventRecord]]:
         page = await api.job(JobQuery(job_id), caller)
         events = list(page.events)
         while page.next_cursor is not None and len(events) < _EVENTS_SHOWN_MAX:
@@ -149,7 +148,7 @@ def jobs(
 def approvals(ctx: typer.Context) -> None:
     """List pending approvals: the exact action each one would allow (ENG-07)."""
     from shadowcode.cli.render import action_text
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Empty
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
@@ -160,7 +159,7 @@ def approvals(ctx: typer.Context) -> None:
 
 def _resolve(ctx: typer.Context, approval_id: str, decision: str) -> None:
     from shadowcode.cli.render import action_text
-    from shadowcode.engine.messages import ApprovalDecision
+    from shadowcode.engine.api import ApprovalDecision
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shadowcode.engine.messages import RollbackResult
+from shadowcode.engine.api import RollbackResult
 from shadowcode.errors import ConflictError, NotFound, StoreError, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
 from shadowcode.project.files import (

@@ -1,8 +1,8 @@
 """The engine's socket protocol: newline-delimited JSON frames of at most CONTROL_FRAME_MAX_BYTES (ENG-03).
 
 A request is ``{"id": int, "method": str, "params": {...}}``; its reply is
-``{"id": int, "result": ...}`` or ``{"id": int, "error": {"type": str, "message": str}}``
-where ``type`` names the :mod:`shadowcode.errors` class so the client raises the same error.
+``{"id": int, "result": ...}`` or ``{"id": int, "error": {"code", "message", "fields"}}``
+(:mod:`shadowcode.engine.wire`), so the client raises the same error class with its fields.
 Frames are read without buffering more than the limit; a longer or malformed frame closes the
 connection (the peer can no longer be trusted), which for an ownership socket is an owner close.
 """
@@ -14,12 +14,11 @@ from typing import Any
 
 import anyio.abc
 
-from shadowcode import errors
-from shadowcode.errors import ProtocolError, ShadowcodeError
+from shadowcode.errors import ProtocolError
 from shadowcode.limits import CONTROL_FRAME_MAX_BYTES
 from shadowcode.ndjson import FrameTooLong, LineReader
 
-__all__ = ["FrameReader", "error_from_wire", "error_to_wire", "send_frame"]
+__all__ = ["FrameReader", "send_frame"]
 
 _RECEIVE_CHUNK_BYTES = 65536
 """Bytes asked of one socket receive; a read size, not a limit."""
@@ -75,19 +74,3 @@ class FrameReader:
 async def send_frame(stream: anyio.abc.ByteSendStream, doc: dict[str, Any]) -> None:
     """Write one frame."""
     await stream.send(json.dumps(doc, ensure_ascii=False).encode("utf-8") + b"\n")
-
-
-def error_to_wire(exc: ShadowcodeError) -> dict[str, Any]:
-    """``{"type", "message"}`` for an error reply."""
-    return {"type": type(exc).__name__, "message": exc.message}
-
-
-def error_from_wire(doc: Any) -> ShadowcodeError:
-    """The error an error reply describes (unknown types become ShadowcodeError)."""
-    if not isinstance(doc, dict):
-        return ProtocolError("the engine sent a malformed error")
-    cls = getattr(errors, str(doc.get("type")), None)
-    message = str(doc.get("message", "engine error"))
-    if isinstance(cls, type) and issubclass(cls, ShadowcodeError):
-        return cls(message)
-    return ShadowcodeError(message)

@@ -38,6 +38,9 @@ __all__ = ["run_headless"]
 
 logger = logging.getLogger(__name__)
 
+_CLOSED = "closed by its connection"
+"""The reason recorded for an ``owner/close`` that gives none."""
+
 
 AttachHandler = Callable[[LocalEngine, anyio.abc.SocketStream, dict[str, Any], Callable[[str], None]], Awaitable[str]]
 """Serves one attached MCP connection on a socket after ``mcp/attach``; returns the close reason.
@@ -215,7 +218,8 @@ class _Connection:
             if self.owner is None:
                 raise ProtocolError("this connection opened no owner")
             closing, self.owner = self.owner, None
-            return to_json(await engine.close_owner(closing, "closed by its connection"))
+            reason = params.get("reason")
+            return to_json(await engine.close_owner(closing, reason if isinstance(reason, str) and reason else _CLOSED))
         declared = verbs().get(method)
         if declared is None:
             raise ToolError(f"unknown engine method {method!r}")

@@ -23,11 +23,10 @@ from typing import Any
 import anyio
 
 from shadowcode.agent.processes import ProcessManager
-from shadowcode.engine.api import Caller, EngineApi, OwnerHandle
+from shadowcode.engine.api import Caller, EngineApi, OwnerClosed, OwnerHandle
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.engine.mcp_servers import McpRegistry
-from shadowcode.engine.messages import OwnerClosed
 from shadowcode.engine.owners import Owner, Owners, OwnerState
 from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.state import EngineState
@@ -57,6 +56,7 @@ class LocalEngine(EngineApi):
     def __init__(self, profile: Profile, *, mode: EngineMode = EngineMode.TEMPORARY) -> None:
         profile.ensure()
         self.mode = mode
+        self._ran = False
         store = Store(profile.db_path)
         engine_id = "eng_" + secrets.token_hex(8)
         records = TaskRecords(store)
@@ -90,6 +90,9 @@ class LocalEngine(EngineApi):
     async def running(self) -> AsyncIterator[LocalEngine]:
         """Run the engine; leaving closes owners, cancels all work and waits for its cleanup."""
         state = self.state
+        if self._ran:
+            raise ShadowcodeError("this engine has already run; open a new one")
+        self._ran = True
         state.store.owners.engine_started(state.id, os.getpid(), state.mode)
         state.records.sweep_orphans()
         try:
@@ -98,6 +101,8 @@ class LocalEngine(EngineApi):
                     yield self
                 finally:
                     with anyio.CancelScope(shield=True):
+                        # A slot freed by a cancelled job must not start a queued one meanwhile.
+                        state.runner.stop_starting()
                         for owner in list(state.owners.open.values()):
                             await self.close_owner(owner, "the engine stopped")
                         await state.runner.cancel_all("the engine stopped")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shadowcode.agent.mcp_definitions import project_definitions, read_definition_file
-from shadowcode.engine.messages import McpCatalog, McpGrantChange, McpRemoval
+from shadowcode.engine.api import McpCatalog, McpGrantChange, McpRemoval
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import (
@@ -104,7 +104,7 @@ class McpRegistry:
         """Delete a global definition, its grants in every project and its cached catalogs (CLI-05).
 
         Returns:
-            ``{"id", "removed": True, "grants_revoked": int}``.
+            The removal: its id, ``removed`` True and how many project grants it revoked.
 
         Raises:
             ConfigError: not a ``config:`` id (project files are removed by deleting them).

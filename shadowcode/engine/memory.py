@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-from shadowcode.engine.messages import MemoryNote
+from shadowcode.engine.api import MemoryNote
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import MEMORY_NOTE_MAX_BYTES
 from shadowcode.store import Store

@@ -17,9 +17,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import Caller, EngineApi, OwnerHandle, verb_named
+from shadowcode.engine.api import Caller, EngineApi, OwnerClosed, OwnerHandle, verb_named
 from shadowcode.engine.control import FrameReader, send_frame
-from shadowcode.engine.messages import OwnerClosed
 from shadowcode.engine.wire import error_from_wire, from_json, to_json
 from shadowcode.enums import EngineMode
 from shadowcode.errors import ProtocolError

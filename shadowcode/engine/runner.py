@@ -143,6 +143,11 @@ class JobRunner:
         self._reasons.setdefault(task_id, reason)
         return await self.scheduler.cancel(task_id, wait_seconds=CLEANUP_DEADLINE_SECONDS)
 
+    def stop_starting(self) -> None:
+        """Start no more queued jobs; they are cancelled by the shutdown that follows."""
+        if self._scheduler is not None:
+            self._scheduler.close()
+
     async def cancel_all(self, reason: str) -> None:
         """Cancel every queued then every running job, waiting (bounded) for their cleanup."""
         if self._scheduler is None:

@@ -46,6 +46,7 @@ class Scheduler:
         self._running_max = running_max
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._running = 0
+        self._closing = False
 
     def submit(self, task_id: str, run: Run, on_dequeued_cancel: Callable[[], None]) -> None:
         """Queue ``run`` for ``task_id``; it starts as soon as a running slot is free.
@@ -63,7 +64,13 @@ class Scheduler:
         """Ids of tasks running now."""
         return [tid for tid, slot in self._slots.items() if slot.started]
 
+    def close(self) -> None:
+        """Start no more queued tasks: the engine is shutting down and will cancel them."""
+        self._closing = True
+
     def _pump(self) -> None:
+        if self._closing:
+            return
         for task_id, slot in list(self._slots.items()):
             if self._running >= self._running_max:
                 return

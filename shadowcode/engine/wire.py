@@ -1,6 +1,6 @@
 """The engine API's values and errors as JSON, for the control socket and for MCP results (ENG-03).
 
-:func:`to_json` turns any result or request of :mod:`shadowcode.engine.messages` into plain
+:func:`to_json` turns any result or request of :mod:`shadowcode.engine.api` into plain
 JSON values (dataclass fields in declaration order, enums as their strings, paths as text);
 :func:`from_json` validates JSON back into the declared type, so a malformed request is
 refused with a :class:`~shadowcode.errors.ProtocolError` instead of reaching the engine.

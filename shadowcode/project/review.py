@@ -29,9 +29,7 @@ them:
 from __future__ import annotations
 
 import os
-import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -46,6 +44,8 @@ from shadowcode.limits import (
     REVIEW_GIT_OUTPUT_MAX_BYTES,
     REVIEW_GIT_TIMEOUT_SECONDS,
 )
+from shadowcode.process_group import kill_group, read_output
+from shadowcode.project.documents import Review
 from shadowcode.project.files import canonical_root
 
 __all__ = ["STATUS_NAMES", "review"]
@@ -75,39 +75,8 @@ class _GitOutput:
     truncated: bool
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the command's process group; only called before the leader is reaped, so the
-    group id cannot have been reused."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
-def _read_bounded(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int) -> tuple[bytes, bool, bool]:
-    """Read stdout until EOF, ``max_bytes + 1`` bytes or the deadline.
-
-    Returns:
-        ``(data, truncated, timed_out)``.
-    """
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b"".join(chunks), False, True
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks), False, False
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            return b"".join(chunks)[:max_bytes], True, False
 
 
 class _Git:
@@ -218,18 +187,18 @@ class _Git:
                 raise ToolError(f"git could not be started: {exc.strerror}") from exc
             deadline = time.monotonic() + self.timeout_seconds
             try:
-                data, truncated, timed_out = _read_bounded(proc, deadline, output_max_bytes)
+                data, truncated, timed_out = read_output(proc, deadline, output_max_bytes)
                 if truncated or timed_out:
-                    _kill_group(proc)
+                    kill_group(proc)
                 try:
                     returncode = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     timed_out = True
-                    _kill_group(proc)
+                    kill_group(proc)
                     returncode = proc.wait()
             finally:
                 if proc.returncode is None:
-                    _kill_group(proc)
+                    kill_group(proc)
                     proc.wait()
                 if proc.stdout is not None:
                     proc.stdout.close()
@@ -303,7 +272,7 @@ def _parse_numstat(records: list[str]) -> dict[str, int]:
     return stat
 
 
-def _not_git(note: str) -> dict[str, Any]:
+def _not_git(note: str) -> Review:
     return {"git": False, "branch": None, "changes": [], "diffstat": {}, "truncated": False, "note": note}
 
 
@@ -314,7 +283,7 @@ def review(
     timeout_seconds: float = REVIEW_GIT_TIMEOUT_SECONDS,
     output_max_bytes: int = REVIEW_GIT_OUTPUT_MAX_BYTES,
     config_names_max_bytes: int = REVIEW_GIT_CONFIG_NAMES_MAX_BYTES,
-) -> dict[str, Any]:
+) -> Review:
     """Summarise the uncommitted changes of the project's git working tree (SRV-20).
 
     Read-only, and runs no program the repository configures (see the module docstring):
@@ -354,7 +323,7 @@ def review(
         return _review(git, changes_max, output_max_bytes)
 
 
-def _review(git: _Git, changes_max: int, output_max_bytes: int) -> dict[str, Any]:
+def _review(git: _Git, changes_max: int, output_max_bytes: int) -> Review:
     probe = git.run(["rev-parse", "--is-inside-work-tree", "--show-prefix"], 4096)
     lines = probe.stdout.decode("utf-8", errors="replace").splitlines()
     if probe.returncode != 0 or not lines or lines[0] != "true":

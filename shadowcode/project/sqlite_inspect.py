@@ -28,12 +28,9 @@ Defences, each enough on its own for the common cases and layered on purpose:
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import os
-import select
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -53,6 +50,8 @@ from shadowcode.limits import (
     SQLITE_VALUE_MAX_BYTES,
     SQLITE_WORKER_REPLY_MAX_BYTES,
 )
+from shadowcode.process_group import kill_group, read_output
+from shadowcode.project.documents import SqliteRows, SqliteTables
 from shadowcode.project.files import confine, read_regular, relative_posix
 from shadowcode.project.sqlite_worker import BLOB_KEY
 
@@ -212,32 +211,8 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(shadowcode.__file__ or ""))
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the worker's process group; only called before the worker is reaped, so the id is ours."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _read_reply(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int) -> tuple[bytes, bool, bool]:
-    """Read the worker's stdout until EOF, ``max_bytes + 1`` bytes or the deadline: ``(data, too_big, late)``."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return b"", False, True
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks), False, False
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            return b"", True, False
 
 
 def _in_worker(request: dict[str, Any], shown: str, timeout_seconds: float, reply_max_bytes: int) -> dict[str, Any]:
@@ -271,10 +246,10 @@ def _in_worker(request: dict[str, Any], shown: str, timeout_seconds: float, repl
         except OSError as exc:
             raise ToolError(f"the query worker could not be started: {exc.strerror}", path=shown) from exc
         try:
-            data, too_big, late = _read_reply(proc, deadline, reply_max_bytes)
+            data, too_big, late = read_output(proc, deadline, reply_max_bytes)
         finally:
             if proc.poll() is None:
-                _kill_group(proc)
+                kill_group(proc)
             proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
@@ -304,7 +279,7 @@ def list_tables(
     tables_max: int = SQLITE_ROWS_MAX,
     timeout_seconds: float = SQLITE_QUERY_TIMEOUT_SECONDS,
     reply_max_bytes: int = SQLITE_WORKER_REPLY_MAX_BYTES,
-) -> dict[str, Any]:
+) -> SqliteTables:
     """List the tables and views of a project database with their columns (SRV-13).
 
     Internal ``sqlite_*`` tables are left out. The database is opened read-only and is
@@ -348,7 +323,7 @@ def run_query(
     result_max_bytes: int = SQLITE_RESULT_MAX_BYTES,
     timeout_seconds: float = SQLITE_QUERY_TIMEOUT_SECONDS,
     reply_max_bytes: int = SQLITE_WORKER_REPLY_MAX_BYTES,
-) -> dict[str, Any]:
+) -> SqliteRows:
     """Run one bounded read-only query on a project database (SRV-13).
 
     The database is opened read-only, so rows still in its write-ahead log are seen and

@@ -21,6 +21,7 @@ from shadowcode.limits import (
     UNDERSTAND_READ_MAX_BYTES,
     UNDERSTAND_README_LINES_MAX,
 )
+from shadowcode.project.documents import ProjectMapDocument
 from shadowcode.project.files import read_optional
 from shadowcode.project.paths import ProjectFile, walk_files
 from shadowcode.project.test_detection import MAKEFILE_NAMES, detect_test_commands
@@ -227,7 +228,7 @@ def build_map(
     *,
     files_max: int = UNDERSTAND_FILES_MAX,
     map_max_bytes: int = UNDERSTAND_MAP_MAX_BYTES,
-) -> dict[str, Any]:
+) -> ProjectMapDocument:
     """Build a bounded Markdown map of the project (SRV-19).
 
     Args:

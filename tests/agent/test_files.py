@@ -10,8 +10,8 @@ import pytest
 
 from shadowcode.agent import files
 from shadowcode.agent.observations import Observations
+from shadowcode.engine.api import RollbackResult
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
-from shadowcode.engine.messages import RollbackResult
 from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import (
@@ -57,7 +57,8 @@ def outside(tmp_path: Path) -> Path:
 # --- read_file ------------------------------------------------------------------------
 
 
-def test_read_file_returns_text_and_its_byte_count_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_read_file_returns_text_and_its_byte_count(root: Path) -> None:
     assert files.read_file(root, "src/app.py") == {
         "path": "src/app.py",
         "content": "def main():\n    return 1\n",
@@ -66,7 +67,8 @@ def test_read_file_returns_text_and_its_byte_count_eng04(root: Path) -> None:
     }
 
 
-def test_read_file_pages_with_offset_and_never_splits_a_character_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_read_file_pages_with_offset_and_never_splits_a_character(root: Path) -> None:
     (root / "u.txt").write_bytes("aé€😀z".encode())  # 1 + 2 + 3 + 4 + 1 bytes
     first = files.read_file(root, "u.txt", max_bytes=5)
     assert first == {"path": "u.txt", "content": "aé", "bytes": 3, "truncated": True}
@@ -75,7 +77,8 @@ def test_read_file_pages_with_offset_and_never_splits_a_character_eng04(root: Pa
     assert files.read_file(root, "u.txt", offset=100)["content"] == ""
 
 
-def test_read_file_bound_is_accepted_at_the_limit_and_refused_past_it_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_read_file_bound_is_accepted_at_the_limit_and_refused_past_it(root: Path) -> None:
     (root / "big.txt").write_bytes(b"x" * (FILE_READ_MAX_BYTES + 10))
     out = files.read_file(root, "big.txt", max_bytes=FILE_READ_MAX_BYTES)
     assert out["bytes"] == FILE_READ_MAX_BYTES and out["truncated"] is True
@@ -86,14 +89,16 @@ def test_read_file_bound_is_accepted_at_the_limit_and_refused_past_it_eng04(root
         files.read_file(root, "big.txt", offset=-1)
 
 
-def test_read_file_refuses_paths_out_of_the_project_eng04_srv08(root: Path, outside: Path) -> None:
+@pytest.mark.req("ENG-04", "SRV-08")
+def test_read_file_refuses_paths_out_of_the_project(root: Path, outside: Path) -> None:
     (root / "link.txt").symlink_to(outside)
     for rel in ("../secret.txt", str(outside), "link.txt", "missing.txt", "src"):
         with pytest.raises(ToolError):
             files.read_file(root, rel)
 
 
-def test_read_file_does_not_block_on_a_fifo_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_read_file_does_not_block_on_a_fifo(root: Path) -> None:
     os.mkfifo(root / "pipe")
     with pytest.raises(ToolError, match="not a regular file"):
         files.read_file(root, "pipe")
@@ -102,7 +107,8 @@ def test_read_file_does_not_block_on_a_fifo_eng04(root: Path) -> None:
 # --- list_files -----------------------------------------------------------------------
 
 
-def test_list_files_gives_sorted_typed_entries_without_following_links_eng04(root: Path, outside: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_list_files_gives_sorted_typed_entries_without_following_links(root: Path, outside: Path) -> None:
     (root / "b.txt").write_bytes(b"12")
     (root / "out").symlink_to(outside.parent)
     listing = files.list_files(root)
@@ -119,7 +125,8 @@ def test_list_files_gives_sorted_typed_entries_without_following_links_eng04(roo
         files.list_files(root, "b.txt")
 
 
-def test_list_files_is_complete_at_the_limit_and_truncated_past_it_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_list_files_is_complete_at_the_limit_and_truncated_past_it(root: Path) -> None:
     many = root / "many"
     many.mkdir()
     for i in range(FILE_LIST_ENTRIES_MAX):
@@ -135,7 +142,8 @@ def test_list_files_is_complete_at_the_limit_and_truncated_past_it_eng04(root: P
 # --- search_files ---------------------------------------------------------------------
 
 
-def test_search_files_finds_plain_text_and_regular_expressions_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_search_files_finds_plain_text_and_regular_expressions(root: Path) -> None:
     (root / "src" / "b.py").write_text("x = 1\nreturn value\r\n", encoding="utf-8")
     plain = files.search_files(root, "return")
     assert plain == {
@@ -153,7 +161,8 @@ def test_search_files_finds_plain_text_and_regular_expressions_eng04(root: Path)
     ]
 
 
-def test_search_files_skips_git_binary_and_linked_files_eng04(root: Path, outside: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_search_files_skips_git_binary_and_linked_files(root: Path, outside: Path) -> None:
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text("needle", encoding="utf-8")
     (root / "bin.dat").write_bytes(b"needle\x00")
@@ -162,7 +171,8 @@ def test_search_files_skips_git_binary_and_linked_files_eng04(root: Path, outsid
     assert files.search_files(root, "needle")["matches"] == []
 
 
-def test_search_files_refuses_bad_patterns_and_paths_out_of_the_project_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_search_files_refuses_bad_patterns_and_paths_out_of_the_project(root: Path) -> None:
     with pytest.raises(ToolError, match="empty"):
         files.search_files(root, "")
     with pytest.raises(ToolError, match="regular expression"):
@@ -174,7 +184,8 @@ def test_search_files_refuses_bad_patterns_and_paths_out_of_the_project_eng04(ro
         files.search_files(root, "y" * (SEARCH_PATTERN_MAX_CHARS + 1))
 
 
-def test_search_files_caps_matches_and_quoted_line_length_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_search_files_caps_matches_and_quoted_line_length(root: Path) -> None:
     (root / "hits.txt").write_text("hit\n" * SEARCH_MATCHES_MAX, encoding="utf-8")
     at_limit = files.search_files(root, "hit", "hits.txt")
     assert len(at_limit["matches"]) == SEARCH_MATCHES_MAX and at_limit["truncated"] is False
@@ -185,14 +196,16 @@ def test_search_files_caps_matches_and_quoted_line_length_eng04(root: Path) -> N
     assert len(files.search_files(root, "hit", "long.txt")["matches"][0]["text"]) == SEARCH_LINE_MAX_CHARS
 
 
-def test_search_files_reads_files_up_to_the_size_limit_only_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_search_files_reads_files_up_to_the_size_limit_only(root: Path) -> None:
     (root / "edge.txt").write_bytes(b"x" * (SEARCH_FILE_MAX_BYTES - 6) + b"needle")
     assert len(files.search_files(root, "needle", "edge.txt")["matches"]) == 1
     (root / "edge.txt").write_bytes(b"x" * (SEARCH_FILE_MAX_BYTES - 5) + b"needle")
     assert files.search_files(root, "needle", "edge.txt")["matches"] == []
 
 
-def test_search_files_marks_truncated_past_the_file_limit_eng04(root: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_search_files_marks_truncated_past_the_file_limit(root: Path) -> None:
     tree = root / "tree"
     tree.mkdir()
     for i in range(SEARCH_FILES_MAX - 1):  # plus src/app.py: exactly the limit
@@ -204,7 +217,7 @@ def test_search_files_marks_truncated_past_the_file_limit_eng04(root: Path) -> N
 
 @pytest.mark.req("SRV-08", "ENG-04")
 @pytest.mark.parametrize("folder", ["profile", ".shadowcode"])
-def test_the_profile_root_inside_the_project_is_never_read_listed_searched_or_written_srv08_eng04(
+def test_the_profile_root_inside_the_project_is_never_read_listed_searched_or_written(
     root: Path, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch, folder: str
 ) -> None:
     home = root / folder
@@ -234,7 +247,8 @@ def test_the_profile_root_inside_the_project_is_never_read_listed_searched_or_wr
 # --- write_file and edit_file ---------------------------------------------------------
 
 
-def test_write_file_creates_and_overwrites_a_file_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_write_file_creates_and_overwrites_a_file(root: Path, cps: Checkpoints) -> None:
     made = files.write_file(root, "src/new.py", "x = 1\n", checkpoints=cps, task_id=TASK)
     assert made == {"path": "src/new.py", "bytes": 6, "created": True}
     again = files.write_file(root, "src/new.py", "x = 2\n", checkpoints=cps, task_id=TASK)
@@ -243,7 +257,8 @@ def test_write_file_creates_and_overwrites_a_file_eng04(root: Path, cps: Checkpo
     assert [p.name for p in (root / "src").iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_write_file_keeps_the_mode_of_an_existing_file_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_write_file_keeps_the_mode_of_an_existing_file(root: Path, cps: Checkpoints) -> None:
     script = root / "run.sh"
     script.write_text("echo 1\n", encoding="utf-8")
     script.chmod(0o751)
@@ -251,7 +266,8 @@ def test_write_file_keeps_the_mode_of_an_existing_file_eng04(root: Path, cps: Ch
     assert script.stat().st_mode & 0o777 == 0o751
 
 
-def test_write_file_records_the_checkpoint_before_writing_eng06(
+@pytest.mark.req("ENG-06")
+def test_write_file_records_the_checkpoint_before_writing(
     root: Path, state: EngineState, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bytes] = []
@@ -272,13 +288,15 @@ def test_write_file_records_the_checkpoint_before_writing_eng06(
     }
 
 
-def test_a_refused_checkpoint_leaves_the_file_unwritten_eng06(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_a_refused_checkpoint_leaves_the_file_unwritten(root: Path, cps: Checkpoints) -> None:
     with pytest.raises(NotFound):
         files.write_file(root, "src/app.py", "x", checkpoints=cps, task_id="no_such_task")
     assert (root / "src" / "app.py").read_text(encoding="utf-8") == "def main():\n    return 1\n"
 
 
-def test_a_failed_write_drops_its_recorded_change_eng06(
+@pytest.mark.req("ENG-06")
+def test_a_failed_write_drops_its_recorded_change(
     root: Path, state: EngineState, cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def fail(path: Path, data: bytes) -> None:
@@ -291,9 +309,8 @@ def test_a_failed_write_drops_its_recorded_change_eng06(
     assert cps.rollback(root, TASK) == RollbackResult(TASK, [], [])
 
 
-def test_writes_are_confined_to_the_project_and_never_enter_git_eng04(
-    root: Path, cps: Checkpoints, outside: Path
-) -> None:
+@pytest.mark.req("ENG-04")
+def test_writes_are_confined_to_the_project_and_never_enter_git(root: Path, cps: Checkpoints, outside: Path) -> None:
     (root / ".git").mkdir()
     (root / "out").symlink_to(outside.parent)
     (root / "link.txt").symlink_to(outside)
@@ -306,14 +323,16 @@ def test_writes_are_confined_to_the_project_and_never_enter_git_eng04(
     assert not (root / ".git" / "config").exists() and not (root / "nofolder").exists()
 
 
-def test_write_through_a_link_inside_the_project_changes_its_target_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_write_through_a_link_inside_the_project_changes_its_target(root: Path, cps: Checkpoints) -> None:
     (root / "alias.py").symlink_to(root / "src" / "app.py")
     out = files.write_file(root, "alias.py", "new\n", checkpoints=cps, task_id=TASK)
     assert out["path"] == "src/app.py" and (root / "alias.py").is_symlink()
     assert (root / "src" / "app.py").read_text(encoding="utf-8") == "new\n"
 
 
-def test_write_size_is_accepted_at_the_limit_and_refused_past_it_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_write_size_is_accepted_at_the_limit_and_refused_past_it(root: Path, cps: Checkpoints) -> None:
     assert files.write_file(root, "big.txt", "x" * FILE_WRITE_MAX_BYTES, checkpoints=cps, task_id=TASK)["bytes"] == (
         FILE_WRITE_MAX_BYTES
     )
@@ -322,13 +341,15 @@ def test_write_size_is_accepted_at_the_limit_and_refused_past_it_eng04(root: Pat
     assert not (root / "big2.txt").exists()
 
 
-def test_edit_file_replaces_exactly_one_occurrence_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_edit_file_replaces_exactly_one_occurrence(root: Path, cps: Checkpoints) -> None:
     out = files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK)
     assert out == {"path": "src/app.py", "replacements": 1}
     assert (root / "src" / "app.py").read_text(encoding="utf-8") == "def main():\n    return 2\n"
 
 
-def test_edit_file_refuses_absent_repeated_or_empty_text_and_changes_nothing_eng04(
+@pytest.mark.req("ENG-04")
+def test_edit_file_refuses_absent_repeated_or_empty_text_and_changes_nothing(
     root: Path, state: EngineState, cps: Checkpoints
 ) -> None:
     (root / "twice.txt").write_text("a a", encoding="utf-8")
@@ -344,7 +365,8 @@ def test_edit_file_refuses_absent_repeated_or_empty_text_and_changes_nothing_eng
     assert state.store.rows("SELECT id FROM changes") == []
 
 
-def test_edit_file_result_size_is_bounded_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_edit_file_result_size_is_bounded(root: Path, cps: Checkpoints) -> None:
     (root / "e.txt").write_text("ab", encoding="utf-8")
     files.edit_file(root, "e.txt", "b", "b" * (FILE_WRITE_MAX_BYTES - 1), checkpoints=cps, task_id=TASK)
     assert (root / "e.txt").stat().st_size == FILE_WRITE_MAX_BYTES
@@ -352,7 +374,8 @@ def test_edit_file_result_size_is_bounded_eng04(root: Path, cps: Checkpoints) ->
         files.edit_file(root, "e.txt", "a", "aa", checkpoints=cps, task_id=TASK)
 
 
-def test_edit_file_refuses_a_file_that_is_not_utf8_eng04(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-04")
+def test_edit_file_refuses_a_file_that_is_not_utf8(root: Path, cps: Checkpoints) -> None:
     (root / "latin.txt").write_bytes(b"caf\xe9")
     with pytest.raises(ToolError, match="not UTF-8"):
         files.edit_file(root, "latin.txt", "caf", "bar", checkpoints=cps, task_id=TASK)
@@ -361,7 +384,8 @@ def test_edit_file_refuses_a_file_that_is_not_utf8_eng04(root: Path, cps: Checkp
 # --- rollback of what the tools wrote -------------------------------------------------
 
 
-def test_rollback_restores_edited_and_removes_created_files_eng06(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_rollback_restores_edited_and_removes_created_files(root: Path, cps: Checkpoints) -> None:
     files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK)
     files.write_file(root, "src/app.py", "rewritten\n", checkpoints=cps, task_id=TASK)
     files.write_file(root, "src/new.py", "new\n", checkpoints=cps, task_id=TASK)
@@ -370,7 +394,8 @@ def test_rollback_restores_edited_and_removes_created_files_eng06(root: Path, cp
     assert not (root / "src" / "new.py").exists()
 
 
-def test_rollback_refuses_after_a_conflicting_edit_and_changes_nothing_eng06(root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_rollback_refuses_after_a_conflicting_edit_and_changes_nothing(root: Path, cps: Checkpoints) -> None:
     files.write_file(root, "src/new.py", "new\n", checkpoints=cps, task_id=TASK)
     files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK)
     (root / "src" / "app.py").write_text("someone else\n", encoding="utf-8")
@@ -384,7 +409,7 @@ def test_rollback_refuses_after_a_conflicting_edit_and_changes_nothing_eng06(roo
 
 
 @pytest.mark.req("CLI-10")
-def test_edit_is_refused_when_the_file_changed_since_the_task_read_it_cli10(root: Path, cps: Checkpoints) -> None:
+def test_edit_is_refused_when_the_file_changed_since_the_task_read_it(root: Path, cps: Checkpoints) -> None:
     seen = Observations()
     files.read_file(root, "src/app.py", observations=seen)
     (root / "src" / "app.py").write_text("def main():\n    return 1  # changed elsewhere\n", encoding="utf-8")
@@ -396,7 +421,7 @@ def test_edit_is_refused_when_the_file_changed_since_the_task_read_it_cli10(root
 
 
 @pytest.mark.req("CLI-10")
-def test_after_an_mcp_action_a_read_file_must_be_read_again_before_editing_cli10(root: Path, cps: Checkpoints) -> None:
+def test_after_an_mcp_action_a_read_file_must_be_read_again_before_editing(root: Path, cps: Checkpoints) -> None:
     seen = Observations()
     files.read_file(root, "src/app.py", observations=seen)
     seen.invalidate_all()
@@ -408,7 +433,7 @@ def test_after_an_mcp_action_a_read_file_must_be_read_again_before_editing_cli10
 
 
 @pytest.mark.req("CLI-10")
-def test_a_file_never_read_or_just_written_may_be_edited_cli10(root: Path, cps: Checkpoints) -> None:
+def test_a_file_never_read_or_just_written_may_be_edited(root: Path, cps: Checkpoints) -> None:
     seen = Observations()
     files.edit_file(root, "src/app.py", "return 1", "return 2", checkpoints=cps, task_id=TASK, observations=seen)
     files.edit_file(root, "src/app.py", "return 2", "return 3", checkpoints=cps, task_id=TASK, observations=seen)
@@ -418,7 +443,7 @@ def test_a_file_never_read_or_just_written_may_be_edited_cli10(root: Path, cps: 
 
 
 @pytest.mark.req("CLI-10")
-def test_reads_are_observed_under_the_resolved_path_and_pages_match_plain_reads_cli10(root: Path) -> None:
+def test_reads_are_observed_under_the_resolved_path_and_pages_match_plain_reads(root: Path) -> None:
     seen = Observations()
     (root / "alias.py").symlink_to(root / "src" / "app.py")
     (root / "big.txt").write_bytes(b"x" * (FILE_WRITE_MAX_BYTES + 1))

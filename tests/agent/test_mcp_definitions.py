@@ -27,7 +27,8 @@ def _problem(project: Path, def_id: str) -> str:
     return item.error
 
 
-def test_project_files_are_read_directly_in_both_folders_in_json_and_yaml_only_cli03(project_dir: Path) -> None:
+@pytest.mark.req("CLI-03")
+def test_project_files_are_read_directly_in_both_folders_in_json_and_yaml_only(project_dir: Path) -> None:
     (project_dir / ".shadowcode/mcp/sub").mkdir(parents=True)
     (project_dir / ".shadow/mcp").mkdir(parents=True)
     (project_dir / ".shadowcode/mcp/a.json").write_text(json.dumps(STDIO | {"name": "a"}), encoding="utf-8")
@@ -46,7 +47,8 @@ def test_project_files_are_read_directly_in_both_folders_in_json_and_yaml_only_c
     assert first.sha256 == sha256_hex((project_dir / ".shadowcode/mcp/a.json").read_bytes())
 
 
-def test_a_symlinked_definition_pointing_outside_its_folder_is_refused_cli03(project_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.req("CLI-03")
+def test_a_symlinked_definition_pointing_outside_its_folder_is_refused(project_dir: Path, tmp_path: Path) -> None:
     folder = project_dir / ".shadowcode/mcp"
     folder.mkdir(parents=True)
     outside = tmp_path / "outside.json"
@@ -62,7 +64,8 @@ def test_a_symlinked_definition_pointing_outside_its_folder_is_refused_cli03(pro
         read_project_definition(project_dir, "project:.shadowcode/mcp/link.json")
 
 
-def test_a_definition_folder_that_leaves_the_project_is_ignored_cli03(project_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.req("CLI-03")
+def test_a_definition_folder_that_leaves_the_project_is_ignored(project_dir: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "x.json").write_text(json.dumps(STDIO), encoding="utf-8")
@@ -71,7 +74,8 @@ def test_a_definition_folder_that_leaves_the_project_is_ignored_cli03(project_di
     assert project_definitions(project_dir) == []
 
 
-def test_a_fifo_named_like_a_definition_is_refused_without_blocking_cli03(project_dir: Path) -> None:
+@pytest.mark.req("CLI-03")
+def test_a_fifo_named_like_a_definition_is_refused_without_blocking(project_dir: Path) -> None:
     folder = project_dir / ".shadowcode/mcp"
     folder.mkdir(parents=True)
     os.mkfifo(folder / "pipe.json")

@@ -13,15 +13,16 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from shadowcode.engine.core import EngineCore
 
 from shadowcode.agent.loop import run_agent
 from shadowcode.agent.mcp_tools import TaskServers
 from shadowcode.agent.providers import ModelReply, ToolCall
 from shadowcode.agent.toolbox import TaskEnv
-from shadowcode.engine import Access, Engine, Project
+from shadowcode.engine.api import Access, Caller, JobRef, TaskRecord, TaskRequest
 from shadowcode.engine.childenv import child_env
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.projects import Project
+from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
 from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
 from shadowcode.profile import Profile
@@ -46,7 +47,7 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc"),
 ]
 
-WRITE = Access(allow_write=True)
+WRITE = Access(allow_write=True, allow_approvals=True)
 SECRET = "s3cr3t-value-7f1c2b9e"
 LITERAL = "literal-value-0d4e8a"
 
@@ -56,13 +57,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _trust(engine: Engine, folder: Path, level: str = "workspace") -> Project:
-    engine.project(folder)
-    return engine.projects.trust(engine.project(folder).path, level)  # type: ignore[arg-type]
+def _trust(engine: LocalEngine, folder: Path) -> Project:
+    state = engine.state
+    return state.projects.trust(state.project_at(folder).path, PermissionLevel.WORKSPACE)
 
 
-def _enable(engine: Engine, project: Project, def_id: str) -> None:
-    registry = McpRegistry(engine.store)
+def _enable(engine: LocalEngine, project: Project, def_id: str) -> None:
+    registry = engine.state.mcp_servers
     definition = next(d for d in registry.definitions(project.path) if d.id == def_id)
     registry.enable(project.path, def_id, definition.sha256, trusted=True)  # type: ignore[union-attr]
 
@@ -74,35 +75,48 @@ def _calls(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [*turns, {"content": "finished"}]
 
 
-async def _submit(core: EngineCore, project: Project, prompt: str) -> str:
-    job = await core.submit_task(owner=None, project=project, prompt=prompt, level="workspace", access=WRITE)
-    return str(job["job_id"])
+def _caller(project: Project) -> Caller:
+    """The command line's view of ``project``: detached jobs, write and approval access."""
+    return Caller(project=project.path, access=WRITE)
 
 
-def _results(core: EngineCore, task_id: str) -> list[dict[str, Any]]:
+async def _submit(
+    core: LocalEngine,
+    project: Project,
+    prompt: str,
+    *,
+    mode: TaskMode = TaskMode.BUILD,
+    level: PermissionLevel = PermissionLevel.WORKSPACE,
+) -> str:
+    job = await core.task_submit(TaskRequest(prompt, mode, level), _caller(project))
+    return job.job_id
+
+
+def _results(core: LocalEngine, task_id: str) -> list[dict[str, Any]]:
     return [e.data for e in events_of(core, task_id) if e.kind == "tool.result"]
 
 
-def _last_tool_message(engine: Engine, task_id: str) -> str:
+def _last_tool_message(engine: LocalEngine, task_id: str) -> str:
     """The last tool message the model was sent for the task (from the request log)."""
     log = [
         json.loads(line)
-        for line in (engine.profile.root / "model-requests.jsonl").read_text(encoding="utf-8").splitlines()
+        for line in (engine.state.profile.root / "model-requests.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     last = [r["last_message"] for r in log if r["task_id"] == task_id][-1]
     assert last["role"] == "tool"
     return str(last["content"])
 
 
-def _kinds(core: EngineCore, task_id: str) -> list[str]:
+def _kinds(core: LocalEngine, task_id: str) -> list[str]:
     return [e.kind for e in events_of(core, task_id)]
 
 
-async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first_cli07_cli09_cli19(
-    engine: Engine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.req("CLI-07", "CLI-09", "CLI-19", "CLI-04")
+async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
-    SecretStore(engine.profile).set("MCP_TEST_TOKEN", SECRET)
+    SecretStore(engine.state.profile).set("MCP_TEST_TOKEN", SECRET)
     project = _trust(engine, project_dir)
     def_id = project_definition(
         project_dir,
@@ -134,10 +148,7 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
         ],
     )
     async with running(engine) as core:
-        job = await core.submit_task(
-            owner=None, project=project, prompt="use the tools", level="workspace", access=WRITE
-        )
-        task_id = job["job_id"]
+        task_id = await _submit(core, project, "use the tools")
         seen = []
         for _ in range(4):
             seen.append((await approve_next(core, task_id)).action)
@@ -173,14 +184,15 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
         and closed["cleanup"] in ("terminated", "killed")
     )
     assert group_gone(connected["pid"])
-    for path in engine.profile.root.rglob("*"):
+    for path in engine.state.profile.root.rglob("*"):
         if path.is_file() and path.name != "secrets.json":
             data = path.read_bytes()
             assert SECRET.encode() not in data and LITERAL.encode() not in data, path
 
 
-async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_only_for_a_call_cli08(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-08")
+async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_only_for_a_call(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -210,8 +222,9 @@ async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_on
     assert _kinds(core, third).count("mcp.call") == 2
 
 
-async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection_cli09(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-09")
+async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -223,28 +236,22 @@ async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection_
     )
     async with running(engine) as core:
         jobs = [
-            await core.submit_task(
-                owner=None, project=project, prompt="p", mode="plan", level="workspace", access=WRITE
-            ),
-            await core.submit_task(
-                owner=None, project=project, prompt="r", mode="review", level="workspace", access=WRITE
-            ),
-            await core.submit_task(
-                owner=None, project=project, prompt="b", mode="build", level="read_only", access=WRITE
-            ),
+            await _submit(core, project, "p", mode=TaskMode.PLAN),
+            await _submit(core, project, "r", mode=TaskMode.REVIEW),
+            await _submit(core, project, "b", level=PermissionLevel.READ_ONLY),
         ]
-        engine.projects.untrust(project.path)
-        untrusted = engine.project(project_dir)
-        jobs.append(await core.submit_task(owner=None, project=untrusted, prompt="u", level="workspace", access=WRITE))
+        untrusted = core.state.projects.untrust(project.path)
+        jobs.append(await _submit(core, untrusted, "u"))
         for job in jobs:
-            await finished(core, job["job_id"])
+            await finished(core, job)
     for job in jobs:
-        assert not any(k.startswith("mcp.") for k in _kinds(core, job["job_id"]))
-        assert "unknown or unavailable tool 'mcp_call'" in _last_tool_message(engine, job["job_id"])
+        assert not any(k.startswith("mcp.") for k in _kinds(core, job))
+        assert "unknown or unavailable tool 'mcp_call'" in _last_tool_message(engine, job)
 
 
-async def test_a_definition_edited_between_approval_and_call_is_refused_and_nothing_is_sent_cli10(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-10")
+async def test_a_definition_edited_between_approval_and_call_is_refused_and_nothing_is_sent(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     doc = {"name": "h", "command": hostile_argv()}
@@ -253,7 +260,7 @@ async def test_a_definition_edited_between_approval_and_call_is_refused_and_noth
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__record", {"text": "sent"}))}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
-        await wait_for(lambda: core.approvals.pending(task_id=task_id))
+        await wait_for(lambda: core.state.approvals.pending(task_id=task_id))
         project_definition(project_dir, "h", doc | {"command": hostile_argv("ignore_term")})
         await approve_next(core, task_id)
         assert (await finished(core, task_id)).status == "done"
@@ -263,8 +270,9 @@ async def test_a_definition_edited_between_approval_and_call_is_refused_and_noth
     assert not (project_dir / "calls.log").exists()
 
 
-async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed_cli06(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-06")
+async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -279,31 +287,33 @@ async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed_cli0
     assert "mcp.connected" not in _kinds(core, task_id)
 
 
-async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refused_unsent_cli13(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-13")
+async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refused_unsent(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
     _enable(engine, project, def_id)
     fill = MCP_TOOL_ARGUMENTS_MAX_BYTES - len('{"text":""}')
     results = []
-    for size in (fill + 1, fill):  # one script each: a model script holds at most 1 MiB
-        scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__echo", {"text": "x" * size}))}])
-        async with running(engine) as core:
+    async with running(engine) as core:
+        for size in (fill + 1, fill):  # one script each (the engine reopens a changed one): a script holds 1 MiB
+            scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__echo", {"text": "x" * size}))}])
             task_id = await _submit(core, project, "x")
             if size == fill:
                 approval = await approve_next(core, task_id)
                 assert len(approval.action["arguments"]["text"]) == fill
             assert (await finished(core, task_id)).status == "done"
-        results.append((_results(core, task_id)[0], _kinds(core, task_id).count("mcp.call")))
+            results.append((_results(core, task_id)[0], _kinds(core, task_id).count("mcp.call")))
     (over, over_calls), (at, at_calls) = results
     assert over["ok"] is False and f"limit is {MCP_TOOL_ARGUMENTS_MAX_BYTES} bytes" in over["summary"]
     assert over_calls == 0
     assert at["ok"] is True and at_calls == 1
 
 
-async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_any_approval_cli14(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-14")
+async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_any_approval(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -327,7 +337,7 @@ async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_an
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
         assert (await finished(core, task_id)).status == "done"
-        assert core.approvals.pending(task_id=task_id) == []
+        assert core.state.approvals.pending(task_id=task_id) == []
     results = _results(core, task_id)
     assert [r["ok"] for r in results] == [False] * 4
     assert "no tool 'nope'" in results[0]["summary"]
@@ -338,8 +348,9 @@ async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_an
     assert not any(e.kind == "approval.waiting" for e in events_of(core, task_id))
 
 
-async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected_cli15_cli19(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-15", "CLI-19")
+async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -361,8 +372,9 @@ async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_
     assert closed["cleanup"] == "exited" and "closed its output" in closed["error"]
 
 
-async def test_a_denied_call_is_not_sent_and_the_task_goes_on_cli09(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-09")
+async def test_a_denied_call_is_not_sent_and_the_task_goes_on(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -376,9 +388,10 @@ async def test_a_denied_call_is_not_sent_and_the_task_goes_on_cli09(
     assert not (project_dir / "calls.log").exists()
 
 
+@pytest.mark.req("CLI-07")
 @pytest.mark.parametrize(("count", "inline"), [(MCP_INLINE_TOOLS_MAX, True), (MCP_INLINE_TOOLS_MAX + 1, False)])
-async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_compact_tools_past_it_cli07(
-    engine: Engine, project_dir: Path, tmp_path: Path, count: int, inline: bool
+async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_compact_tools_past_it(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, count: int, inline: bool
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("many_tools", str(count))})
@@ -403,8 +416,9 @@ async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_com
     assert listed["next_page"] is None
 
 
-async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_before_it_reports_cli19(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-19")
+async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_before_it_reports(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("grandchild")})
@@ -412,19 +426,20 @@ async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_bef
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__echo", {"text": "x"}))}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
-        await wait_for(lambda: core.approvals.pending(task_id=task_id))
+        await wait_for(lambda: core.state.approvals.pending(task_id=task_id))
         note = project_dir / "grandchild.pid"
         grandchild = int(await wait_for(lambda: note.is_file() and note.read_text(encoding="utf-8")))
-        await core.cancel(task_id, owner=None, project=project.path)
-        assert core.records.get(task_id).status == "cancelled"
+        await core.job_cancel(JobRef(task_id), _caller(project))
+        assert core.state.records.get(task_id).status == "cancelled"
         kinds = _kinds(core, task_id)
         assert kinds.index("mcp.closed") < kinds.index("task.cancelled")
     connected = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.connected")
     assert group_gone(connected["pid"]) and pid_gone(grandchild)
 
 
-async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_still_finishes_cli13_cli19(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-13", "CLI-19")
+async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_still_finishes(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("no_init"), "timeout_sec": 0.5})
@@ -440,8 +455,8 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
 
 
 @pytest.mark.req("CLI-15")
-async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it_is_unavailable_cli15(
-    engine: Engine, project_dir: Path, tmp_path: Path
+async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it_is_unavailable(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trust(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
@@ -459,7 +474,7 @@ async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
         await approve_next(core, task_id)
-        assert (await finished(core, task_id))["status"] == "done"
+        assert (await finished(core, task_id)).status == "done"
     before, crashed, listing, names, schema, inline, compact = _results(core, task_id)
     assert json.loads(before["summary"])["servers"][0]["tools"] == 5
     assert crashed["ok"] is False
@@ -470,7 +485,7 @@ async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it
         assert set(json.loads(result["summary"])) == {"error"}  # no tool names, no schema
     assert "nothing was sent" in inline["summary"] and "start a new task" in inline["summary"]
     assert _kinds(core, task_id).count("mcp.call") == 1
-    assert len([e for e in events_of(core, task_id) if e["kind"] == "approval.waiting"]) == 1
+    assert len([e for e in events_of(core, task_id) if e.kind == "approval.waiting"]) == 1
 
 
 @dataclass(frozen=True)
@@ -543,7 +558,7 @@ class _Model:
 
 
 @pytest.mark.req("CLI-15", "CLI-07")
-async def test_the_loop_stops_offering_a_failed_servers_first_class_tools_cli15(home: Path, project_dir: Path) -> None:
+async def test_the_loop_stops_offering_a_failed_servers_first_class_tools(home: Path, project_dir: Path) -> None:
     definition = ServerDefinition(
         id="config:h", scope="config", path=None, sha256="0" * 64, spec=StdioSpec(name="h", command=hostile_argv())
     )
@@ -582,24 +597,24 @@ async def test_the_loop_stops_offering_a_failed_servers_first_class_tools_cli15(
     assert fakes.approvals == 1 and fakes.statuses == ["waiting", "running"]
 
 
-async def _approve_until_finished(core: EngineCore, task_id: str) -> dict[str, Any]:
+async def _approve_until_finished(core: LocalEngine, task_id: str) -> TaskRecord:
     """Approve every approval the task asks for until it finishes; returns its record."""
 
-    def approve_all() -> dict[str, Any] | None:
-        for approval in core.approvals.pending(task_id=task_id):
-            core.approvals.resolve(approval["id"], "approve", by="test")
-        task = core.records.get(task_id)
-        return task if task["status"] in ("done", "failed", "cancelled", "interrupted") else None
+    def approve_all() -> TaskRecord | None:
+        for approval in core.state.approvals.pending(task_id=task_id):
+            core.state.approvals.resolve(approval.id, "approve", by="test")
+        task = core.state.records.get(task_id)
+        return None if task.status.active else task
 
     return await wait_for(approve_all, seconds=30, what=f"task {task_id} to finish")
 
 
 @pytest.mark.req("CLI-14", "CLI-04")
-async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_call_uses_the_same_connection_cli14(
-    engine: Engine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_call_uses_the_same_connection(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
-    SecretStore(engine.profile).set("MCP_TEST_TOKEN", SECRET)
+    SecretStore(engine.state.profile).set("MCP_TEST_TOKEN", SECRET)
     project = _trust(engine, project_dir)
     def_id = project_definition(
         project_dir,
@@ -615,7 +630,7 @@ async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_ca
     scripted(engine, tmp_path, [{"match": "", "turns": turns}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
-        assert (await _approve_until_finished(core, task_id))["status"] == "done"
+        assert (await _approve_until_finished(core, task_id)).status == "done"
         closed_message = _last_tool_message(engine, task_id)
     refused_32000, refused_32001, fine = _results(core, task_id)
     assert fine["ok"] is True and json.loads(fine["summary"])["content"][0]["text"] == "still here", fine
@@ -627,18 +642,18 @@ async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_ca
         assert result["ok"] is False and doc["error_code"] == code, doc
     kinds = _kinds(core, task_id)
     assert kinds.count("mcp.connected") == 1 and kinds.count("mcp.call") == 3 and kinds.count("mcp.closed") == 1
-    outcomes = [e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.result"]
+    outcomes = [e.data for e in events_of(core, task_id) if e.kind == "mcp.result"]
     assert [o.get("error_code") for o in outcomes] == [-32000, -32001, None]
-    closed = next(e["data"] for e in events_of(core, task_id) if e["kind"] == "mcp.closed")
+    closed = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.closed")
     assert closed["error"] is None and closed["cleanup"] in ("terminated", "killed")
-    for path in engine.profile.root.rglob("*"):
+    for path in engine.state.profile.root.rglob("*"):
         if path.is_file() and path.name != "secrets.json":
             assert SECRET.encode() not in path.read_bytes(), path
 
 
 @pytest.mark.req("CLI-10")
-async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it_cli10(
-    engine: Engine, project_dir: Path, tmp_path: Path
+async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     (project_dir / "README.md").write_text("# Old title\n", encoding="utf-8")
     project = _trust(engine, project_dir)
@@ -648,7 +663,7 @@ async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it_
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(read, ("mcp_tools", {}), edit, read, edit)}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "retitle")
-        assert (await finished(core, task_id))["status"] == "done"
+        assert (await finished(core, task_id)).status == "done"
     results = _results(core, task_id)
     assert [r["ok"] for r in results] == [True, True, False, True, True]
     assert "read it again first" in results[2]["summary"]

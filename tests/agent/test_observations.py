@@ -10,13 +10,15 @@ from shadowcode.errors import ToolError
 pytestmark = pytest.mark.req("CLI-10")
 
 
-def test_a_path_never_observed_may_be_edited_cli10() -> None:
+@pytest.mark.req("CLI-10")
+def test_a_path_never_observed_may_be_edited() -> None:
     seen = Observations()
     assert seen.get("a.py") is None
     seen.check_edit("a.py", b"anything")
 
 
-def test_an_edit_of_unchanged_content_passes_and_of_changed_content_is_refused_cli10() -> None:
+@pytest.mark.req("CLI-10")
+def test_an_edit_of_unchanged_content_passes_and_of_changed_content_is_refused() -> None:
     seen = Observations()
     seen.record("a.py", b"one")
     assert seen.get("a.py") is not None and seen.get("a.py").state is ObservationState.FRESH  # type: ignore[union-attr]
@@ -25,7 +27,8 @@ def test_an_edit_of_unchanged_content_passes_and_of_changed_content_is_refused_c
         seen.check_edit("a.py", b"two")
 
 
-def test_invalidate_all_makes_every_observation_stale_until_read_again_cli10() -> None:
+@pytest.mark.req("CLI-10")
+def test_invalidate_all_makes_every_observation_stale_until_read_again() -> None:
     seen = Observations()
     seen.record("a.py", b"one")
     seen.record("b.py", b"two")
@@ -39,7 +42,8 @@ def test_invalidate_all_makes_every_observation_stale_until_read_again_cli10() -
         seen.check_edit("b.py", b"two")
 
 
-def test_forget_drops_an_observation_cli10() -> None:
+@pytest.mark.req("CLI-10")
+def test_forget_drops_an_observation() -> None:
     seen = Observations()
     seen.record("a.py", b"one")
     seen.forget("a.py")

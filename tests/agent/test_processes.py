@@ -156,7 +156,8 @@ async def _cancel_when(ready: str, manager: ProcessManager, argv: list[str], see
 # --- run --------------------------------------------------------------------------------
 
 
-async def test_run_returns_exit_code_and_combined_output_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_run_returns_exit_code_and_combined_output(manager: ProcessManager) -> None:
     with anyio.fail_after(10):
         result = await manager.run(
             ["sh", "-c", "echo out; echo err >&2; exit 3"], Path.cwd(), env=ENV, timeout_seconds=10
@@ -167,7 +168,8 @@ async def test_run_returns_exit_code_and_combined_output_eng04(manager: ProcessM
     assert result.duration_seconds > 0 and _gone(result.pid)
 
 
-async def test_run_passes_argv_literally_with_no_stdin_and_only_the_given_env_eng04(
+@pytest.mark.req("ENG-04")
+async def test_run_passes_argv_literally_with_no_stdin_and_only_the_given_env(
     manager: ProcessManager, tmp_path: Path
 ) -> None:
     with anyio.fail_after(10):
@@ -181,7 +183,8 @@ async def test_run_passes_argv_literally_with_no_stdin_and_only_the_given_env_en
     assert where.output.strip() == str(tmp_path.resolve())
 
 
-async def test_run_starts_the_child_as_leader_of_its_own_group_and_session_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_run_starts_the_child_as_leader_of_its_own_group_and_session(manager: ProcessManager) -> None:
     code = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
     with anyio.fail_after(10):
         result = await manager.run([PY, "-c", code], Path.cwd(), env=ENV, timeout_seconds=10)
@@ -189,7 +192,8 @@ async def test_run_starts_the_child_as_leader_of_its_own_group_and_session_eng04
     assert pid == pgid == sid == result.pid
 
 
-async def test_run_refuses_bad_commands_and_out_of_range_bounds_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_run_refuses_bad_commands_and_out_of_range_bounds(manager: ProcessManager) -> None:
     for argv in ([], ["no-such-command-anywhere"], ["echo", "a\x00b"]):
         with pytest.raises(ToolError):
             await manager.run(argv, Path.cwd(), env=ENV, timeout_seconds=5)
@@ -210,7 +214,8 @@ async def test_run_refuses_bad_commands_and_out_of_range_bounds_eng04(manager: P
     assert ok.exit_code == 0
 
 
-async def test_output_over_the_cap_keeps_the_tail_and_never_blocks_the_child_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_output_over_the_cap_keeps_the_tail_and_never_blocks_the_child(manager: ProcessManager) -> None:
     code = "import sys; sys.stdout.write('a' * 1_000_000 + 'TAIL-END'); sys.stdout.flush()"
     with anyio.fail_after(20):
         result = await manager.run([PY, "-c", code], Path.cwd(), env=ENV, timeout_seconds=20, output_max_bytes=100)
@@ -218,7 +223,8 @@ async def test_output_over_the_cap_keeps_the_tail_and_never_blocks_the_child_eng
     assert len(result.output) == 100 and result.output.endswith("aTAIL-END")
 
 
-async def test_output_exactly_at_the_cap_is_not_truncated_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_output_exactly_at_the_cap_is_not_truncated(manager: ProcessManager) -> None:
     code = "import sys; sys.stdout.write('b' * 100)"
     with anyio.fail_after(10):
         at = await manager.run([PY, "-c", code], Path.cwd(), env=ENV, timeout_seconds=10, output_max_bytes=100)
@@ -227,14 +233,16 @@ async def test_output_exactly_at_the_cap_is_not_truncated_eng04(manager: Process
     assert (over.output, over.truncated) == ("b" * 99, True)
 
 
-async def test_a_cut_tail_does_not_start_inside_a_utf8_character_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_a_cut_tail_does_not_start_inside_a_utf8_character(manager: ProcessManager) -> None:
     code = "import sys; sys.stdout.buffer.write('€'.encode() * 10)"
     with anyio.fail_after(10):
         result = await manager.run([PY, "-c", code], Path.cwd(), env=ENV, timeout_seconds=10, output_max_bytes=7)
     assert result.output == "€€" and result.truncated is True
 
 
-async def test_on_output_sees_the_output_as_it_arrives_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_on_output_sees_the_output_as_it_arrives(manager: ProcessManager) -> None:
     seen: list[str] = []
 
     async def collect(text: str) -> None:
@@ -247,13 +255,15 @@ async def test_on_output_sees_the_output_as_it_arrives_eng04(manager: ProcessMan
     assert "".join(seen) == result.output == "one\ntwo\n"
 
 
-async def test_a_leader_killed_by_a_signal_reports_the_signal_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_a_leader_killed_by_a_signal_reports_the_signal(manager: ProcessManager) -> None:
     with anyio.fail_after(10):
         result = await manager.run(["sh", "-c", "kill -9 $$"], Path.cwd(), env=ENV, timeout_seconds=10)
     assert (result.exit_code, result.signal) == (None, signal.SIGKILL)
 
 
-async def test_timeout_stops_the_group_and_says_so_eng04(manager: ProcessManager) -> None:
+@pytest.mark.req("ENG-04")
+async def test_timeout_stops_the_group_and_says_so(manager: ProcessManager) -> None:
     with anyio.fail_after(10):
         result = await manager.run(["sleep", "60"], Path.cwd(), env=ENV, timeout_seconds=0.2)
     assert result.timed_out is True and result.signal == signal.SIGTERM and result.exit_code is None
@@ -261,7 +271,8 @@ async def test_timeout_stops_the_group_and_says_so_eng04(manager: ProcessManager
     assert _gone(result.pid) and _group_gone(result.pid)
 
 
-async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period_eng04_srv21(
+@pytest.mark.req("ENG-04", "SRV-21")
+async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(
     manager: ProcessManager,
 ) -> None:
     seen: list[str] = []
@@ -269,7 +280,8 @@ async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period_eng
     assert PROCESS_TERM_GRACE_SECONDS <= took < PROCESS_TERM_GRACE_SECONDS + 5
 
 
-async def test_cancellation_mid_run_leaves_no_process_srv21(manager: ProcessManager) -> None:
+@pytest.mark.req("SRV-21")
+async def test_cancellation_mid_run_leaves_no_process(manager: ProcessManager) -> None:
     seen: list[str] = []
     await _cancel_when("pid", manager, ["sh", "-c", "echo pid $$; exec sleep 60"], seen)
     pid = int("".join(seen).split()[1])
@@ -278,7 +290,8 @@ async def test_cancellation_mid_run_leaves_no_process_srv21(manager: ProcessMana
     assert pids_alive(pid) == []
 
 
-async def test_a_grandchild_in_the_group_dies_with_the_command_srv21(manager: ProcessManager, subreaper: None) -> None:
+@pytest.mark.req("SRV-21")
+async def test_a_grandchild_in_the_group_dies_with_the_command(manager: ProcessManager, subreaper: None) -> None:
     seen: list[str] = []
     grandchild = 0
     try:
@@ -296,7 +309,8 @@ async def test_a_grandchild_in_the_group_dies_with_the_command_srv21(manager: Pr
             _kill_quietly(grandchild)
 
 
-async def test_the_whole_group_is_gone_once_the_command_returns_srv21(manager: ProcessManager, subreaper: None) -> None:
+@pytest.mark.req("SRV-21")
+async def test_the_whole_group_is_gone_once_the_command_returns(manager: ProcessManager, subreaper: None) -> None:
     code = (
         "import subprocess, sys\n"
         "child = subprocess.Popen(['sleep', '60'])\n"
@@ -315,7 +329,8 @@ async def test_the_whole_group_is_gone_once_the_command_returns_srv21(manager: P
         _kill_quietly(grandchild)
 
 
-def test_commands_die_with_the_engine_that_started_them_eng04(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-04")
+def test_commands_die_with_the_engine_that_started_them(tmp_path: Path) -> None:
     helper = (
         "import os, sys\n"
         "from pathlib import Path\n"
@@ -359,7 +374,8 @@ def test_commands_die_with_the_engine_that_started_them_eng04(tmp_path: Path) ->
 # --- background processes ---------------------------------------------------------------
 
 
-async def test_background_start_list_output_and_stop_srv23(manager: ProcessManager, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-23")
+async def test_background_start_list_output_and_stop(manager: ProcessManager, tmp_path: Path) -> None:
     started = manager.start_background(["sh", "-c", "echo hello; exec sleep 60"], tmp_path, ENV, tmp_path)
     assert set(started) == {"id", "pid", "argv", "cwd", "started_at"}
     assert started["id"].startswith("bg_") and started["argv"] == ["sh", "-c", "echo hello; exec sleep 60"]
@@ -378,9 +394,8 @@ async def test_background_start_list_output_and_stop_srv23(manager: ProcessManag
         manager.background_output(started["id"])
 
 
-async def test_background_processes_are_confined_to_their_project_srv23_srv08(
-    manager: ProcessManager, tmp_path: Path
-) -> None:
+@pytest.mark.req("SRV-23", "SRV-08")
+async def test_background_processes_are_confined_to_their_project(manager: ProcessManager, tmp_path: Path) -> None:
     mine, other = tmp_path / "mine", tmp_path / "other"
     started = manager.start_background(["sleep", "60"], tmp_path, ENV, mine)
     assert manager.list_background(other) == [] and len(manager.list_background(mine)) == 1
@@ -393,7 +408,8 @@ async def test_background_processes_are_confined_to_their_project_srv23_srv08(
         await manager.stop_background("bg_unknown")
 
 
-async def test_background_process_outlives_the_cancelled_task_that_started_it_srv23(
+@pytest.mark.req("SRV-23")
+async def test_background_process_outlives_the_cancelled_task_that_started_it(
     manager: ProcessManager, tmp_path: Path
 ) -> None:
     started: dict[str, object] = {}
@@ -407,7 +423,8 @@ async def test_background_process_outlives_the_cancelled_task_that_started_it_sr
     assert manager.list_background()[0]["running"] is True
 
 
-async def test_stopping_a_background_process_that_ignores_sigterm_kills_it_srv23(
+@pytest.mark.req("SRV-23")
+async def test_stopping_a_background_process_that_ignores_sigterm_kills_it(
     manager: ProcessManager, tmp_path: Path
 ) -> None:
     fifo = tmp_path / "ready.fifo"
@@ -425,7 +442,8 @@ async def test_stopping_a_background_process_that_ignores_sigterm_kills_it_srv23
     assert _gone(started["pid"]) and _group_gone(started["pid"])
 
 
-async def test_background_output_keeps_only_the_newest_bytes_srv23(manager: ProcessManager, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-23")
+async def test_background_output_keeps_only_the_newest_bytes(manager: ProcessManager, tmp_path: Path) -> None:
     code = f"import sys; sys.stdout.write('x' * {BACKGROUND_OUTPUT_MAX_BYTES * 3} + 'NEWEST'); sys.stdout.flush()"
     started = manager.start_background([PY, "-c", code], tmp_path, ENV, tmp_path)
     assert _wait_dead(started["pid"], 10)
@@ -436,7 +454,8 @@ async def test_background_output_keeps_only_the_newest_bytes_srv23(manager: Proc
     assert len(stopped["output"]) == BACKGROUND_OUTPUT_MAX_BYTES and stopped["output"].endswith("xNEWEST")
 
 
-async def test_background_process_count_is_accepted_at_the_limit_and_refused_past_it_srv23(
+@pytest.mark.req("SRV-23")
+async def test_background_process_count_is_accepted_at_the_limit_and_refused_past_it(
     manager: ProcessManager, tmp_path: Path
 ) -> None:
     pids = [
@@ -451,7 +470,8 @@ async def test_background_process_count_is_accepted_at_the_limit_and_refused_pas
     assert all(_gone(pid) for pid in pids)
 
 
-async def test_closing_the_manager_stops_background_processes_and_refuses_new_work_srv23(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-23")
+async def test_closing_the_manager_stops_background_processes_and_refuses_new_work(tmp_path: Path) -> None:
     pm = ProcessManager()
     started = pm.start_background(["sleep", "60"], tmp_path, ENV, tmp_path)
     with anyio.fail_after(10):
@@ -464,7 +484,8 @@ async def test_closing_the_manager_stops_background_processes_and_refuses_new_wo
         await pm.run(["true"], tmp_path, env=ENV, timeout_seconds=5)
 
 
-async def test_closing_the_manager_stops_a_running_command_srv21(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-21")
+async def test_closing_the_manager_stops_a_running_command(tmp_path: Path) -> None:
     pm = ProcessManager()
     result: list[CommandResult] = []
     up = anyio.Event()
@@ -484,7 +505,8 @@ async def test_closing_the_manager_stops_a_running_command_srv21(tmp_path: Path)
     assert result[0].signal == signal.SIGTERM and _gone(result[0].pid)
 
 
-async def test_the_leader_is_reaped_only_after_the_group_was_signalled_srv21(
+@pytest.mark.req("SRV-21")
+async def test_the_leader_is_reaped_only_after_the_group_was_signalled(
     manager: ProcessManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps: list[str] = []
@@ -507,7 +529,8 @@ async def test_the_leader_is_reaped_only_after_the_group_was_signalled_srv21(
     assert steps == ["SIGTERM", "SIGKILL", "reap", "SIGKILL", "reap"]
 
 
-async def test_a_failing_output_callback_does_not_disturb_the_command_eng04(
+@pytest.mark.req("ENG-04")
+async def test_a_failing_output_callback_does_not_disturb_the_command(
     manager: ProcessManager, caplog: pytest.LogCaptureFixture
 ) -> None:
     calls: list[str] = []

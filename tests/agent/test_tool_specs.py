@@ -6,9 +6,11 @@ Covers ENG-04, SRV-20, CLI-07.
 from __future__ import annotations
 
 import pytest
-from shadowcode.engine.capabilities import native_tools
 
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, TOOL_SPECS, function_schema, listing, native_tools_for, spec
+from shadowcode.engine.api import Caller, Empty
+from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.wire import to_json
 
 _LISTED = [
     ("read_file", "read_only", "Read a file inside the project."),
@@ -26,8 +28,10 @@ _LISTED = [
 
 
 @pytest.mark.req("SRV-20")
-def test_the_shadow_tools_listing_names_every_tool_with_its_level_in_a_fixed_order() -> None:
-    assert native_tools() == listing() == [{"name": n, "level": lvl, "description": d} for n, lvl, d in _LISTED]
+@pytest.mark.anyio
+async def test_the_shadow_tools_listing_names_every_tool_with_its_level_in_a_fixed_order(api: LocalEngine) -> None:
+    listed = to_json(await api.tool_list(Empty(), Caller()))
+    assert listed == listing() == [{"name": n, "level": lvl, "description": d} for n, lvl, d in _LISTED]
 
 
 @pytest.mark.req("ENG-04")

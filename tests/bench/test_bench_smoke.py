@@ -212,10 +212,11 @@ def test_tiny_bench_run_measures_the_peers_and_writes_every_ratio_key_issue7(tmp
     assert "ratios (ShadowCode / peer" in output
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.slow
 @pytest.mark.node
 @needs_node
-def test_paced_calls_keep_a_shadowcode_connection_under_the_srv25_frame_rate(tmp_path: Path) -> None:
+def test_paced_calls_keep_a_shadowcode_connection_under_the_frame_rate(tmp_path: Path) -> None:
     # 140 calls plus the handshake exceed the 128 frames/s bound when sent back to back;
     # the default pacing spreads them over two windows and every call is answered.
     code, results, output = _bench(
@@ -230,10 +231,11 @@ def test_paced_calls_keep_a_shadowcode_connection_under_the_srv25_frame_rate(tmp
     assert len(entry["calls"]["runs"][0]["latencies_ms"]) == 140
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.slow
 @pytest.mark.node
 @needs_node
-def test_unpaced_calls_past_the_srv25_frame_rate_are_reported_as_a_failed_figure(tmp_path: Path) -> None:
+def test_unpaced_calls_past_the_frame_rate_are_reported_as_a_failed_figure(tmp_path: Path) -> None:
     code, results, output = _bench(
         tmp_path, "--targets", "shadowcode_source", "--window-frames", "0",
         "--rounds", "0", "--cold-rounds", "0", "--call-rounds", "1", "--calls", "1000", "--burst-calls", "0",
@@ -352,10 +354,11 @@ def test_attached_rows_relay_into_a_headless_engine_that_the_run_stops_issue7(tm
     assert "headless engine (attached rows" in output
 
 
+@pytest.mark.req("GW-07")
 @pytest.mark.slow
 @pytest.mark.node
 @needs_node
-def test_paced_gateway_load_stays_under_the_gw07_request_rate_and_fills_the_gateway_ratio_issue7(
+def test_paced_gateway_load_stays_under_the_request_rate_and_fills_the_gateway_ratio_issue7(
     tmp_path: Path,
 ) -> None:
     # 140 timed requests and 2 warm-up ones exceed the gateway's 128 requests per second

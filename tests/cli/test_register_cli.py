@@ -73,7 +73,8 @@ def _odd_project(tmp_path: Path) -> Path:
 # --- successful output ------------------------------------------------------------------
 
 
-def test_register_prints_generic_json_and_writes_nothing_reg01(tmp_path: Path, homes: dict[str, Path]) -> None:
+@pytest.mark.req("REG-01")
+def test_register_prints_generic_json_and_writes_nothing(tmp_path: Path, homes: dict[str, Path]) -> None:
     project = _odd_project(tmp_path)
     link = tmp_path / "link"
     link.symlink_to(project)
@@ -91,16 +92,16 @@ def test_register_prints_generic_json_and_writes_nothing_reg01(tmp_path: Path, h
     assert _tree(homes["HOME"]) == [] and _tree(homes["SHADOWCODE_HOME"]) == []
 
 
-def test_register_defaults_to_the_current_directory_reg01(tmp_path: Path, homes: dict[str, Path]) -> None:
+@pytest.mark.req("REG-01")
+def test_register_defaults_to_the_current_directory(tmp_path: Path, homes: dict[str, Path]) -> None:
     result = _shadowcode(["mcp", "register", "--client", "cursor"], homes, cwd=tmp_path)
     assert result.code == 0, result.err
     args = json.loads(result.out)["mcpServers"]["shadowcode"]["args"]
     assert args[args.index("--workspace") + 1] == str(tmp_path.resolve())
 
 
-def test_codex_output_is_toml_that_round_trips_a_space_and_quote_path_reg03_reg05(
-    tmp_path: Path, homes: dict[str, Path]
-) -> None:
+@pytest.mark.req("REG-03", "REG-05")
+def test_codex_output_is_toml_that_round_trips_a_space_and_quote_path(tmp_path: Path, homes: dict[str, Path]) -> None:
     project = _odd_project(tmp_path)
     result = _shadowcode(
         ["--workspace", str(project), "mcp", "register", "--client", "codex", "--allow-write", "--allow-approvals"],
@@ -114,17 +115,17 @@ def test_codex_output_is_toml_that_round_trips_a_space_and_quote_path_reg03_reg0
     ]  # fmt: skip
 
 
+@pytest.mark.req("REG-04")
 @pytest.mark.parametrize("client", ["claude", "cursor", "generic"])
-def test_json_flag_prints_the_same_json_for_json_clients_reg04(
-    client: str, tmp_path: Path, homes: dict[str, Path]
-) -> None:
+def test_json_flag_prints_the_same_json_for_json_clients(client: str, tmp_path: Path, homes: dict[str, Path]) -> None:
     plain = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", client], homes)
     with_json = _shadowcode(["--json", "--workspace", str(tmp_path), "mcp", "register", "--client", client], homes)
     assert plain.code == 0 and with_json.code == 0
     assert json.loads(plain.out) == json.loads(with_json.out)
 
 
-def test_claude_and_cursor_stdio_shapes_reg04(tmp_path: Path, homes: dict[str, Path]) -> None:
+@pytest.mark.req("REG-04")
+def test_claude_and_cursor_stdio_shapes(tmp_path: Path, homes: dict[str, Path]) -> None:
     claude = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", "claude"], homes)
     cursor = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", "cursor"], homes)
     claude_entry = json.loads(claude.out)["mcpServers"]["shadowcode"]
@@ -134,6 +135,7 @@ def test_claude_and_cursor_stdio_shapes_reg04(tmp_path: Path, homes: dict[str, P
     assert claude_entry["args"] == cursor_entry["args"]
 
 
+@pytest.mark.req("REG-06")
 @pytest.mark.parametrize(
     ("client", "expected"),
     [
@@ -141,7 +143,7 @@ def test_claude_and_cursor_stdio_shapes_reg04(tmp_path: Path, homes: dict[str, P
         ("cursor", {"url": "http://127.0.0.1:8765/mcp", "headers": {"Authorization": "Bearer ${env:TOK}"}}),
     ],
 )
-def test_http_registration_names_only_the_variable_reg06(
+def test_http_registration_names_only_the_variable(
     client: str, expected: dict[str, object], homes: dict[str, Path]
 ) -> None:
     secret = "0123456789abcdef0123456789abcdef-secret"
@@ -156,7 +158,8 @@ def test_http_registration_names_only_the_variable_reg06(
     assert _tree(homes["HOME"]) == [] and _tree(homes["SHADOWCODE_HOME"]) == []
 
 
-def test_codex_http_registration_uses_bearer_token_env_var_reg06(homes: dict[str, Path]) -> None:
+@pytest.mark.req("REG-06")
+def test_codex_http_registration_uses_bearer_token_env_var(homes: dict[str, Path]) -> None:
     result = _shadowcode(
         ["mcp", "register", "--client", "codex", "--url", "http://[::1]:9/mcp", "--token-env", "SHADOW_MCP_HTTP_TOKEN"],
         homes,
@@ -170,7 +173,8 @@ def test_codex_http_registration_uses_bearer_token_env_var_reg06(homes: dict[str
 # --- REG-02: a zipapp registers its archive ---------------------------------------------
 
 
-def test_zipapp_registers_the_archive_path_reg02(tmp_path: Path, homes: dict[str, Path]) -> None:
+@pytest.mark.req("REG-02")
+def test_zipapp_registers_the_archive_path(tmp_path: Path, homes: dict[str, Path]) -> None:
     dist = tmp_path / "install dir"
     dist.mkdir()
     pyz = dist / "shadowcode.pyz"
@@ -198,6 +202,7 @@ def test_zipapp_registers_the_archive_path_reg02(tmp_path: Path, homes: dict[str
 URL = "http://127.0.0.1:8765/mcp"
 
 
+@pytest.mark.req("REG-03", "REG-06", "REG-07")
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -224,7 +229,7 @@ URL = "http://127.0.0.1:8765/mcp"
         (["--profile", "a/b", "mcp", "register", "--client", "claude"], "profile"),
     ],
 )
-def test_bad_register_options_exit_2_with_a_message_and_no_output_reg03_reg06_reg07(
+def test_bad_register_options_exit_2_with_a_message_and_no_output(
     args: list[str], fragment: str, tmp_path: Path, homes: dict[str, Path]
 ) -> None:
     result = _shadowcode(args, homes, cwd=tmp_path)
@@ -234,8 +239,9 @@ def test_bad_register_options_exit_2_with_a_message_and_no_output_reg03_reg06_re
     assert _tree(homes["HOME"]) == [] and _tree(homes["SHADOWCODE_HOME"]) == []
 
 
+@pytest.mark.req("REG-05")
 @pytest.mark.parametrize("client", ["claude", "cursor"])
-def test_dollar_brace_in_path_is_refused_for_claude_and_cursor_reg05(
+def test_dollar_brace_in_path_is_refused_for_claude_and_cursor(
     client: str, tmp_path: Path, homes: dict[str, Path]
 ) -> None:
     project = tmp_path / "proj ${HOME}"
@@ -246,7 +252,8 @@ def test_dollar_brace_in_path_is_refused_for_claude_and_cursor_reg05(
     assert "${" in result.err
 
 
-def test_dollar_brace_in_path_is_literal_for_codex_reg05(tmp_path: Path, homes: dict[str, Path]) -> None:
+@pytest.mark.req("REG-05")
+def test_dollar_brace_in_path_is_literal_for_codex(tmp_path: Path, homes: dict[str, Path]) -> None:
     project = tmp_path / "proj ${HOME}"
     project.mkdir()
     result = _shadowcode(["--workspace", str(project), "mcp", "register", "--client", "codex"], homes)
@@ -254,8 +261,9 @@ def test_dollar_brace_in_path_is_literal_for_codex_reg05(tmp_path: Path, homes: 
     assert str(project) in tomllib.loads(result.out)["mcp_servers"]["shadowcode"]["args"]
 
 
+@pytest.mark.req("REG-01")
 @pytest.mark.parametrize("kind", ["missing", "file"])
-def test_workspace_that_is_not_a_directory_exits_2_reg01(kind: str, tmp_path: Path, homes: dict[str, Path]) -> None:
+def test_workspace_that_is_not_a_directory_exits_2(kind: str, tmp_path: Path, homes: dict[str, Path]) -> None:
     target = tmp_path / "target"
     if kind == "file":
         target.write_text("x", encoding="utf-8")

@@ -37,7 +37,8 @@ def _run_named(fn, target: list[str]):
     return records[0], revisions
 
 
-def test_jsonrpc_line_classifier_accepts_messages_and_rejects_anything_else_srv01() -> None:
+@pytest.mark.req("SRV-01")
+def test_jsonrpc_line_classifier_accepts_messages_and_rejects_anything_else() -> None:
     assert is_jsonrpc_message(b'{"jsonrpc":"2.0","id":1,"result":{}}')
     assert is_jsonrpc_message(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}')
     assert is_jsonrpc_message(b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}')
@@ -49,7 +50,8 @@ def test_jsonrpc_line_classifier_accepts_messages_and_rejects_anything_else_srv0
     assert not is_jsonrpc_message(b"\xff\xfe")
 
 
-def test_purity_session_is_500_frames_with_pings_and_invalid_requests_srv01() -> None:
+@pytest.mark.req("SRV-01")
+def test_purity_session_is_500_frames_with_pings_and_invalid_requests() -> None:
     plan = frames()
     assert len(plan) + 1 == PURITY_FRAMES == 500
     ids = [i for i, _ in plan if i is not None]
@@ -60,14 +62,16 @@ def test_purity_session_is_500_frames_with_pings_and_invalid_requests_srv01() ->
     assert plan[-1][0] is None and not is_jsonrpc_message(plan[-1][1].rstrip(b"\n"))
 
 
-def test_cli_usage_checks_pass_a_target_that_refuses_with_exit_2_srv02(fake_target) -> None:
+@pytest.mark.req("SRV-02")
+def test_cli_usage_checks_pass_a_target_that_refuses_with_exit_2(fake_target) -> None:
     target = fake_target("--exit-right")
     for fn in (json_serve_refused, bad_profile_refused):
         record, _ = _run_named(fn, target)
         assert record.ok, record.detail
 
 
-def test_cli_usage_checks_fail_a_target_that_accepts_bad_usage_srv02(fake_target) -> None:
+@pytest.mark.req("SRV-02")
+def test_cli_usage_checks_fail_a_target_that_accepts_bad_usage(fake_target) -> None:
     target = fake_target()
     record, _ = _run_named(json_serve_refused, target)
     assert not record.ok and "exit status 0, expected 2" in record.detail
@@ -75,20 +79,23 @@ def test_cli_usage_checks_fail_a_target_that_accepts_bad_usage_srv02(fake_target
     assert not record.ok and "expected 2" in record.detail
 
 
+@pytest.mark.req("SRV-01")
 @pytest.mark.slow
-def test_purity_check_passes_a_clean_server_and_records_its_revision_srv01(fake_target) -> None:
+def test_purity_check_passes_a_clean_server_and_records_its_revision(fake_target) -> None:
     record, revisions = _run_named(stdout_is_protocol_only, fake_target())
     assert record.ok, record.detail
     assert revisions == {"stdout_purity:500_frames": "2025-11-25"}
 
 
+@pytest.mark.req("SRV-01")
 @pytest.mark.slow
-def test_purity_check_fails_a_server_that_prints_a_banner_on_stdout_srv01(fake_target) -> None:
+def test_purity_check_fails_a_server_that_prints_a_banner_on_stdout(fake_target) -> None:
     record, _ = _run_named(stdout_is_protocol_only, fake_target("--banner"))
     assert not record.ok and "starting up" in record.detail
 
 
-def test_probe_output_becomes_named_sub_results_conf02() -> None:
+@pytest.mark.req("CONF-02")
+def test_probe_output_becomes_named_sub_results() -> None:
     out = (
         b'{"probe":"stdio_sdk1","ok":false,"protocol_version":"2025-11-25","checks":['
         b'{"name":"tools_list_seventeen","covers":["SRV-04"],"ok":true,"detail":"17"},'

@@ -15,10 +15,12 @@ from conformance.cli import main, parse_target
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_target_is_split_like_a_shell_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_target_is_split_like_a_shell() -> None:
     assert parse_target('python3 "dist/my app.pyz"') == ["python3", "dist/my app.pyz"]
 
 
+@pytest.mark.req("CONF-01")
 @pytest.mark.parametrize(
     "argv",
     [
@@ -31,13 +33,14 @@ def test_target_is_split_like_a_shell_conf01() -> None:
         ["--bogus"],
     ],
 )
-def test_bad_usage_exits_2_with_a_message_conf01(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_usage_exits_2_with_a_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("conformance: ") and captured.out == ""
 
 
-def test_list_shows_checks_with_their_ids_conf01(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.req("CONF-01")
+def test_list_shows_checks_with_their_ids(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--list", "--only", "cli_usage"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines and all(line.startswith("cli_usage:") for line in lines)
@@ -56,8 +59,9 @@ def _stand_in_fixture(folder: Path) -> Path:
     return fixture
 
 
+@pytest.mark.req("CONF-01")
 @pytest.mark.slow
-def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports_conf01(tmp_path: Path) -> None:
+def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [
         sys.executable,
@@ -91,8 +95,9 @@ def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports_conf01(
     assert "# Conformance report" in (out / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.req("CONF-01")
 @pytest.mark.slow
-def test_a_failing_check_makes_the_exit_status_1_conf01(tmp_path: Path) -> None:
+def test_a_failing_check_makes_the_exit_status_1(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "conformance", "--target", "true", "--only", "cli_usage:json_serve_refused"]
     argv += ["--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]

@@ -98,6 +98,7 @@ def _run(name: str, target: list[str]):
     return records
 
 
+@pytest.mark.req("SRV-21", "SRV-23", "SRV-24", "ENG-03", "ENG-08")
 @pytest.mark.parametrize(
     ("name", "ident"),
     [
@@ -109,20 +110,22 @@ def _run(name: str, target: list[str]):
         ("engine_lifecycle:restart_keeps_state", "ENG-03"),
     ],
 )
-def test_checks_fail_a_target_that_refuses_every_command_srv21_srv23_srv24_eng03_eng08(name: str, ident: str) -> None:
+def test_checks_fail_a_target_that_refuses_every_command(name: str, ident: str) -> None:
     records = _run(name, ["false"])
     assert ident in records[0].covers
     assert not records[0].ok
     assert "`trust --level " in records[0].detail
 
 
-def test_eof_check_fails_a_target_whose_task_never_waits_for_approval_srv21_srv22(lying_target: list[str]) -> None:
+@pytest.mark.req("SRV-21", "SRV-22")
+def test_eof_check_fails_a_target_whose_task_never_waits_for_approval(lying_target: list[str]) -> None:
     [record] = _run("delegation:stdin_eof_cancels_task", lying_target)
     assert not record.ok
     assert "before asking for approval" in record.detail
 
 
-def test_sigkill_check_fails_a_target_whose_task_never_waits_for_approval_srv21_srv22_conf03(
+@pytest.mark.req("SRV-21", "SRV-22", "CONF-03")
+def test_sigkill_check_fails_a_target_whose_task_never_waits_for_approval(
     lying_target: list[str],
 ) -> None:
     [record] = _run("delegation:sigkill_cancels_task", lying_target)
@@ -130,12 +133,14 @@ def test_sigkill_check_fails_a_target_whose_task_never_waits_for_approval_srv21_
     assert "before asking for approval" in record.detail
 
 
-def test_job_limit_check_fails_a_target_that_accepts_a_65th_job_srv24(lying_target: list[str]) -> None:
+@pytest.mark.req("SRV-24")
+def test_job_limit_check_fails_a_target_that_accepts_a_65th_job(lying_target: list[str]) -> None:
     [record] = _run("delegation:owner_job_limit", lying_target)
     assert not record.ok
     assert "job 65 was accepted" in record.detail
 
 
+@pytest.mark.req("ENG-03", "ENG-08")
 @pytest.mark.parametrize(
     "name",
     [
@@ -145,19 +150,21 @@ def test_job_limit_check_fails_a_target_that_accepts_a_65th_job_srv24(lying_targ
         "engine_lifecycle:owner_socket_limit",
     ],
 )
-def test_engine_checks_fail_a_target_whose_engine_never_runs_eng03_eng08(lying_target: list[str], name: str) -> None:
+def test_engine_checks_fail_a_target_whose_engine_never_runs(lying_target: list[str], name: str) -> None:
     records = _run(name, lying_target)
     assert not records[0].ok
     assert "did not become ready" in records[0].detail
 
 
-def test_background_check_fails_a_target_whose_task_never_asks_to_start_one_srv23(lying_target: list[str]) -> None:
+@pytest.mark.req("SRV-23")
+def test_background_check_fails_a_target_whose_task_never_asks_to_start_one(lying_target: list[str]) -> None:
     [record] = _run("engine_lifecycle:background_outlives_owner", lying_target)
     assert not record.ok
     assert "temporary engine: job job_1 ended" in record.detail
 
 
-def test_attach_check_fails_a_server_that_reports_no_temporary_engine_eng03(lying_target: list[str]) -> None:
+@pytest.mark.req("ENG-03")
+def test_attach_check_fails_a_server_that_reports_no_temporary_engine(lying_target: list[str]) -> None:
     [record] = _run("engine_lifecycle:frontends_report_attached", lying_target)
     assert not record.ok
     assert "'somewhere', not temporary" in record.detail
@@ -167,9 +174,10 @@ def _node_ready() -> bool:
     return shutil.which("node") is not None and (REPO_ROOT / "node_probes" / "node_modules").is_dir()
 
 
+@pytest.mark.req("CONF-02")
 @pytest.mark.skipif(not _node_ready(), reason="node or node_probes/node_modules is missing")
 @pytest.mark.parametrize("probe", ["jobs_sdk1", "jobs_sdk2"])
-def test_jobs_probe_refuses_bad_usage_with_exit_2_conf02(probe: str) -> None:
+def test_jobs_probe_refuses_bad_usage_with_exit_2(probe: str) -> None:
     script = REPO_ROOT / "node_probes" / "probes" / f"{probe}.mjs"
     done = subprocess.run(
         ["node", str(script), "--request-log"],
@@ -183,8 +191,9 @@ def test_jobs_probe_refuses_bad_usage_with_exit_2_conf02(probe: str) -> None:
     assert "usage:" in done.stderr and done.stdout == ""
 
 
+@pytest.mark.req("CONF-02", "SRV-17")
 @pytest.mark.skipif(not _node_ready(), reason="node or node_probes/node_modules is missing")
-def test_jobs_probe_fails_a_target_that_never_asks_for_approval_conf02_srv17(lying_target: list[str]) -> None:
+def test_jobs_probe_fails_a_target_that_never_asks_for_approval(lying_target: list[str]) -> None:
     records = _run("delegation:jobs_sdk1", lying_target)
     assert not records[0].ok
     by_name = {r.name: r for r in records[1:]}

@@ -38,7 +38,8 @@ def _baseline(*names: str) -> list[ExpectedFailure]:
 # --- report rules -----------------------------------------------------------------------
 
 
-def test_a_listed_failing_check_is_an_expected_fail_with_its_reason_and_the_run_passes_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_a_listed_failing_check_is_an_expected_fail_with_its_reason_and_the_run_passes() -> None:
     records = [_rec("a", ("REG-08",), True), _rec(HTTP_CHECK, ("REG-08", "REG-06"), False)]
     report = build_report(["t"], records, {}, 1, expected_failures=_baseline(HTTP_CHECK))
     row = next(c for c in report["checks"] if c["name"] == HTTP_CHECK)
@@ -51,7 +52,8 @@ def test_a_listed_failing_check_is_an_expected_fail_with_its_reason_and_the_run_
     assert not report_failed(report)
 
 
-def test_an_expected_fail_counts_neither_for_nor_against_its_ids_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_an_expected_fail_counts_neither_for_nor_against_its_ids() -> None:
     records = [_rec("a", ("REG-08",), True), _rec(HTTP_CHECK, ("REG-08", "REG-06"), False)]
     report = build_report(["t"], records, {}, 1, expected_failures=_baseline(HTTP_CHECK))
     assert _status(report, "REG-08") == "pass"
@@ -62,7 +64,8 @@ def test_an_expected_fail_counts_neither_for_nor_against_its_ids_conf01() -> Non
     assert report["summary"]["fail"] == 0
 
 
-def test_without_a_baseline_the_same_failure_fails_its_ids_and_the_run_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_without_a_baseline_the_same_failure_fails_its_ids_and_the_run() -> None:
     records = [_rec("a", ("REG-08",), True), _rec(HTTP_CHECK, ("REG-08", "REG-06"), False)]
     report = build_report(["t"], records, {}, 1)
     assert _status(report, "REG-08") == "fail" and _status(report, "REG-06") == "fail"
@@ -70,13 +73,15 @@ def test_without_a_baseline_the_same_failure_fails_its_ids_and_the_run_conf01() 
     assert report["expected_failures"] == [] and report_failed(report)
 
 
-def test_a_failure_outside_the_baseline_still_fails_the_run_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_a_failure_outside_the_baseline_still_fails_the_run() -> None:
     records = [_rec("other", ("SRV-04",), False), _rec(HTTP_CHECK, ("REG-06",), False)]
     report = build_report(["t"], records, {}, 1, expected_failures=_baseline(HTTP_CHECK))
     assert report_failed(report) and _status(report, "SRV-04") == "fail"
 
 
-def test_a_listed_check_that_passes_is_stale_and_fails_the_run_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_a_listed_check_that_passes_is_stale_and_fails_the_run() -> None:
     report = build_report(["t"], [_rec(HTTP_CHECK, ("REG-06",), True)], {}, 1, expected_failures=_baseline(HTTP_CHECK))
     assert report["expected_failures"][0]["outcome"] == "stale"
     assert report["checks"][0]["status"] == "pass" and "reason" not in report["checks"][0]
@@ -85,7 +90,8 @@ def test_a_listed_check_that_passes_is_stale_and_fails_the_run_conf01() -> None:
     assert "remove it from the baseline" in render_markdown(report)
 
 
-def test_a_listed_name_that_matched_no_check_is_unknown_and_fails_the_run_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_a_listed_name_that_matched_no_check_is_unknown_and_fails_the_run() -> None:
     report = build_report(["t"], [_rec("a", ("SRV-01",), True)], {}, 1, expected_failures=_baseline("nope:nothing"))
     assert report["expected_failures"] == [
         {"check": "nope:nothing", "reason": "nope:nothing is known to fail", "outcome": "unknown"}
@@ -94,7 +100,8 @@ def test_a_listed_name_that_matched_no_check_is_unknown_and_fails_the_run_conf01
     assert "**UNKNOWN**" in render_markdown(report)
 
 
-def test_a_listed_name_left_out_by_only_is_neither_reported_nor_failing_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_a_listed_name_left_out_by_only_is_neither_reported_nor_failing() -> None:
     report = build_report(
         ["t"],
         [_rec("a", ("SRV-01",), True)],
@@ -106,7 +113,8 @@ def test_a_listed_name_left_out_by_only_is_neither_reported_nor_failing_conf01()
     assert report["expected_failures"] == [] and not report_failed(report)
 
 
-def test_the_synthesized_revisions_check_can_be_baselined_srv03_conf01() -> None:
+@pytest.mark.req("SRV-03", "CONF-01")
+def test_the_synthesized_revisions_check_can_be_baselined() -> None:
     records = [_rec("client:auto", ("SRV-03",), True)]
     report = build_report(
         ["t"], records, {"client:auto": "2026-07-28"}, 1, expected_failures=_baseline("report:protocol_revisions")
@@ -115,7 +123,8 @@ def test_the_synthesized_revisions_check_can_be_baselined_srv03_conf01() -> None
     assert _status(report, "SRV-03") == "pass" and not report_failed(report)
 
 
-def test_markdown_shows_statuses_reasons_and_outcomes_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_markdown_shows_statuses_reasons_and_outcomes() -> None:
     records = [_rec("a", ("REG-08",), True), _rec("b", ("SRV-01",), False), _rec(HTTP_CHECK, ("REG-06",), False)]
     report = build_report(["t"], records, {}, 1, expected_failures=_baseline(HTTP_CHECK))
     text = render_markdown(report)
@@ -137,7 +146,8 @@ def _chk(name: str, group: str) -> Check:
     return Check(name, group, ("SRV-01",), _noop, 1.0)  # type: ignore[arg-type]
 
 
-def test_only_leaves_out_unselected_checks_and_unmatched_sub_checks_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_only_leaves_out_unselected_checks_and_unmatched_sub_checks() -> None:
     usage, http, probe = _chk("cli_usage:x", "cli_usage"), _chk(HTTP_CHECK, "registration"), _chk("node:p", "node")
     left_out = filtered_by_only([usage, http, probe], [usage], ["cli_usage"])
     assert left_out(HTTP_CHECK) and left_out("stdio_sdk1:tool_status")
@@ -155,19 +165,22 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_the_shipped_baseline_loads_and_gives_a_reason_for_every_entry_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_the_shipped_baseline_loads_and_gives_a_reason_for_every_entry() -> None:
     entries = load_expected_failures(DEFAULT_EXPECTED_FAILURES)
     assert all(e.check and e.reason for e in entries)
     assert len({e.check for e in entries}) == len(entries)
 
 
-def test_a_baseline_file_loads_in_order_and_an_empty_one_is_empty_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("CONF-01")
+def test_a_baseline_file_loads_in_order_and_an_empty_one_is_empty(tmp_path: Path) -> None:
     path = _write(tmp_path, '- check: "a:b"\n  reason: "why"\n- check: c:d\n  reason: >\n    folded\n    text\n')
     assert load_expected_failures(path) == [ExpectedFailure("a:b", "why"), ExpectedFailure("c:d", "folded text")]
     assert load_expected_failures(_write(tmp_path, "# nothing listed\n")) == []
     assert load_expected_failures(_write(tmp_path, "[]\n")) == []
 
 
+@pytest.mark.req("CONF-01")
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -181,15 +194,14 @@ def test_a_baseline_file_loads_in_order_and_an_empty_one_is_empty_conf01(tmp_pat
         ("- check: a:b\n  reason: x\n- check: a:b\n  reason: y\n", "entry 2: 'a:b' is listed twice"),
     ],
 )
-def test_a_malformed_baseline_is_a_usage_error_naming_the_problem_conf01(
-    tmp_path: Path, text: str, message: str
-) -> None:
+def test_a_malformed_baseline_is_a_usage_error_naming_the_problem(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(UsageError, match="expected failures") as caught:
         load_expected_failures(_write(tmp_path, text))
     assert caught.value.exit_code == 2 and message in caught.value.message
 
 
-def test_a_missing_baseline_file_is_a_usage_error_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("CONF-01")
+def test_a_missing_baseline_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read expected failures"):
         load_expected_failures(tmp_path / "absent.yml")
 
@@ -219,7 +231,8 @@ def _cli(tmp_path: Path, target: str, baseline: str | None, *extra: str) -> tupl
     return code, json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else None
 
 
-def test_bad_yaml_exits_2_with_a_clear_message_before_running_anything_conf01(
+@pytest.mark.req("CONF-01")
+def test_bad_yaml_exits_2_with_a_clear_message_before_running_anything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, report = _cli(tmp_path, "true", "- check: [unclosed\n", "--only", "cli_usage:json_serve_refused")
@@ -228,12 +241,14 @@ def test_bad_yaml_exits_2_with_a_clear_message_before_running_anything_conf01(
     assert captured.err.startswith("conformance: expected failures ") and "is not valid YAML" in captured.err
 
 
-def test_both_baseline_options_at_once_exit_2_conf01(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.req("CONF-01")
+def test_both_baseline_options_at_once_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--target", "true", "--expected-failures", "x.yml", "--no-expected-failures"]) == 2
     assert "not allowed with" in capsys.readouterr().err
 
 
-def test_cli_a_baselined_failure_exits_0_and_is_reported_as_expected_fail_conf01(
+@pytest.mark.req("CONF-01")
+def test_cli_a_baselined_failure_exits_0_and_is_reported_as_expected_fail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     baseline = '- check: "cli_usage:json_serve_refused"\n  reason: "this target ignores --json"\n'
@@ -245,12 +260,14 @@ def test_cli_a_baselined_failure_exits_0_and_is_reported_as_expected_fail_conf01
     assert "EXPECTED FAIL cli_usage:json_serve_refused: this target ignores --json" in capsys.readouterr().err
 
 
-def test_cli_no_expected_failures_makes_the_same_failure_exit_1_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("CONF-01")
+def test_cli_no_expected_failures_makes_the_same_failure_exit_1(tmp_path: Path) -> None:
     code, report = _cli(tmp_path, "true", None, "--only", "cli_usage:json_serve_refused", "--no-expected-failures")
     assert code == 1 and report is not None and report["checks"][0]["status"] == "fail"
 
 
-def test_cli_a_stale_entry_exits_1_and_names_it_conf01(
+@pytest.mark.req("CONF-01")
+def test_cli_a_stale_entry_exits_1_and_names_it(
     tmp_path: Path, fake_target, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = shlex.join(fake_target("--exit-right"))
@@ -262,7 +279,8 @@ def test_cli_a_stale_entry_exits_1_and_names_it_conf01(
     assert "STALE cli_usage:json_serve_refused: it passed; remove it from the baseline" in capsys.readouterr().err
 
 
-def test_cli_an_unknown_entry_exits_1_unless_only_left_it_out_conf01(tmp_path: Path, fake_target) -> None:
+@pytest.mark.req("CONF-01")
+def test_cli_an_unknown_entry_exits_1_unless_only_left_it_out(tmp_path: Path, fake_target) -> None:
     target = shlex.join(fake_target("--exit-right"))
     only = ["--only", "cli_usage:json_serve_refused"]
     unknown = '- check: "cli_usage:json_serve_refused_twice"\n  reason: "typo in the name"\n'

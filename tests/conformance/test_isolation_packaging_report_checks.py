@@ -39,6 +39,7 @@ def _run(name: str, target: list[str]):
     return records
 
 
+@pytest.mark.req("ENG-01", "ENG-02", "SRV-07", "SRV-08", "SRV-09")
 @pytest.mark.parametrize(
     ("name", "ident"),
     [
@@ -49,19 +50,21 @@ def _run(name: str, target: list[str]):
         ("project_isolation:read_only_by_default", "SRV-09"),
     ],
 )
-def test_isolation_checks_fail_a_target_that_serves_no_mcp_eng01_eng02_srv07_srv08_srv09(name: str, ident: str) -> None:
+def test_isolation_checks_fail_a_target_that_serves_no_mcp(name: str, ident: str) -> None:
     records = _run(name, ["true"])
     assert ident in records[0].covers
     assert all(not r.ok for r in records)
     assert all("session" in r.detail for r in records if r is not records[0] or len(records) == 1), records
 
 
-def test_a_refused_trust_command_fails_the_isolation_check_eng01() -> None:
+@pytest.mark.req("ENG-01")
+def test_a_refused_trust_command_fails_the_isolation_check() -> None:
     records = _run("project_isolation:profiles_are_separate", ["false"])
     assert not records[0].ok and "trust --level workspace" in records[0].detail
 
 
-def test_scrubbed_environment_holds_only_path_and_home_pkg01() -> None:
+@pytest.mark.req("PKG-01")
+def test_scrubbed_environment_holds_only_path_and_home() -> None:
     assert scrubbed_env("/usr/bin:/bin", "/tmp/h") == {"PATH": "/usr/bin:/bin", "HOME": "/tmp/h"}
 
 
@@ -80,7 +83,8 @@ def _env_sensitive_target(folder: Path, needs: str | None) -> list[str]:
     return [sys.executable, str(script)]
 
 
-def test_packaging_check_runs_the_target_without_the_callers_variables_pkg01(tmp_path: Path) -> None:
+@pytest.mark.req("PKG-01")
+def test_packaging_check_runs_the_target_without_the_callers_variables(tmp_path: Path) -> None:
     records = _run("packaging:bare_environment", _env_sensitive_target(tmp_path, None))
     by_name = {r.name: r for r in records}
     assert by_name["packaging:bare_environment:help"].ok, by_name["packaging:bare_environment:help"].detail
@@ -89,7 +93,8 @@ def test_packaging_check_runs_the_target_without_the_callers_variables_pkg01(tmp
     assert not records[0].ok and "failed: mcp_serve" in records[0].detail
 
 
-def test_packaging_check_fails_a_target_that_needs_more_than_path_and_home_pkg01(tmp_path: Path) -> None:
+@pytest.mark.req("PKG-01")
+def test_packaging_check_fails_a_target_that_needs_more_than_path_and_home(tmp_path: Path) -> None:
     records = _run("packaging:bare_environment", _env_sensitive_target(tmp_path, "SHADOWCODE_HOME"))
     assert not records[0].ok and "failed: help, status, mcp_serve" in records[0].detail
     assert "exit 5" in {r.name: r for r in records}["packaging:bare_environment:help"].detail
@@ -99,13 +104,15 @@ def _one_check_report(ok: bool) -> dict:
     return build_report(["t"], [CheckRecord(INNER, ("SRV-02", "SRV-01"), ok, "d", 0.1)], {}, 1)
 
 
-def test_report_judge_accepts_a_consistent_one_check_report_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_report_judge_accepts_a_consistent_one_check_report() -> None:
     for ok in (True, False):
         report = _one_check_report(ok)
         assert judge_report(report, render_markdown(report), 0 if ok else 1, ["t"]) == []
 
 
-def test_report_judge_catches_missing_ids_wrong_statuses_and_a_lying_exit_status_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_report_judge_catches_missing_ids_wrong_statuses_and_a_lying_exit_status() -> None:
     report = _one_check_report(True)
     markdown = render_markdown(report)
     assert any("exit status 1" in p for p in judge_report(report, markdown, 1, ["t"]))
@@ -122,7 +129,8 @@ def test_report_judge_catches_missing_ids_wrong_statuses_and_a_lying_exit_status
     assert len(requirement_ids()) == 82
 
 
-def test_nested_run_check_accepts_a_run_whose_one_check_failed_consistently_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_nested_run_check_accepts_a_run_whose_one_check_failed_consistently() -> None:
     # `true` fails cli_usage:json_serve_refused, so the nested run exits 1 with SRV-02 failing:
     # the report is still consistent, so the CONF-01 check itself passes.
     records = _run("report_contract:nested_run_reports_every_id", ["true"])

@@ -14,19 +14,22 @@ def _expected_ids() -> list[str]:
     return [f"{area}-{n:02d}" for area in AREAS for n in range(1, EXPECTED_COUNTS[area] + 1)]
 
 
-def test_manifest_lists_every_contract_id_in_order_without_gaps_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_manifest_lists_every_contract_id_in_order_without_gaps() -> None:
     assert list(AREAS) == list(EXPECTED_COUNTS)
     assert requirement_ids() == _expected_ids()
     assert len(requirement_ids()) == 82
 
 
-def test_manifest_summaries_are_single_nonempty_lines_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_manifest_summaries_are_single_nonempty_lines() -> None:
     for r in REQUIREMENTS:
         assert r.summary.strip() and "\n" not in r.summary, r.id
         assert r.area in AREAS
 
 
-def test_every_registered_check_covers_only_manifest_ids_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_every_registered_check_covers_only_manifest_ids() -> None:
     known = set(requirement_ids())
     checks = load_checks()
     assert checks, "no check registered"
@@ -35,12 +38,14 @@ def test_every_registered_check_covers_only_manifest_ids_conf01() -> None:
         assert set(c.covers) <= known, c.name
 
 
-def test_check_decorator_refuses_an_unknown_id_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_check_decorator_refuses_an_unknown_id() -> None:
     with pytest.raises(ValueError, match="SRV-99"):
         check("test:unknown_id", covers=["SRV-99"])
 
 
-def test_check_decorator_refuses_a_name_registered_twice_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_check_decorator_refuses_a_name_registered_twice() -> None:
     name = next(iter(load_checks()))
 
     async def again(ctx: object) -> object:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conformance.report import REVISIONS_CHECK, CheckRecord, build_report, render_markdown, write_report
 from conformance.requirements import requirement_ids
 
@@ -17,7 +19,8 @@ def _status(report: dict, ident: str) -> str:
     return next(r["status"] for r in report["results"] if r["id"] == ident)
 
 
-def test_id_passes_only_when_every_covering_check_passed_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_id_passes_only_when_every_covering_check_passed() -> None:
     records = [_rec("a", ("SRV-04",), True), _rec("b", ("SRV-04", "SRV-05"), True), _rec("c", ("SRV-05",), False)]
     report = build_report(["t"], records, {}, 1)
     assert _status(report, "SRV-04") == "pass"
@@ -27,7 +30,8 @@ def test_id_passes_only_when_every_covering_check_passed_conf01() -> None:
     assert row["checks"] == ["b", "c"]
 
 
-def test_report_lists_every_id_and_counts_ids_in_the_summary_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_report_lists_every_id_and_counts_ids_in_the_summary() -> None:
     report = build_report(["t"], [_rec("a", ("ENG-01",), True), _rec("b", ("ENG-02",), False)], {}, 7)
     assert [r["id"] for r in report["results"]] == requirement_ids()
     assert report["summary"] == {"pass": 1, "fail": 1, "not_covered": 80}
@@ -35,7 +39,8 @@ def test_report_lists_every_id_and_counts_ids_in_the_summary_conf01() -> None:
     assert set(report["checks"][0]) == {"name", "covers", "ok", "status", "detail", "seconds"}
 
 
-def test_srv03_fails_when_only_the_modern_revision_was_exercised_srv03() -> None:
+@pytest.mark.req("SRV-03")
+def test_fails_when_only_the_modern_revision_was_exercised() -> None:
     records = [_rec("client:auto", ("SRV-03",), True)]
     report = build_report(["t"], records, {"client:auto": "2026-07-28"}, 1)
     assert _status(report, "SRV-03") == "fail"
@@ -43,32 +48,37 @@ def test_srv03_fails_when_only_the_modern_revision_was_exercised_srv03() -> None
     assert not synthesized["ok"] and "initialize-era" in synthesized["detail"]
 
 
-def test_srv03_fails_when_only_a_legacy_revision_was_exercised_srv03() -> None:
+@pytest.mark.req("SRV-03")
+def test_fails_when_only_a_legacy_revision_was_exercised() -> None:
     report = build_report(["t"], [_rec("x", ("SRV-03",), True)], {"x": "2025-11-25"}, 1)
     assert _status(report, "SRV-03") == "fail"
     assert "2026-07-28" in next(c["detail"] for c in report["checks"] if c["name"] == REVISIONS_CHECK)
 
 
-def test_srv03_passes_with_the_modern_and_one_legacy_revision_srv03() -> None:
+@pytest.mark.req("SRV-03")
+def test_passes_with_the_modern_and_one_legacy_revision() -> None:
     revisions = {"client:auto": "2026-07-28", "probe": "2024-11-05"}
     report = build_report(["t"], [_rec("client:auto", ("SRV-03",), True)], revisions, 1)
     assert _status(report, "SRV-03") == "pass"
     assert report["protocol_revisions"] == {"client:auto": "2026-07-28", "probe": "2024-11-05"}
 
 
-def test_srv03_stays_not_covered_when_no_check_covering_it_ran_srv03() -> None:
+@pytest.mark.req("SRV-03")
+def test_stays_not_covered_when_no_check_covering_it_ran() -> None:
     report = build_report(["t"], [_rec("purity", ("SRV-01",), True)], {"purity": "2025-11-25"}, 1)
     assert _status(report, "SRV-03") == "not_covered"
     assert all(c["name"] != REVISIONS_CHECK for c in report["checks"])
 
 
-def test_unknown_revision_strings_do_not_count_as_legacy_srv03() -> None:
+@pytest.mark.req("SRV-03")
+def test_unknown_revision_strings_do_not_count_as_legacy() -> None:
     revisions = {"a": "2026-07-28", "b": "1999-01-01"}
     report = build_report(["t"], [_rec("a", ("SRV-03",), True)], revisions, 1)
     assert _status(report, "SRV-03") == "fail"
 
 
-def test_reports_are_written_as_json_and_markdown_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("CONF-01")
+def test_reports_are_written_as_json_and_markdown(tmp_path: Path) -> None:
     report = build_report(["python3", "x.pyz"], [_rec("a|b", ("SRV-01",), False)], {}, 3)
     json_path, md_path = write_report(tmp_path / "out", report)
     assert json.loads(json_path.read_text(encoding="utf-8")) == report

@@ -119,7 +119,8 @@ def _engine_pid(ctx: Context) -> int | None:
     return int(pidfile.read_text(encoding="utf-8")) if pidfile.exists() else None
 
 
-def test_attached_run_gives_each_check_a_ready_engine_and_stops_it_with_sigterm_eng03_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-03", "CONF-01")
+def test_attached_run_gives_each_check_a_ready_engine_and_stops_it_with_sigterm(tmp_path: Path) -> None:
     target, log = fake_engine_target(tmp_path)
     seen: dict[str, tuple[EngineMode, int | None]] = {}
 
@@ -138,7 +139,8 @@ def test_attached_run_gives_each_check_a_ready_engine_and_stops_it_with_sigterm_
     assert by_home == {home: ["start", "term"] for home in seen}
 
 
-def test_own_engine_checks_and_temporary_runs_start_no_engine_eng03_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-03", "CONF-01")
+def test_own_engine_checks_and_temporary_runs_start_no_engine(tmp_path: Path) -> None:
     target, log = fake_engine_target(tmp_path)
     modes: list[tuple[str, EngineMode, int | None]] = []
 
@@ -153,7 +155,8 @@ def test_own_engine_checks_and_temporary_runs_start_no_engine_eng03_conf01(tmp_p
     assert events(log) == []
 
 
-def test_an_engine_that_never_gets_ready_fails_the_check_without_running_it_eng03_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-03", "CONF-01")
+def test_an_engine_that_never_gets_ready_fails_the_check_without_running_it(tmp_path: Path) -> None:
     target, _ = fake_engine_target(tmp_path, "never-ready")
     ran: list[str] = []
 
@@ -167,7 +170,8 @@ def test_an_engine_that_never_gets_ready_fails_the_check_without_running_it_eng0
     assert "did not become ready" in record.detail and "cannot open the control socket" in record.detail
 
 
-def test_an_engine_gone_before_the_check_ends_fails_the_check_eng03_conf01(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-03", "CONF-01")
+def test_an_engine_gone_before_the_check_ends_fails_the_check(tmp_path: Path) -> None:
     target, log = fake_engine_target(tmp_path)
 
     async def outlasts(ctx: Context) -> CheckResult:
@@ -186,7 +190,8 @@ def test_an_engine_gone_before_the_check_ends_fails_the_check_eng03_conf01(tmp_p
     assert [e["event"] for e in events(log)] == ["start", "quit"]
 
 
-def test_engine_lifecycle_and_temporary_engine_checks_declare_their_own_engine_eng03_srv21() -> None:
+@pytest.mark.req("ENG-03", "SRV-21")
+def test_engine_lifecycle_and_temporary_engine_checks_declare_their_own_engine() -> None:
     checks = load_checks()
     own = {name for name, c in checks.items() if c.own_engine}
     assert {name for name in checks if name.startswith("engine_lifecycle:")} <= own
@@ -200,7 +205,8 @@ def test_engine_lifecycle_and_temporary_engine_checks_declare_their_own_engine_e
     assert not checks["python_client:auto"].own_engine and not checks["python_client:legacy"].own_engine
 
 
-def test_list_with_attached_marks_which_checks_get_the_engine_conf01(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.req("CONF-01")
+def test_list_with_attached_marks_which_checks_get_the_engine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--list", "--attached", "--only", "engine_lifecycle:second_engine_refused,python_client:auto"]) == 0
     rows = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines())
     assert rows == {
@@ -221,8 +227,9 @@ def _stand_in_fixture(folder: Path) -> Path:
     return fixture
 
 
+@pytest.mark.req("CONF-01")
 @pytest.mark.parametrize(("flags", "mode"), [(["--attached"], "attached"), ([], "temporary")])
-def test_report_names_the_engine_mode_of_the_run_conf01(
+def test_report_names_the_engine_mode_of_the_run(
     tmp_path: Path, flags: list[str], mode: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target, log = fake_engine_target(tmp_path)

@@ -42,7 +42,8 @@ def _run(checks: list[Check], jobs: int = 2):
     return anyio.run(go)
 
 
-def test_failing_raising_and_slow_checks_are_recorded_and_the_run_continues_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_failing_raising_and_slow_checks_are_recorded_and_the_run_continues() -> None:
     async def fails(ctx: Context) -> CheckResult:
         return CheckResult(False, "expected failure")
 
@@ -65,7 +66,8 @@ def test_failing_raising_and_slow_checks_are_recorded_and_the_run_continues_conf
     assert by_name["d"].ok
 
 
-def test_each_check_gets_private_home_project_and_scratch_that_are_removed_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_each_check_gets_private_home_project_and_scratch_that_are_removed() -> None:
     seen: list[Context] = []
 
     async def look(ctx: Context) -> CheckResult:
@@ -84,7 +86,8 @@ def test_each_check_gets_private_home_project_and_scratch_that_are_removed_conf0
         assert not c.home.exists() and not c.project.exists() and not c.scratch.exists()
 
 
-def test_processes_left_running_by_a_check_are_killed_at_its_end_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_processes_left_running_by_a_check_are_killed_at_its_end() -> None:
     started: list[subprocess.Popen[bytes]] = []
 
     async def leaks(ctx: Context) -> CheckResult:
@@ -100,7 +103,8 @@ def test_processes_left_running_by_a_check_are_killed_at_its_end_conf01() -> Non
     assert started and started[0].wait(timeout=10) == -9
 
 
-def test_sub_results_become_checks_and_unknown_ids_fail_them_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_sub_results_become_checks_and_unknown_ids_fail_them() -> None:
     async def with_subs(ctx: Context) -> CheckResult:
         ctx.record_revision("probe", "2026-07-28")
         return CheckResult(
@@ -116,7 +120,8 @@ def test_sub_results_become_checks_and_unknown_ids_fail_them_conf01() -> None:
     assert outcome.revisions == {"probe": "2026-07-28"}
 
 
-def test_a_broken_project_factory_fails_the_check_with_its_reason_conf01() -> None:
+@pytest.mark.req("CONF-01")
+def test_a_broken_project_factory_fails_the_check_with_its_reason() -> None:
     def broken(dest: Path) -> Path:
         raise OSError("disk full")
 
@@ -133,8 +138,9 @@ def test_a_broken_project_factory_fails_the_check_with_its_reason_conf01() -> No
     assert not records[0].ok and "disk full" in records[0].detail
 
 
+@pytest.mark.req("CONF-01")
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="process discovery uses /proc")
-def test_commands_that_outlive_their_time_bound_are_killed_conf01() -> None:
+def test_commands_that_outlive_their_time_bound_are_killed() -> None:
     async def slow(ctx: Context) -> CheckResult:
         done = await ctx.run([sys.executable, "-c", "import time; time.sleep(60)"], timeout_seconds=0.5)
         return CheckResult(done.timed_out and done.returncode == -9, f"rc={done.returncode}")

@@ -87,20 +87,22 @@ def _assert_conformant(report: dict[str, Any], done: subprocess.CompletedProcess
             assert row["checks"], f"{row['id']} passes without a check"
 
 
+@pytest.mark.req("CONF-04", "CONF-01")
 @pytest.mark.slow
 @pytest.mark.node
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
-def test_suite_passes_against_the_source_tree_conf04_conf01(tmp_path: Path) -> None:
+def test_suite_passes_against_the_source_tree(tmp_path: Path) -> None:
     report, done = _run_suite(shlex.join([sys.executable, "-m", "shadowcode"]), tmp_path / "source")
     _assert_conformant(report, done)
     assert report["target"] == [sys.executable, "-m", "shadowcode"]
     assert report["engine"] == "temporary"
 
 
+@pytest.mark.req("CONF-04", "PKG-01")
 @pytest.mark.slow
 @pytest.mark.node
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
-def test_suite_passes_against_the_packaged_zipapp_conf04_pkg01(tmp_path: Path) -> None:
+def test_suite_passes_against_the_packaged_zipapp(tmp_path: Path) -> None:
     if not ZIPAPP.is_file():
         pytest.fail("build it first: bash ci/build")
     report, done = _run_suite("python3 dist/shadowcode.pyz", tmp_path / "zipapp")
@@ -109,10 +111,11 @@ def test_suite_passes_against_the_packaged_zipapp_conf04_pkg01(tmp_path: Path) -
     assert report["engine"] == "temporary"
 
 
+@pytest.mark.req("CONF-04", "CONF-03", "ENG-03")
 @pytest.mark.slow
 @pytest.mark.node
 @pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)
-def test_suite_passes_the_same_ids_through_a_running_headless_engine_conf04_conf03_eng03(tmp_path: Path) -> None:
+def test_suite_passes_the_same_ids_through_a_running_headless_engine(tmp_path: Path) -> None:
     if not ZIPAPP.is_file():
         pytest.fail("build it first: bash ci/build")
     report, done = _run_suite("python3 dist/shadowcode.pyz", tmp_path / "attached", "--attached")

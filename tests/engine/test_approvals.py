@@ -41,9 +41,8 @@ def approvals(state: EngineState) -> Approvals:
     return Approvals(state.store)
 
 
-def test_an_approval_names_the_exact_argv_and_cwd_eng07(
-    state: EngineState, approvals: Approvals, project_dir: Path
-) -> None:
+@pytest.mark.req("ENG-07")
+def test_an_approval_names_the_exact_argv_and_cwd(state: EngineState, approvals: Approvals, project_dir: Path) -> None:
     task = new_task(state, project_dir, "own_a")
     cwd = str(project_dir / "sub")
     made = approvals.request(task, "own_a", "command", {"argv": ARGV, "cwd": cwd})
@@ -55,7 +54,8 @@ def test_an_approval_names_the_exact_argv_and_cwd_eng07(
     assert [a.id for a in approvals.pending(task_id=task)] == [made.id]
 
 
-def test_another_owners_approval_is_not_found_and_stays_pending_srv11(
+@pytest.mark.req("SRV-11")
+def test_another_owners_approval_is_not_found_and_stays_pending(
     state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
     made = approvals.request(new_task(state, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
@@ -64,7 +64,8 @@ def test_another_owners_approval_is_not_found_and_stays_pending_srv11(
     assert approvals.get(made.id).status == "pending"
 
 
-def test_an_approval_of_a_detached_task_is_no_owners_srv11(
+@pytest.mark.req("SRV-11")
+def test_an_approval_of_a_detached_task_is_no_owners(
     state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
     made = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
@@ -73,14 +74,16 @@ def test_an_approval_of_a_detached_task_is_no_owners_srv11(
     assert approvals.resolve(made.id, "approve", by="cli").status == "approved"
 
 
-def test_an_unknown_approval_id_is_not_found_srv11_eng07(approvals: Approvals) -> None:
+@pytest.mark.req("SRV-11", "ENG-07")
+def test_an_unknown_approval_id_is_not_found(approvals: Approvals) -> None:
     with pytest.raises(NotFound, match="appr_missing"):
         approvals.resolve("appr_missing", "approve", by="cli")
     with pytest.raises(NotFound):
         approvals.resolve("appr_missing", "deny", by="mcp:own_a", owner="own_a")
 
 
-def test_an_owner_resolves_its_own_approval_once_and_the_record_says_who_srv11_eng07(
+@pytest.mark.req("SRV-11", "ENG-07")
+def test_an_owner_resolves_its_own_approval_once_and_the_record_says_who(
     state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
     made = approvals.request(new_task(state, project_dir, "own_a"), "own_a", "command", {"argv": ARGV, "cwd": "/"})
@@ -91,7 +94,8 @@ def test_an_owner_resolves_its_own_approval_once_and_the_record_says_who_srv11_e
     assert approvals.get(made.id).status == "denied"
 
 
-def test_expiring_a_tasks_approvals_leaves_other_tasks_alone_eng07(
+@pytest.mark.req("ENG-07")
+def test_expiring_a_tasks_approvals_leaves_other_tasks_alone(
     state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
     first = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
@@ -103,8 +107,9 @@ def test_expiring_a_tasks_approvals_leaves_other_tasks_alone_eng07(
         approvals.resolve(first.id, "approve", by="cli")
 
 
+@pytest.mark.req("ENG-07")
 @pytest.mark.parametrize(("decision", "status"), [("approve", "approved"), ("deny", "denied")])
-async def test_a_waiting_task_sees_a_decision_made_through_another_connection_to_the_store_eng07(
+async def test_a_waiting_task_sees_a_decision_made_through_another_connection_to_the_store(
     state: EngineState, approvals: Approvals, project_dir: Path, decision: str, status: str
 ) -> None:
     made = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
@@ -126,7 +131,8 @@ async def test_a_waiting_task_sees_a_decision_made_through_another_connection_to
     assert outcome == [status]
 
 
-async def test_a_decision_in_the_same_process_wakes_the_waiting_task_eng07(
+@pytest.mark.req("ENG-07")
+async def test_a_decision_in_the_same_process_wakes_the_waiting_task(
     state: EngineState, approvals: Approvals, project_dir: Path
 ) -> None:
     made = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})

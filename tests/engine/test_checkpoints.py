@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from shadowcode.engine.api import RollbackResult
 from shadowcode.engine.checkpoints import Checkpoints, content_sha256
-from shadowcode.engine.messages import RollbackResult
 from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
@@ -42,14 +42,16 @@ def _write(cps: Checkpoints, root: Path, task_id: str, rel: str, data: bytes) ->
     replace_atomically(root / rel, data)
 
 
-def test_begin_creates_one_checkpoint_per_task_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_begin_creates_one_checkpoint_per_task(state: EngineState, root: Path, cps: Checkpoints) -> None:
     task = _task(state, root, "t1")
     first = cps.begin(root, task)
     assert first.startswith("cp_") and cps.begin(root, task) == first
     assert state.history.checkpoints(root, task)[0].id == first
 
 
-def test_begin_for_a_task_of_another_project_is_not_found_eng06_srv08(
+@pytest.mark.req("ENG-06", "SRV-08")
+def test_begin_for_a_task_of_another_project_is_not_found(
     state: EngineState, root: Path, cps: Checkpoints, tmp_path: Path
 ) -> None:
     other = tmp_path / "other"
@@ -61,7 +63,8 @@ def test_begin_for_a_task_of_another_project_is_not_found_eng06_srv08(
         cps.record_write(root, "elsewhere", "a.txt", b"x")
 
 
-def test_record_write_stores_the_old_content_before_the_file_changes_eng06(
+@pytest.mark.req("ENG-06")
+def test_record_write_stores_the_old_content_before_the_file_changes(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")
@@ -79,7 +82,8 @@ def test_record_write_stores_the_old_content_before_the_file_changes_eng06(
     assert blob is not None and bytes(blob["data"]) == b"old"
 
 
-def test_record_write_of_a_new_file_has_no_before_and_a_delete_has_no_after_eng06(
+@pytest.mark.req("ENG-06")
+def test_record_write_of_a_new_file_has_no_before_and_a_delete_has_no_after(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")
@@ -91,7 +95,8 @@ def test_record_write_of_a_new_file_has_no_before_and_a_delete_has_no_after_eng0
     assert rows[1] == {"path": "gone.txt", "before_sha256": content_sha256(b"g"), "after_sha256": None}
 
 
-def test_identical_old_contents_share_one_blob_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_identical_old_contents_share_one_blob(state: EngineState, root: Path, cps: Checkpoints) -> None:
     task = _task(state, root, "t1")
     for name in ("a.txt", "b.txt"):
         (root / name).write_bytes(b"same")
@@ -99,7 +104,8 @@ def test_identical_old_contents_share_one_blob_eng06(state: EngineState, root: P
     assert state.store.row("SELECT COUNT(*) AS n FROM blobs")["n"] == 1  # type: ignore[index]
 
 
-def test_record_write_refuses_git_outside_and_oversized_content_eng06(
+@pytest.mark.req("ENG-06")
+def test_record_write_refuses_git_outside_and_oversized_content(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")
@@ -116,7 +122,8 @@ def test_record_write_refuses_git_outside_and_oversized_content_eng06(
     assert [r["path"] for r in state.store.rows("SELECT path FROM changes")] == ["limit.bin"]
 
 
-def test_rollback_restores_each_path_to_its_content_before_the_task_eng06_srv18(
+@pytest.mark.req("ENG-06", "SRV-18")
+def test_rollback_restores_each_path_to_its_content_before_the_task(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")
@@ -128,14 +135,16 @@ def test_rollback_restores_each_path_to_its_content_before_the_task_eng06_srv18(
     assert (root / "a.txt").read_bytes() == b"v0"
 
 
-def test_rollback_removes_a_file_the_task_created_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_rollback_removes_a_file_the_task_created(state: EngineState, root: Path, cps: Checkpoints) -> None:
     task = _task(state, root, "t1")
     _write(cps, root, task, "made.txt", b"new")
     assert cps.rollback(root, task) == RollbackResult(task, [], ["made.txt"])
     assert not (root / "made.txt").exists()
 
 
-def test_rollback_brings_back_a_file_the_task_deleted_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_rollback_brings_back_a_file_the_task_deleted(state: EngineState, root: Path, cps: Checkpoints) -> None:
     task = _task(state, root, "t1")
     (root / "kept.txt").write_bytes(b"keep me")
     cps.record_write(root, task, "kept.txt", None)
@@ -144,7 +153,8 @@ def test_rollback_brings_back_a_file_the_task_deleted_eng06(state: EngineState, 
     assert (root / "kept.txt").read_bytes() == b"keep me"
 
 
-def test_rollback_refuses_after_a_later_change_and_changes_nothing_eng06_srv18(
+@pytest.mark.req("ENG-06", "SRV-18")
+def test_rollback_refuses_after_a_later_change_and_changes_nothing(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")
@@ -161,7 +171,8 @@ def test_rollback_refuses_after_a_later_change_and_changes_nothing_eng06_srv18(
     assert state.store.rows("SELECT * FROM changes ORDER BY id") == changes_before
 
 
-def test_rollback_counts_a_removed_or_recreated_file_as_a_conflict_eng06(
+@pytest.mark.req("ENG-06")
+def test_rollback_counts_a_removed_or_recreated_file_as_a_conflict(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")
@@ -174,7 +185,8 @@ def test_rollback_counts_a_removed_or_recreated_file_as_a_conflict_eng06(
         cps.rollback(root, task)
 
 
-def test_rollback_of_a_task_of_another_project_is_not_found_srv08_srv18(
+@pytest.mark.req("SRV-08", "SRV-18")
+def test_rollback_of_a_task_of_another_project_is_not_found(
     state: EngineState, root: Path, cps: Checkpoints, tmp_path: Path
 ) -> None:
     other = (tmp_path / "other").resolve()
@@ -186,9 +198,8 @@ def test_rollback_of_a_task_of_another_project_is_not_found_srv08_srv18(
     assert (other / "x.txt").read_bytes() == b"x"
 
 
-def test_rollback_is_recorded_in_the_history_and_as_an_event_eng06_srv19(
-    state: EngineState, root: Path, cps: Checkpoints
-) -> None:
+@pytest.mark.req("ENG-06", "SRV-19")
+def test_rollback_is_recorded_in_the_history_and_as_an_event(state: EngineState, root: Path, cps: Checkpoints) -> None:
     task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"v0")
     _write(cps, root, task, "a.txt", b"v1")
@@ -205,7 +216,8 @@ def test_rollback_is_recorded_in_the_history_and_as_an_event_eng06_srv19(
     assert blob is not None  # the content the rollback replaced is kept too
 
 
-def test_a_second_rollback_finds_nothing_left_to_restore_eng06(state: EngineState, root: Path, cps: Checkpoints) -> None:
+@pytest.mark.req("ENG-06")
+def test_a_second_rollback_finds_nothing_left_to_restore(state: EngineState, root: Path, cps: Checkpoints) -> None:
     task = _task(state, root, "t1")
     (root / "a.txt").write_bytes(b"v0")
     _write(cps, root, task, "a.txt", b"v1")
@@ -214,7 +226,8 @@ def test_a_second_rollback_finds_nothing_left_to_restore_eng06(state: EngineStat
     assert (root / "a.txt").read_bytes() == b"v0"
 
 
-def test_rollback_of_one_task_leaves_another_tasks_paths_alone_eng06(
+@pytest.mark.req("ENG-06")
+def test_rollback_of_one_task_leaves_another_tasks_paths_alone(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     first, second = _task(state, root, "t1"), _task(state, root, "t2")
@@ -224,7 +237,8 @@ def test_rollback_of_one_task_leaves_another_tasks_paths_alone_eng06(
     assert (root / "two.txt").read_bytes() == b"2"
 
 
-def test_forget_write_drops_a_recorded_change_whose_write_failed_eng06(
+@pytest.mark.req("ENG-06")
+def test_forget_write_drops_a_recorded_change_whose_write_failed(
     state: EngineState, root: Path, cps: Checkpoints
 ) -> None:
     task = _task(state, root, "t1")

@@ -16,7 +16,8 @@ def root(state: EngineState, project_dir: Path) -> Path:
     return state.project_at(project_dir).path
 
 
-def test_create_advance_and_finish_a_goal_srv14(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-14")
+def test_create_advance_and_finish_a_goal(state: EngineState, root: Path) -> None:
     goal = state.goals.create(root, "ship it")
     assert goal.status == "active" and goal.progress == ()
     step = state.goals.advance(root, goal.id, "half way")
@@ -28,12 +29,14 @@ def test_create_advance_and_finish_a_goal_srv14(state: EngineState, root: Path) 
     assert [g.id for g in state.goals.list(root)] == [goal.id]
 
 
-def test_abandon_marks_the_goal_abandoned_srv14(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-14")
+def test_abandon_marks_the_goal_abandoned(state: EngineState, root: Path) -> None:
     goal = state.goals.create(root, "maybe")
     assert state.goals.abandon(root, goal.id, "not needed").status == "abandoned"
 
 
-def test_another_projects_goal_is_not_found_srv08(state: EngineState, root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_another_projects_goal_is_not_found(state: EngineState, root: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     foreign = state.goals.create(state.project_at(other).path, "theirs")
@@ -44,7 +47,8 @@ def test_another_projects_goal_is_not_found_srv08(state: EngineState, root: Path
     assert state.goals.list(root) == []
 
 
-def test_goal_title_at_the_limit_is_accepted_and_one_past_refused_srv14(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-14")
+def test_goal_title_at_the_limit_is_accepted_and_one_past_refused(state: EngineState, root: Path) -> None:
     state.goals.create(root, "t" * GOAL_TEXT_MAX_BYTES)
     with pytest.raises(ToolError, match="limit"):
         state.goals.create(root, "t" * (GOAL_TEXT_MAX_BYTES + 1))

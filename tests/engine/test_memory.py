@@ -33,19 +33,22 @@ def _task(state: EngineState, project: Path) -> str:
     return task.id
 
 
-def test_empty_note_reads_as_empty_with_the_empty_hash_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_empty_note_reads_as_empty_with_the_empty_hash(state: EngineState, root: Path) -> None:
     note = state.memory.read(root)
     assert note.content == "" and note.hash == content_hash("")
 
 
-def test_append_then_read_returns_the_text_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_append_then_read_returns_the_text(state: EngineState, root: Path) -> None:
     state.memory.append(root, "first")
     note = state.memory.append(root, "second")
     assert note.content == "first\n\nsecond"
     assert note.hash == content_hash("first\n\nsecond")
 
 
-def test_replace_with_a_stale_hash_is_refused_and_changes_nothing_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_replace_with_a_stale_hash_is_refused_and_changes_nothing(state: EngineState, root: Path) -> None:
     stale = state.memory.append(root, "v1").hash
     state.memory.append(root, "v2")
     with pytest.raises(ConflictError, match="stale"):
@@ -53,12 +56,14 @@ def test_replace_with_a_stale_hash_is_refused_and_changes_nothing_srv12(state: E
     assert state.memory.read(root).content == "v1\n\nv2"
 
 
-def test_replace_with_the_current_hash_replaces_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_replace_with_the_current_hash_replaces(state: EngineState, root: Path) -> None:
     current = state.memory.append(root, "v1").hash
     assert state.memory.replace(root, "new", str(current)).content == "new"
 
 
-def test_task_note_needs_an_existing_task_of_this_project_srv12(state: EngineState, root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_task_note_needs_an_existing_task_of_this_project(state: EngineState, root: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     theirs = _task(state, other.resolve())
@@ -71,12 +76,14 @@ def test_task_note_needs_an_existing_task_of_this_project_srv12(state: EngineSta
     assert state.memory.read(root).content == ""
 
 
-def test_task_scope_without_task_id_is_refused_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_task_scope_without_task_id_is_refused(state: EngineState, root: Path) -> None:
     with pytest.raises(ToolError):
         state.memory.read(root, scope="task")
 
 
-def test_note_at_the_size_limit_is_accepted_and_one_byte_more_refused_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_note_at_the_size_limit_is_accepted_and_one_byte_more_refused(state: EngineState, root: Path) -> None:
     h = state.memory.read(root).hash
     full = state.memory.replace(root, "a" * MEMORY_NOTE_MAX_BYTES, str(h))
     with pytest.raises(ToolError, match="limit"):
@@ -84,7 +91,8 @@ def test_note_at_the_size_limit_is_accepted_and_one_byte_more_refused_srv12(stat
     assert state.memory.read(root).hash == full.hash
 
 
-def test_a_note_as_json_keeps_its_keys_and_nulls_srv12(state: EngineState, root: Path) -> None:
+@pytest.mark.req("SRV-12")
+def test_a_note_as_json_keeps_its_keys_and_nulls(state: EngineState, root: Path) -> None:
     assert to_json(state.memory.read(root)) == {
         "scope": "project",
         "task_id": None,

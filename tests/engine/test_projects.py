@@ -15,7 +15,8 @@ from shadowcode.profile import Profile
 from shadowcode.project.paths import canonical_project
 
 
-def test_canonical_project_resolves_symlinks_eng02(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_canonical_project_resolves_symlinks(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     link = tmp_path / "link"
@@ -23,19 +24,22 @@ def test_canonical_project_resolves_symlinks_eng02(tmp_path: Path) -> None:
     assert canonical_project(link) == real.resolve()
 
 
-def test_missing_workspace_is_refused_eng02(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_missing_workspace_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         canonical_project(tmp_path / "nope")
 
 
-def test_workspace_that_is_a_file_is_refused_eng02(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_workspace_that_is_a_file_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "f"
     f.write_text("x", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a directory"):
         canonical_project(f)
 
 
-def test_project_is_untrusted_until_trusted_then_untrusted_eng02(state: EngineState, project_dir: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_project_is_untrusted_until_trusted_then_untrusted(state: EngineState, project_dir: Path) -> None:
     assert state.project_at(project_dir).trusted is False
     trusted = state.projects.trust(project_dir.resolve(), PermissionLevel.ELEVATED)
     assert (trusted.trusted, trusted.level) == (True, PermissionLevel.ELEVATED)
@@ -43,7 +47,8 @@ def test_project_is_untrusted_until_trusted_then_untrusted_eng02(state: EngineSt
     assert state.projects.untrust(project_dir.resolve()).trusted is False
 
 
-def test_trust_through_a_symlink_is_trust_of_the_target_eng02(state: EngineState, tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_trust_through_a_symlink_is_trust_of_the_target(state: EngineState, tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "alias").symlink_to(real)
@@ -51,7 +56,8 @@ def test_trust_through_a_symlink_is_trust_of_the_target_eng02(state: EngineState
     assert state.project_at(real).trusted
 
 
-def test_profiles_are_isolated_eng01(home: Path, project_dir: Path) -> None:
+@pytest.mark.req("ENG-01")
+def test_profiles_are_isolated(home: Path, project_dir: Path) -> None:
     one = LocalEngine(Profile.select("one"))
     one.state.projects.trust(project_dir.resolve(), "workspace")
     one.state.store.close()
@@ -61,20 +67,22 @@ def test_profiles_are_isolated_eng01(home: Path, project_dir: Path) -> None:
     assert (home / "profiles" / "one" / "shadowcode.db").exists()
 
 
+@pytest.mark.req("ENG-01")
 @pytest.mark.parametrize("name", ["a/b", "../x", "", ".hidden", "a b", "a\\b"])
-def test_profile_names_with_separators_or_odd_characters_are_refused_eng01(home: Path, name: str) -> None:
+def test_profile_names_with_separators_or_odd_characters_are_refused(home: Path, name: str) -> None:
     with pytest.raises(ConfigError, match="invalid profile name"):
         Profile.select(name)
 
 
-def test_profile_name_at_the_length_limit_is_accepted_and_one_past_refused_eng01(home: Path) -> None:
+@pytest.mark.req("ENG-01")
+def test_profile_name_at_the_length_limit_is_accepted_and_one_past_refused(home: Path) -> None:
     assert Profile.select("p" * PROFILE_NAME_MAX_CHARS).name == "p" * PROFILE_NAME_MAX_CHARS
     with pytest.raises(ConfigError):
         Profile.select("p" * (PROFILE_NAME_MAX_CHARS + 1))
 
 
 @pytest.mark.req("ENG-02")
-def test_trust_at_an_unknown_level_is_refused_and_changes_nothing_eng02(state: EngineState, project_dir: Path) -> None:
+def test_trust_at_an_unknown_level_is_refused_and_changes_nothing(state: EngineState, project_dir: Path) -> None:
     with pytest.raises(ConfigError, match="use one of read_only, workspace, elevated"):
         state.projects.trust(project_dir.resolve(), "root")
     shown = state.project_at(project_dir).as_dict()

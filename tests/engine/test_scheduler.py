@@ -64,7 +64,8 @@ async def settle() -> None:
         await anyio.lowlevel.checkpoint()
 
 
-async def test_at_most_the_running_limit_runs_and_the_rest_wait_in_order_srv22() -> None:
+@pytest.mark.req("SRV-22")
+async def test_at_most_the_running_limit_runs_and_the_rest_wait_in_order() -> None:
     probe = Probe()
     async with scheduler() as sched:
         names = [f"t{n}" for n in range(TASKS_RUNNING_MAX + 2)]
@@ -80,7 +81,8 @@ async def test_at_most_the_running_limit_runs_and_the_rest_wait_in_order_srv22()
         assert sched.queued() == names[TASKS_RUNNING_MAX + 1 :]
 
 
-async def test_a_queued_task_is_cancelled_at_once_without_waiting_behind_running_work_srv22() -> None:
+@pytest.mark.req("SRV-22")
+async def test_a_queued_task_is_cancelled_at_once_without_waiting_behind_running_work() -> None:
     probe = Probe()
     async with scheduler(running_max=1) as sched:
         sched.submit("busy", probe.body("busy", slow_cleanup=True), probe.on_dequeued("busy"))
@@ -94,7 +96,8 @@ async def test_a_queued_task_is_cancelled_at_once_without_waiting_behind_running
         probe.release.set()
 
 
-async def test_cancelling_a_running_task_waits_for_its_cleanup_srv21() -> None:
+@pytest.mark.req("SRV-21")
+async def test_cancelling_a_running_task_waits_for_its_cleanup() -> None:
     probe = Probe()
     async with scheduler() as sched:
         sched.submit("job", probe.body("job", slow_cleanup=True), probe.on_dequeued("job"))
@@ -114,7 +117,8 @@ async def test_cancelling_a_running_task_waits_for_its_cleanup_srv21() -> None:
         assert sched.running() == []
 
 
-async def test_a_cleanup_that_overruns_the_wait_is_reported_srv21() -> None:
+@pytest.mark.req("SRV-21")
+async def test_a_cleanup_that_overruns_the_wait_is_reported() -> None:
     probe = Probe()
     async with scheduler() as sched:
         sched.submit("slow", probe.body("slow", slow_cleanup=True), probe.on_dequeued("slow"))
@@ -124,12 +128,14 @@ async def test_a_cleanup_that_overruns_the_wait_is_reported_srv21() -> None:
         probe.cleanup_may_end.set()
 
 
-async def test_cancelling_an_unknown_task_is_a_no_op_srv21() -> None:
+@pytest.mark.req("SRV-21")
+async def test_cancelling_an_unknown_task_is_a_no_op() -> None:
     async with scheduler() as sched:
         assert await sched.cancel("nobody", wait_seconds=1) is False
 
 
-async def test_cancel_all_stops_queued_and_running_tasks_srv21() -> None:
+@pytest.mark.req("SRV-21")
+async def test_cancel_all_stops_queued_and_running_tasks() -> None:
     probe = Probe()
     async with scheduler(running_max=2) as sched:
         for name in ("a", "b", "c"):
@@ -140,7 +146,8 @@ async def test_cancel_all_stops_queued_and_running_tasks_srv21() -> None:
     assert sorted(probe.cleaned) == ["a", "b"] and probe.dequeued == ["c"]
 
 
-async def test_a_failing_task_frees_its_slot_for_the_next_srv22() -> None:
+@pytest.mark.req("SRV-22")
+async def test_a_failing_task_frees_its_slot_for_the_next() -> None:
     probe = Probe()
 
     async def boom() -> None:

@@ -65,7 +65,8 @@ def _fake_pyz(folder: Path, name: str = "shadowcode.pyz", *, shiv_files: bool = 
 # --- REG-01: generic output, absolute executable, canonical project, profile -------------
 
 
-def test_generic_snippet_names_interpreter_module_and_canonical_project_reg01(tmp_path: Path) -> None:
+@pytest.mark.req("REG-01")
+def test_generic_snippet_names_interpreter_module_and_canonical_project(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     link = tmp_path / "link"
@@ -81,7 +82,8 @@ def test_generic_snippet_names_interpreter_module_and_canonical_project_reg01(tm
     assert json.loads(snippet.text) == snippet.document
 
 
-def test_generic_snippet_passes_profile_before_workspace_and_flags_after_serve_reg01(tmp_path: Path) -> None:
+@pytest.mark.req("REG-01")
+def test_generic_snippet_passes_profile_before_workspace_and_flags_after_serve(tmp_path: Path) -> None:
     snippet = build_snippet(Client.GENERIC, workspace=tmp_path, profile="work", allow_write=True, allow_approvals=True)
 
     args = _entry(snippet.document)["args"]
@@ -91,14 +93,16 @@ def test_generic_snippet_passes_profile_before_workspace_and_flags_after_serve_r
     ]  # fmt: skip
 
 
-def test_snippet_without_profile_has_no_profile_flag_reg01(tmp_path: Path) -> None:
+@pytest.mark.req("REG-01")
+def test_snippet_without_profile_has_no_profile_flag(tmp_path: Path) -> None:
     args = _entry(build_snippet(Client.GENERIC, workspace=tmp_path).document)["args"]
     assert isinstance(args, list)
     assert "--profile" not in args
     assert "--allow-write" not in args and "--allow-approvals" not in args
 
 
-def test_profile_name_is_checked_at_its_length_limit_reg01_eng01(tmp_path: Path) -> None:
+@pytest.mark.req("REG-01", "ENG-01")
+def test_profile_name_is_checked_at_its_length_limit(tmp_path: Path) -> None:
     longest = "p" * PROFILE_NAME_MAX_CHARS
     args = _entry(build_snippet(Client.GENERIC, workspace=tmp_path, profile=longest).document)["args"]
     assert isinstance(args, list) and args[args.index("--profile") + 1] == longest
@@ -108,13 +112,15 @@ def test_profile_name_is_checked_at_its_length_limit_reg01_eng01(tmp_path: Path)
         assert info.value.exit_code == 2
 
 
-def test_missing_workspace_is_refused_reg01(tmp_path: Path) -> None:
+@pytest.mark.req("REG-01")
+def test_missing_workspace_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         build_snippet(Client.GENERIC, workspace=tmp_path / "absent")
     assert info.value.exit_code == 2
 
 
-def test_workspace_that_is_a_file_is_refused_reg01(tmp_path: Path) -> None:
+@pytest.mark.req("REG-01")
+def test_workspace_that_is_a_file_is_refused(tmp_path: Path) -> None:
     file = tmp_path / "file.txt"
     file.write_text("x", encoding="utf-8")
     with pytest.raises(ConfigError) as info:
@@ -125,17 +131,20 @@ def test_workspace_that_is_a_file_is_refused_reg01(tmp_path: Path) -> None:
 # --- REG-02: the archive, never the extraction folder -----------------------------------
 
 
-def test_archive_is_found_from_argv0_reg02(tmp_path: Path) -> None:
+@pytest.mark.req("REG-02")
+def test_archive_is_found_from_argv0(tmp_path: Path) -> None:
     pyz = _fake_pyz(tmp_path / "with space")
     assert archive_path(argv0=str(pyz), main_file="") == pyz
 
 
-def test_archive_is_found_from_main_module_inside_it_reg02(tmp_path: Path) -> None:
+@pytest.mark.req("REG-02")
+def test_archive_is_found_from_main_module_inside_it(tmp_path: Path) -> None:
     pyz = _fake_pyz(tmp_path / "dist")
     assert archive_path(argv0="", main_file=str(pyz / "__main__.py")) == pyz
 
 
-def test_relative_archive_path_is_made_absolute_reg02(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.req("REG-02")
+def test_relative_archive_path_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pyz = _fake_pyz(tmp_path / "dist")
     monkeypatch.chdir(tmp_path)
     found = archive_path(argv0=os.path.join("dist", "shadowcode.pyz"), main_file="")
@@ -143,7 +152,8 @@ def test_relative_archive_path_is_made_absolute_reg02(tmp_path: Path, monkeypatc
     assert found is not None and found.is_absolute()
 
 
-def test_extraction_folder_is_never_returned_reg02(tmp_path: Path) -> None:
+@pytest.mark.req("REG-02")
+def test_extraction_folder_is_never_returned(tmp_path: Path) -> None:
     extracted = tmp_path / ".shiv" / "shadowcode.pyz_abc" / "site-packages" / "shadowcode"
     extracted.mkdir(parents=True)
     assert archive_path(argv0=str(extracted / "__main__.py"), main_file=str(extracted / "__main__.py")) is None
@@ -151,25 +161,29 @@ def test_extraction_folder_is_never_returned_reg02(tmp_path: Path) -> None:
     assert archive_path(argv0=str(pyz), main_file=str(extracted / "__main__.py")) == pyz
 
 
-def test_renamed_shiv_archive_is_recognised_by_its_bootstrap_reg02(tmp_path: Path) -> None:
+@pytest.mark.req("REG-02")
+def test_renamed_shiv_archive_is_recognised_by_its_bootstrap(tmp_path: Path) -> None:
     renamed = _fake_pyz(tmp_path, "shadowcode", shiv_files=True)
     plain_zip = _fake_pyz(tmp_path, "other.zip")
     assert archive_path(argv0=str(renamed), main_file="") == renamed
     assert archive_path(argv0=str(plain_zip), main_file="") is None
 
 
-def test_source_run_is_not_an_archive_reg02() -> None:
+@pytest.mark.req("REG-02")
+def test_source_run_is_not_an_archive() -> None:
     here = Path(__file__)
     assert archive_path(argv0=str(here), main_file=str(here)) is None
 
 
-def test_archive_launch_runs_the_interpreter_on_the_archive_reg02(tmp_path: Path) -> None:
+@pytest.mark.req("REG-02")
+def test_archive_launch_runs_the_interpreter_on_the_archive(tmp_path: Path) -> None:
     pyz = _fake_pyz(tmp_path / "opt dir")
     launch = launch_command(tmp_path, executable="/usr/bin/python3", archive=pyz)
     assert launch == Launch(command="/usr/bin/python3", args=(str(pyz), "--workspace", str(tmp_path), "mcp", "serve"))
 
 
-def test_missing_interpreter_is_a_config_error_reg02(tmp_path: Path) -> None:
+@pytest.mark.req("REG-02")
+def test_missing_interpreter_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         launch_command(tmp_path, executable="", archive=None)
 
@@ -177,7 +191,8 @@ def test_missing_interpreter_is_a_config_error_reg02(tmp_path: Path) -> None:
 # --- REG-03: codex TOML -----------------------------------------------------------------
 
 
-def test_codex_snippet_is_one_toml_section_with_command_and_args_reg03(odd_project: Path) -> None:
+@pytest.mark.req("REG-03")
+def test_codex_snippet_is_one_toml_section_with_command_and_args(odd_project: Path) -> None:
     snippet = build_snippet(Client.CODEX, workspace=odd_project, profile="p")
 
     assert snippet.document is None
@@ -191,18 +206,21 @@ def test_codex_snippet_is_one_toml_section_with_command_and_args_reg03(odd_proje
     }
 
 
-def test_codex_with_json_is_refused_reg03(tmp_path: Path) -> None:
+@pytest.mark.req("REG-03")
+def test_codex_with_json_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as info:
         build_snippet(Client.CODEX, workspace=tmp_path, json_output=True)
     assert info.value.exit_code == 2
 
 
-def test_codex_http_with_json_is_refused_reg03() -> None:
+@pytest.mark.req("REG-03")
+def test_codex_http_with_json_is_refused() -> None:
     with pytest.raises(UsageError):
         build_snippet(Client.CODEX, workspace=Path("."), url="http://127.0.0.1:1/mcp", token_env="T", json_output=True)
 
 
-def test_custom_entry_name_is_used_and_checked_reg03(tmp_path: Path) -> None:
+@pytest.mark.req("REG-03")
+def test_custom_entry_name_is_used_and_checked(tmp_path: Path) -> None:
     snippet = build_snippet(Client.CODEX, workspace=tmp_path, name="shadow-2")
     assert "shadow-2" in tomllib.loads(snippet.text)["mcp_servers"]
     for bad in ("", "a.b", "a b", 'x"', "ünï"):
@@ -213,7 +231,8 @@ def test_custom_entry_name_is_used_and_checked_reg03(tmp_path: Path) -> None:
 # --- REG-04: claude, cursor, generic shapes ---------------------------------------------
 
 
-def test_claude_snippet_is_an_mcp_json_stdio_entry_reg04(tmp_path: Path) -> None:
+@pytest.mark.req("REG-04")
+def test_claude_snippet_is_an_mcp_json_stdio_entry(tmp_path: Path) -> None:
     snippet = build_snippet(Client.CLAUDE, workspace=tmp_path)
     entry = _entry(snippet.document)
     assert entry["type"] == "stdio"
@@ -222,7 +241,8 @@ def test_claude_snippet_is_an_mcp_json_stdio_entry_reg04(tmp_path: Path) -> None
     assert json.loads(snippet.text) == snippet.document
 
 
-def test_cursor_snippet_is_a_cursor_mcp_json_entry_reg04(tmp_path: Path) -> None:
+@pytest.mark.req("REG-04")
+def test_cursor_snippet_is_a_cursor_mcp_json_entry(tmp_path: Path) -> None:
     snippet = build_snippet(Client.CURSOR, workspace=tmp_path, allow_write=True)
     entry = _entry(snippet.document)
     assert set(entry) == {"type", "command", "args"}
@@ -231,7 +251,8 @@ def test_cursor_snippet_is_a_cursor_mcp_json_entry_reg04(tmp_path: Path) -> None
     assert isinstance(args, list) and args[-1] == "--allow-write"
 
 
-def test_the_three_json_clients_share_the_same_launch_command_reg04(tmp_path: Path) -> None:
+@pytest.mark.req("REG-04")
+def test_the_three_json_clients_share_the_same_launch_command(tmp_path: Path) -> None:
     clients = (Client.GENERIC, Client.CLAUDE, Client.CURSOR)
     entries = [_entry(build_snippet(c, workspace=tmp_path).document) for c in clients]
     assert len({json.dumps([e["command"], e["args"]]) for e in entries}) == 1
@@ -240,7 +261,8 @@ def test_the_three_json_clients_share_the_same_launch_command_reg04(tmp_path: Pa
 # --- REG-05: literal values, ${ refused for claude and cursor ---------------------------
 
 
-def test_space_and_quote_path_round_trips_through_json_and_toml_reg05(odd_project: Path) -> None:
+@pytest.mark.req("REG-05")
+def test_space_and_quote_path_round_trips_through_json_and_toml(odd_project: Path) -> None:
     for client in (Client.GENERIC, Client.CLAUDE, Client.CURSOR):
         args = _entry(json.loads(build_snippet(client, workspace=odd_project).text))["args"]
         assert isinstance(args, list)
@@ -250,8 +272,9 @@ def test_space_and_quote_path_round_trips_through_json_and_toml_reg05(odd_projec
     assert toml_args[toml_args.index("--workspace") + 1] == str(odd_project)
 
 
+@pytest.mark.req("REG-05")
 @pytest.mark.parametrize("client", [Client.CLAUDE, Client.CURSOR])
-def test_dollar_brace_in_project_path_is_refused_for_expanding_hosts_reg05(tmp_path: Path, client: Client) -> None:
+def test_dollar_brace_in_project_path_is_refused_for_expanding_hosts(tmp_path: Path, client: Client) -> None:
     project = tmp_path / "a${HOME}b"
     project.mkdir()
     with pytest.raises(UsageError, match=r"\$\{") as info:
@@ -259,15 +282,17 @@ def test_dollar_brace_in_project_path_is_refused_for_expanding_hosts_reg05(tmp_p
     assert info.value.exit_code == 2
 
 
+@pytest.mark.req("REG-05")
 @pytest.mark.parametrize("client", [Client.CLAUDE, Client.CURSOR])
-def test_dollar_brace_in_archive_path_is_refused_reg05(tmp_path: Path, client: Client) -> None:
+def test_dollar_brace_in_archive_path_is_refused(tmp_path: Path, client: Client) -> None:
     launch = launch_command(tmp_path, executable="/usr/bin/python3", archive=Path("/opt/${X}/shadowcode.pyz"))
     with pytest.raises(UsageError):
         stdio_snippet(client, launch)
 
 
+@pytest.mark.req("REG-05")
 @pytest.mark.parametrize("client", [Client.GENERIC, Client.CODEX])
-def test_dollar_brace_is_kept_literally_for_hosts_that_do_not_expand_it_reg05(tmp_path: Path, client: Client) -> None:
+def test_dollar_brace_is_kept_literally_for_hosts_that_do_not_expand_it(tmp_path: Path, client: Client) -> None:
     project = tmp_path / "a${HOME}b"
     project.mkdir()
     snippet = build_snippet(client, workspace=project)
@@ -278,14 +303,16 @@ def test_dollar_brace_is_kept_literally_for_hosts_that_do_not_expand_it_reg05(tm
     assert str(project) in args
 
 
-def test_lone_dollar_is_accepted_for_claude_reg05(tmp_path: Path) -> None:
+@pytest.mark.req("REG-05")
+def test_lone_dollar_is_accepted_for_claude(tmp_path: Path) -> None:
     project = tmp_path / "cost$5 {x}"
     project.mkdir()
     assert str(project) in _entry(build_snippet(Client.CLAUDE, workspace=project).document)["args"]  # type: ignore[operator]
 
 
+@pytest.mark.req("REG-05")
 @given(st.text())
-def test_toml_string_round_trips_any_text_reg05(value: str) -> None:
+def test_toml_string_round_trips_any_text(value: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -295,13 +322,15 @@ def test_toml_string_round_trips_any_text_reg05(value: str) -> None:
     assert tomllib.loads(f"k = {toml_string(value)}\n") == {"k": value}
 
 
-def test_toml_string_escapes_quotes_backslashes_and_controls_reg05() -> None:
+@pytest.mark.req("REG-05")
+def test_toml_string_escapes_quotes_backslashes_and_controls() -> None:
     assert toml_string('a "b" \\c') == '"a \\"b\\" \\\\c"'
     assert toml_string("\x00\x1f\x7f\n\t") == '"\\u0000\\u001F\\u007F\\n\\t"'
     assert toml_string("é ☃") == '"é ☃"'
 
 
-def test_undecodable_path_bytes_are_refused_reg05(tmp_path: Path) -> None:
+@pytest.mark.req("REG-05")
+def test_undecodable_path_bytes_are_refused(tmp_path: Path) -> None:
     launch = Launch(command="/usr/bin/python3", args=("--workspace", "/p/\udcff"))
     for client in Client:
         with pytest.raises(UsageError):
@@ -313,24 +342,28 @@ def test_undecodable_path_bytes_are_refused_reg05(tmp_path: Path) -> None:
 URL = "http://127.0.0.1:8765/mcp"
 
 
-def test_codex_http_snippet_uses_bearer_token_env_var_reg06() -> None:
+@pytest.mark.req("REG-06")
+def test_codex_http_snippet_uses_bearer_token_env_var() -> None:
     snippet = build_snippet(Client.CODEX, workspace=Path("/nonexistent"), url=URL, token_env="SHADOW_MCP_HTTP_TOKEN")
     assert tomllib.loads(snippet.text) == {
         "mcp_servers": {"shadowcode": {"url": URL, "bearer_token_env_var": "SHADOW_MCP_HTTP_TOKEN"}}
     }
 
 
-def test_claude_http_snippet_uses_dollar_brace_name_reg06() -> None:
+@pytest.mark.req("REG-06")
+def test_claude_http_snippet_uses_dollar_brace_name() -> None:
     snippet = build_snippet(Client.CLAUDE, workspace=Path("/nonexistent"), url=URL, token_env="TOK")
     assert _entry(snippet.document) == {"type": "http", "url": URL, "headers": {"Authorization": "Bearer ${TOK}"}}
 
 
-def test_cursor_http_snippet_uses_env_colon_name_reg06() -> None:
+@pytest.mark.req("REG-06")
+def test_cursor_http_snippet_uses_env_colon_name() -> None:
     snippet = build_snippet(Client.CURSOR, workspace=Path("/nonexistent"), url=URL, token_env="TOK")
     assert _entry(snippet.document) == {"url": URL, "headers": {"Authorization": "Bearer ${env:TOK}"}}
 
 
-def test_http_snippet_never_contains_the_token_value_reg06(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.req("REG-06")
+def test_http_snippet_never_contains_the_token_value(monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "s3cr3t-value-that-must-not-appear-0123456789abcdef"
     monkeypatch.setenv("TOK", secret)
     for client in (Client.CODEX, Client.CLAUDE, Client.CURSOR):
@@ -338,18 +371,21 @@ def test_http_snippet_never_contains_the_token_value_reg06(monkeypatch: pytest.M
         assert secret not in text and "TOK" in text
 
 
+@pytest.mark.req("REG-06")
 @pytest.mark.parametrize("name", ["", "1TOK", "TOK-EN", "TOK EN", "${TOK}", "TOK=1", "é"])
-def test_invalid_token_variable_name_is_refused_reg06(name: str) -> None:
+def test_invalid_token_variable_name_is_refused(name: str) -> None:
     with pytest.raises(UsageError):
         build_snippet(Client.CLAUDE, workspace=Path("."), url=URL, token_env=name)
 
 
-def test_valid_token_variable_names_are_accepted_reg06() -> None:
+@pytest.mark.req("REG-06")
+def test_valid_token_variable_names_are_accepted() -> None:
     for name in ("T", "_", "SHADOW_MCP_HTTP_TOKEN", "tok_9"):
         assert validate_env_name(name) == name
 
 
-def test_url_without_token_env_and_token_env_without_url_are_refused_reg06(tmp_path: Path) -> None:
+@pytest.mark.req("REG-06")
+def test_url_without_token_env_and_token_env_without_url_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         build_snippet(Client.CODEX, workspace=tmp_path, url=URL)
     with pytest.raises(UsageError):
@@ -359,7 +395,8 @@ def test_url_without_token_env_and_token_env_without_url_are_refused_reg06(tmp_p
 # --- REG-07: HTTP refusals --------------------------------------------------------------
 
 
-def test_generic_http_output_is_refused_reg07() -> None:
+@pytest.mark.req("REG-07")
+def test_generic_http_output_is_refused() -> None:
     with pytest.raises(UsageError) as info:
         build_snippet(Client.GENERIC, workspace=Path("."), url=URL, token_env="TOK")
     assert info.value.exit_code == 2
@@ -367,8 +404,9 @@ def test_generic_http_output_is_refused_reg07() -> None:
         http_snippet(Client.GENERIC, HttpTarget(url=URL, token_env="TOK"))
 
 
+@pytest.mark.req("REG-07")
 @pytest.mark.parametrize(("allow_write", "allow_approvals"), [(True, False), (False, True), (True, True)])
-def test_permission_flags_with_url_are_refused_reg07(allow_write: bool, allow_approvals: bool) -> None:
+def test_permission_flags_with_url_are_refused(allow_write: bool, allow_approvals: bool) -> None:
     with pytest.raises(UsageError, match="stdio"):
         build_snippet(
             Client.CODEX,
@@ -380,6 +418,7 @@ def test_permission_flags_with_url_are_refused_reg07(allow_write: bool, allow_ap
         )
 
 
+@pytest.mark.req("REG-07")
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
@@ -391,10 +430,11 @@ def test_permission_flags_with_url_are_refused_reg07(allow_write: bool, allow_ap
         ("http://127.0.0.1:65535/mcp", "http://127.0.0.1:65535/mcp"),
     ],
 )
-def test_loopback_mcp_urls_are_accepted_reg07(url: str, expected: str) -> None:
+def test_loopback_mcp_urls_are_accepted(url: str, expected: str) -> None:
     assert validate_url(url) == expected
 
 
+@pytest.mark.req("REG-07")
 @pytest.mark.parametrize(
     "url",
     [
@@ -428,13 +468,14 @@ def test_loopback_mcp_urls_are_accepted_reg07(url: str, expected: str) -> None:
         "",
     ],
 )
-def test_non_loopback_or_decorated_urls_are_refused_reg07(url: str) -> None:
+def test_non_loopback_or_decorated_urls_are_refused(url: str) -> None:
     with pytest.raises(UsageError):
         validate_url(url)
     with pytest.raises(UsageError):
         build_snippet(Client.CLAUDE, workspace=Path("."), url=url, token_env="TOK")
 
 
-def test_http_registration_does_not_need_an_existing_workspace_reg06(tmp_path: Path) -> None:
+@pytest.mark.req("REG-06")
+def test_http_registration_does_not_need_an_existing_workspace(tmp_path: Path) -> None:
     snippet = build_snippet(Client.CURSOR, workspace=tmp_path / "absent", url=URL, token_env="TOK")
     assert _entry(snippet.document)["url"] == URL

@@ -134,6 +134,9 @@ def _probe(script: str, extra: list[str], server: list[str], env: dict[str, str]
     return done.returncode, report, done.stderr
 
 
+@pytest.mark.req(
+    "SRV-01", "SRV-03", "SRV-04", "SRV-05", "SRV-06", "SRV-12", "SRV-13", "SRV-14", "SRV-19", "SRV-20", "CONF-02"
+)
 @needs_node
 @pytest.mark.parametrize(
     ("script", "extra", "expected_protocol"),
@@ -144,7 +147,7 @@ def _probe(script: str, extra: list[str], server: list[str], env: dict[str, str]
     ],
     ids=["sdk1", "sdk2-auto", "sdk2-legacy"],
 )
-def test_ts_sdk_probe_passes_against_source_server_srv01_srv03_srv04_srv05_srv06_srv12_srv13_srv14_srv19_srv20_conf02(
+def test_ts_sdk_probe_passes_against_source_server(
     trusted_project: tuple[Path, dict[str, str]], script: str, extra: list[str], expected_protocol: str
 ) -> None:
     project, env = trusted_project
@@ -171,9 +174,10 @@ def test_ts_sdk_probe_passes_against_source_server_srv01_srv03_srv04_srv05_srv06
     } <= covered
 
 
+@pytest.mark.req("CONF-02")
 @needs_node
 @pytest.mark.parametrize("script", ["stdio_sdk1.mjs", "stdio_sdk2.mjs"])
-def test_probe_reports_failure_as_json_when_the_server_exits_at_once_conf02(script: str) -> None:
+def test_probe_reports_failure_as_json_when_the_server_exits_at_once(script: str) -> None:
     server = [sys.executable, "-c", "import sys; sys.exit(3)"]
     code, report, _ = _probe(script, [], server, dict(os.environ))
     assert code == 1
@@ -181,9 +185,10 @@ def test_probe_reports_failure_as_json_when_the_server_exits_at_once_conf02(scri
     assert report["checks"][0]["name"] == "connect" and report["checks"][0]["ok"] is False
 
 
+@pytest.mark.req("CONF-02")
 @needs_node
 @pytest.mark.parametrize("script", ["stdio_sdk1.mjs", "stdio_sdk2.mjs"])
-def test_probe_refuses_bad_usage_with_exit_2_conf02(script: str) -> None:
+def test_probe_refuses_bad_usage_with_exit_2(script: str) -> None:
     done = _run(
         [NODE or "node", str(PROBES_DIR / "probes" / script), "--timeout-ms", "-5"], dict(os.environ), timeout=60
     )

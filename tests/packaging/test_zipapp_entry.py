@@ -46,7 +46,8 @@ def _put(archive: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode_pkg01(tmp_path: Path) -> None:
+@pytest.mark.req("PKG-01")
+def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode(tmp_path: Path) -> None:
     archive = tmp_path / "app.pyz"
     names = {"_bootstrap/__init__.py": b"x = 1\n", "__main__.py": b"import _bootstrap\n", "site-packages/a.py": b"a\n"}
     _archive(archive, names, shebang=b"#!/usr/bin/env python3\n")
@@ -68,6 +69,7 @@ def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode_pkg
     assert list(tmp_path.iterdir()) == [archive]
 
 
+@pytest.mark.req("PKG-01")
 @pytest.mark.parametrize(
     ("names", "shebang", "said"),
     [
@@ -75,7 +77,7 @@ def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode_pkg
         ({"__main__.py": b"pass\n"}, b"", "does not start with a shebang"),
     ],
 )
-def test_put_entry_refuses_an_archive_it_cannot_fix_and_leaves_it_alone_pkg01(
+def test_put_entry_refuses_an_archive_it_cannot_fix_and_leaves_it_alone(
     tmp_path: Path, names: dict[str, bytes], shebang: bytes, said: str
 ) -> None:
     archive = tmp_path / "app.pyz"
@@ -136,7 +138,8 @@ def _engine_mode(answers: list[dict[str, Any]]) -> str:
     return answers[2]["result"]["structuredContent"]["engine"]["mode"]
 
 
-def test_with_an_engine_the_archive_relays_without_unpacking_anything_pkg01_srv21(tmp_path: Path) -> None:
+@pytest.mark.req("PKG-01", "SRV-21")
+def test_with_an_engine_the_archive_relays_without_unpacking_anything(tmp_path: Path) -> None:
     home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
     project.mkdir()
     shiv_root.mkdir()
@@ -148,7 +151,8 @@ def test_with_an_engine_the_archive_relays_without_unpacking_anything_pkg01_srv2
     assert list(shiv_root.iterdir()) == []
 
 
-def test_without_an_engine_the_archive_unpacks_and_serves_in_process_pkg01(tmp_path: Path) -> None:
+@pytest.mark.req("PKG-01")
+def test_without_an_engine_the_archive_unpacks_and_serves_in_process(tmp_path: Path) -> None:
     home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
     project.mkdir()
     shiv_root.mkdir()
@@ -159,7 +163,8 @@ def test_without_an_engine_the_archive_unpacks_and_serves_in_process_pkg01(tmp_p
     assert list(shiv_root.iterdir()) != []
 
 
-def test_a_stale_socket_file_falls_back_to_the_in_process_server_pkg01(tmp_path: Path) -> None:
+@pytest.mark.req("PKG-01")
+def test_a_stale_socket_file_falls_back_to_the_in_process_server(tmp_path: Path) -> None:
     home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
     project.mkdir()
     shiv_root.mkdir()

@@ -28,14 +28,16 @@ def _snapshot(root: Path) -> list[tuple[str, bool, int]]:
     return [(str(p.relative_to(root)), p.is_dir(), p.lstat().st_size) for p in sorted(root.rglob("*"))]
 
 
-def test_checks_come_in_a_fixed_order_with_known_statuses_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_checks_come_in_a_fixed_order_with_known_statuses(root: Path) -> None:
     checks = project_checks(root)
     assert [c["name"] for c in checks] == list(CHECK_NAMES)
     assert all(c["status"] in {"ok", "warn", "fail"} and c["detail"] for c in checks)
     assert set(checks[0]) == {"name", "status", "detail"}
 
 
-def test_empty_project_warns_about_git_manifests_and_tests_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_empty_project_warns_about_git_manifests_and_tests(root: Path) -> None:
     checks = _by_name(root)
     assert checks["readable"]["status"] == "ok"
     assert checks["git"]["status"] == "warn"
@@ -45,7 +47,8 @@ def test_empty_project_warns_about_git_manifests_and_tests_srv19(root: Path) -> 
     assert checks["shadowcode_folder"]["status"] == "ok"
 
 
-def test_git_repository_manifests_and_one_test_command_are_ok_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_git_repository_manifests_and_one_test_command_are_ok(root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=30)
     (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\n", encoding="utf-8")
     checks = _by_name(root)
@@ -55,7 +58,8 @@ def test_git_repository_manifests_and_one_test_command_are_ok_srv19(root: Path) 
     assert "python3 -m pytest" in checks["test_commands"]["detail"]
 
 
-def test_several_test_commands_are_a_warning_naming_each_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_several_test_commands_are_a_warning_naming_each(root: Path) -> None:
     (root / "Cargo.toml").write_text("[package]\n", encoding="utf-8")
     (root / "go.mod").write_text("module x\n", encoding="utf-8")
     check = _by_name(root)["test_commands"]
@@ -63,7 +67,8 @@ def test_several_test_commands_are_a_warning_naming_each_srv19(root: Path) -> No
     assert "cargo test" in check["detail"] and "go test ./..." in check["detail"]
 
 
-def test_file_at_the_large_file_limit_is_fine_and_one_byte_more_is_reported_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_file_at_the_large_file_limit_is_fine_and_one_byte_more_is_reported(root: Path) -> None:
     big = root / "data.bin"
     with big.open("wb") as handle:
         handle.truncate(DOCTOR_LARGE_FILE_BYTES)
@@ -75,7 +80,8 @@ def test_file_at_the_large_file_limit_is_fine_and_one_byte_more_is_reported_srv1
     assert f"data.bin ({DOCTOR_LARGE_FILE_BYTES + 1} bytes)" in check["detail"]
 
 
-def test_shadowcode_folder_with_definitions_is_described_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_shadowcode_folder_with_definitions_is_described(root: Path) -> None:
     (root / ".shadowcode" / "mcp").mkdir(parents=True)
     (root / ".shadowcode" / "mcp" / "a.yaml").touch()
     (root / ".shadowcode" / "mcp" / "b.json").touch()
@@ -85,7 +91,8 @@ def test_shadowcode_folder_with_definitions_is_described_srv19(root: Path) -> No
     assert "2 MCP definition file(s)" in check["detail"]
 
 
-def test_shadowcode_file_instead_of_folder_fails_and_is_left_alone_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_shadowcode_file_instead_of_folder_fails_and_is_left_alone(root: Path) -> None:
     (root / ".shadowcode").write_text("oops", encoding="utf-8")
     before = _snapshot(root)
     assert _by_name(root)["shadowcode_folder"]["status"] == "fail"
@@ -93,7 +100,8 @@ def test_shadowcode_file_instead_of_folder_fails_and_is_left_alone_srv19(root: P
     assert (root / ".shadowcode").read_text(encoding="utf-8") == "oops"
 
 
-def test_shadowcode_link_leading_outside_fails_srv19(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_shadowcode_link_leading_outside_fails(root: Path, tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     (root / ".shadowcode").symlink_to(tmp_path / "elsewhere")
     check = _by_name(root)["shadowcode_folder"]
@@ -101,14 +109,16 @@ def test_shadowcode_link_leading_outside_fails_srv19(root: Path, tmp_path: Path)
     assert "outside" in check["detail"]
 
 
-def test_missing_project_folder_fails_only_the_readable_check_srv19(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_missing_project_folder_fails_only_the_readable_check(tmp_path: Path) -> None:
     assert project_checks(tmp_path / "absent") == [
         {"name": "readable", "status": "fail", "detail": "the project path is not a folder"}
     ]
 
 
+@pytest.mark.req("SRV-19")
 @pytest.mark.skipif(os.geteuid() == 0, reason="permission bits do not bind the superuser")
-def test_read_only_project_is_a_writable_warning_srv19(root: Path) -> None:
+def test_read_only_project_is_a_writable_warning(root: Path) -> None:
     root.chmod(0o555)
     try:
         assert _by_name(root)["writable"]["status"] == "warn"
@@ -116,7 +126,8 @@ def test_read_only_project_is_a_writable_warning_srv19(root: Path) -> None:
         root.chmod(0o755)
 
 
-def test_checks_change_nothing_in_the_project_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_checks_change_nothing_in_the_project(root: Path) -> None:
     (root / "src").mkdir()
     (root / "src" / "a.py").write_text("x = 1\n", encoding="utf-8")
     (root / "Makefile").write_text("test:\n\ttrue\n", encoding="utf-8")
@@ -126,14 +137,14 @@ def test_checks_change_nothing_in_the_project_srv19(root: Path) -> None:
 
 
 @pytest.mark.req("SRV-19")
-def test_a_fifo_named_pyproject_toml_does_not_hang_the_diagnostics_srv19(root: Path) -> None:
+def test_a_fifo_named_pyproject_toml_does_not_hang_the_diagnostics(root: Path) -> None:
     os.mkfifo(root / "pyproject.toml")
     checks = at_once(lambda: project_checks(root), fifos=[root / "pyproject.toml"])
     assert [c["name"] for c in checks] == list(CHECK_NAMES)
 
 
 @pytest.mark.req("SRV-19", "SRV-08")
-def test_a_profile_root_at_the_project_shadowcode_folder_is_not_inspected_srv19_srv08(
+def test_a_profile_root_at_the_project_shadowcode_folder_is_not_inspected(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (root / ".shadowcode" / "profiles").mkdir(parents=True)

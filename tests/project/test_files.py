@@ -53,7 +53,7 @@ def unix_socket(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.mark.req("SRV-19", "ENG-06")
-def test_a_fifo_is_refused_at_once_and_named_srv19_eng06(root: Path) -> None:
+def test_a_fifo_is_refused_at_once_and_named(root: Path) -> None:
     os.mkfifo(root / "README.md")
     with pytest.raises(ToolError, match=r"README.md is not a regular file \(a FIFO\)"):
         at_once(lambda: read_regular(root / "README.md", max_bytes=100))
@@ -62,14 +62,14 @@ def test_a_fifo_is_refused_at_once_and_named_srv19_eng06(root: Path) -> None:
 
 
 @pytest.mark.req("SRV-19")
-def test_a_unix_socket_is_refused_at_once_srv19(root: Path, unix_socket: Path) -> None:
+def test_a_unix_socket_is_refused_at_once(root: Path, unix_socket: Path) -> None:
     with pytest.raises(ToolError, match=r"not a regular file \(a socket\)"):
         at_once(lambda: read_regular(unix_socket, max_bytes=100))
     assert at_once(lambda: read_optional(root, "s.sock", max_bytes=100)) is None
 
 
 @pytest.mark.req("SRV-08", "SRV-19")
-def test_a_symlink_to_dev_zero_is_refused_at_once_srv08_srv19(root: Path) -> None:
+def test_a_symlink_to_dev_zero_is_refused_at_once(root: Path) -> None:
     (root / "zero").symlink_to("/dev/zero")
     with pytest.raises(ToolError, match="outside the project"):
         at_once(lambda: confine(root, "zero"))
@@ -81,7 +81,7 @@ def test_a_symlink_to_dev_zero_is_refused_at_once_srv08_srv19(root: Path) -> Non
 
 
 @pytest.mark.req("SRV-08")
-def test_a_symlink_leaving_the_project_is_refused_srv08(root: Path, tmp_path: Path) -> None:
+def test_a_symlink_leaving_the_project_is_refused(root: Path, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("s", encoding="utf-8")
     (root / "leak.txt").symlink_to(tmp_path / "secret.txt")
     (root / "out").symlink_to(tmp_path)
@@ -92,7 +92,7 @@ def test_a_symlink_leaving_the_project_is_refused_srv08(root: Path, tmp_path: Pa
 
 
 @pytest.mark.req("SRV-08", "ENG-06")
-def test_paths_inside_git_are_never_content_srv08_eng06(root: Path) -> None:
+def test_paths_inside_git_are_never_content(root: Path) -> None:
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text("[core]\n", encoding="utf-8")
     (root / "cfg").symlink_to(root / ".git" / "config")
@@ -104,9 +104,7 @@ def test_paths_inside_git_are_never_content_srv08_eng06(root: Path) -> None:
 
 
 @pytest.mark.req("SRV-08", "SRV-19")
-def test_the_profile_root_inside_the_project_is_never_content_srv08_srv19(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_profile_root_inside_the_project_is_never_content(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = root / "home"
     home.mkdir()
     (home / "secrets.json").write_text('{"token": "s3cret"}', encoding="utf-8")
@@ -121,7 +119,7 @@ def test_the_profile_root_inside_the_project_is_never_content_srv08_srv19(
 
 
 @pytest.mark.req("SRV-08")
-def test_a_linked_profile_root_is_recognised_by_its_real_path_srv08(
+def test_a_linked_profile_root_is_recognised_by_its_real_path(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (root / "real-home").mkdir()
@@ -136,7 +134,7 @@ def test_a_linked_profile_root_is_recognised_by_its_real_path_srv08(
 
 
 @pytest.mark.req("SRV-19", "CLI-03")
-def test_a_file_at_the_bound_is_read_whole_and_one_byte_past_is_refused_or_cut_srv19_cli03(root: Path) -> None:
+def test_a_file_at_the_bound_is_read_whole_and_one_byte_past_is_refused_or_cut(root: Path) -> None:
     (root / "at.txt").write_bytes(b"x" * 10)
     (root / "past.txt").write_bytes(b"x" * 11)
     assert at_once(lambda: read_regular(root / "at.txt", max_bytes=10)) == FileContent(b"x" * 10, False)
@@ -148,7 +146,7 @@ def test_a_file_at_the_bound_is_read_whole_and_one_byte_past_is_refused_or_cut_s
 
 
 @pytest.mark.req("SRV-19")
-def test_reading_from_an_offset_and_a_missing_file_srv19(root: Path) -> None:
+def test_reading_from_an_offset_and_a_missing_file(root: Path) -> None:
     (root / "f.txt").write_bytes(b"abcdef")
     assert read_regular(root / "f.txt", max_bytes=2, offset=3, truncate=True) == FileContent(b"de", True)
     assert read_regular(root / "f.txt", max_bytes=2, offset=10) == FileContent(b"", False)
@@ -162,7 +160,7 @@ def test_reading_from_an_offset_and_a_missing_file_srv19(root: Path) -> None:
 
 
 @pytest.mark.req("ENG-06")
-def test_current_sha256_names_regular_missing_and_other_paths_eng06(root: Path) -> None:
+def test_current_sha256_names_regular_missing_and_other_paths(root: Path) -> None:
     (root / "a.txt").write_bytes(b"abc")
     (root / "link.txt").symlink_to(root / "a.txt")
     ok, sha = current_sha256(root / "a.txt", max_bytes=3)
@@ -174,7 +172,7 @@ def test_current_sha256_names_regular_missing_and_other_paths_eng06(root: Path) 
 
 
 @pytest.mark.req("ENG-06")
-def test_git_paths_and_the_root_are_never_written_eng06() -> None:
+def test_git_paths_and_the_root_are_never_written() -> None:
     for rel in (".git/config", "sub/.Git/hooks/pre-commit", ".", ""):
         with pytest.raises(ToolError):
             refuse_git_path(rel)
@@ -182,7 +180,7 @@ def test_git_paths_and_the_root_are_never_written_eng06() -> None:
 
 
 @pytest.mark.req("ENG-06")
-def test_atomic_replace_keeps_the_mode_and_leaves_no_temporary_file_eng06(root: Path) -> None:
+def test_atomic_replace_keeps_the_mode_and_leaves_no_temporary_file(root: Path) -> None:
     target = root / "run.sh"
     target.write_text("old\n", encoding="utf-8")
     target.chmod(0o750)

@@ -21,21 +21,24 @@ def root(tmp_path: Path) -> Path:
     return path.resolve()
 
 
-def test_relative_and_absolute_paths_inside_resolve_srv08(root: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_relative_and_absolute_paths_inside_resolve(root: Path) -> None:
     assert resolve_inside(root, "src/app.py") == root / "src" / "app.py"
     assert resolve_inside(root, "./src/../src/app.py") == root / "src" / "app.py"
     assert resolve_inside(root, str(root / "src" / "app.py")) == root / "src" / "app.py"
     assert resolve_inside(root, ".") == root
 
 
-def test_dotdot_out_of_the_project_is_refused_srv08(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_dotdot_out_of_the_project_is_refused(root: Path, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("s", encoding="utf-8")
     for rel in ("../secret.txt", "src/../../secret.txt", str(tmp_path / "secret.txt"), "/etc/passwd"):
         with pytest.raises(ToolError, match="outside the project"):
             resolve_inside(root, rel)
 
 
-def test_symlink_leading_out_of_the_project_is_refused_srv08(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_symlink_leading_out_of_the_project_is_refused(root: Path, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("s", encoding="utf-8")
     (root / "inner.txt").symlink_to(tmp_path / "secret.txt")
     (root / "outdir").symlink_to(tmp_path)
@@ -46,31 +49,36 @@ def test_symlink_leading_out_of_the_project_is_refused_srv08(root: Path, tmp_pat
     assert read_optional(root, "inner.txt", max_bytes=10) is None
 
 
-def test_symlink_staying_inside_the_project_is_followed_srv08(root: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_symlink_staying_inside_the_project_is_followed(root: Path) -> None:
     (root / "alias.py").symlink_to(root / "src" / "app.py")
     assert resolve_inside(root, "alias.py") == root / "src" / "app.py"
 
 
+@pytest.mark.req("SRV-08")
 @pytest.mark.parametrize("rel", ["", "src/\x00app.py"])
-def test_empty_and_nul_paths_are_refused_srv08(root: Path, rel: str) -> None:
+def test_empty_and_nul_paths_are_refused(root: Path, rel: str) -> None:
     with pytest.raises(ToolError):
         resolve_inside(root, rel)
 
 
-def test_missing_file_is_refused_only_when_existence_is_required_srv08(root: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_missing_file_is_refused_only_when_existence_is_required(root: Path) -> None:
     with pytest.raises(ToolError, match="no such file"):
         resolve_inside(root, "src/missing.py")
     assert resolve_inside(root, "src/missing.py", must_exist=False) == root / "src" / "missing.py"
 
 
-def test_symlink_loop_is_refused_srv08(root: Path) -> None:
+@pytest.mark.req("SRV-08")
+def test_symlink_loop_is_refused(root: Path) -> None:
     (root / "a").symlink_to(root / "b")
     (root / "b").symlink_to(root / "a")
     with pytest.raises(ToolError):
         resolve_inside(root, "a")
 
 
-def test_walk_at_the_file_limit_is_complete_and_one_more_file_truncates_srv19(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_walk_at_the_file_limit_is_complete_and_one_more_file_truncates(tmp_path: Path) -> None:
     root = (tmp_path / "p").resolve()
     root.mkdir()
     for index in range(UNDERSTAND_FILES_MAX):
@@ -82,7 +90,8 @@ def test_walk_at_the_file_limit_is_complete_and_one_more_file_truncates_srv19(tm
     assert (len(walk.files), walk.truncated) == (UNDERSTAND_FILES_MAX, True)
 
 
-def test_walk_at_the_entry_limit_is_complete_and_one_more_entry_truncates_srv19(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_walk_at_the_entry_limit_is_complete_and_one_more_entry_truncates(tmp_path: Path) -> None:
     root = (tmp_path / "p").resolve()
     root.mkdir()
     for index in range(UNDERSTAND_ENTRIES_MAX - 1):
@@ -95,7 +104,8 @@ def test_walk_at_the_entry_limit_is_complete_and_one_more_entry_truncates_srv19(
     assert walk_files(root).truncated is True
 
 
-def test_walk_skips_tool_folders_and_never_enters_linked_folders_srv19(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_walk_skips_tool_folders_and_never_enters_linked_folders(root: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "leak.py").touch()
@@ -111,9 +121,7 @@ def test_walk_skips_tool_folders_and_never_enters_linked_folders_srv19(root: Pat
 
 
 @pytest.mark.req("SRV-19", "SRV-08")
-def test_walk_never_enters_the_profile_root_inside_the_project_srv19_srv08(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_walk_never_enters_the_profile_root_inside_the_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for home in (root / "profile", root / ".shadowcode"):
         (home / "profiles" / "default").mkdir(parents=True)
         (home / "profiles" / "default" / "secrets.json").write_text("{}", encoding="utf-8")

@@ -55,7 +55,8 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_project_without_git_gets_an_empty_review_with_a_note_srv20(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_project_without_git_gets_an_empty_review_with_a_note(tmp_path: Path) -> None:
     root = (tmp_path / "plain").resolve()
     root.mkdir()
     result = review(root)
@@ -64,7 +65,8 @@ def test_project_without_git_gets_an_empty_review_with_a_note_srv20(tmp_path: Pa
     assert result["note"]
 
 
-def test_review_lists_modified_added_deleted_renamed_and_untracked_paths_srv20(repo: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_review_lists_modified_added_deleted_renamed_and_untracked_paths(repo: Path) -> None:
     (repo / "keep.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
     (repo / "gone.txt").unlink()
     git(repo, "mv", "old.txt", "new.txt")
@@ -89,7 +91,8 @@ def test_review_lists_modified_added_deleted_renamed_and_untracked_paths_srv20(r
     assert result["truncated"] is False
 
 
-def test_review_of_a_repository_without_commits_compares_with_the_empty_tree_srv20(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_review_of_a_repository_without_commits_compares_with_the_empty_tree(tmp_path: Path) -> None:
     root = (tmp_path / "fresh").resolve()
     root.mkdir()
     git(root, "init", "-q", "-b", "trunk")
@@ -103,7 +106,8 @@ def test_review_of_a_repository_without_commits_compares_with_the_empty_tree_srv
     assert result["diffstat"]["insertions"] == 2
 
 
-def test_project_inside_a_larger_repository_sees_only_its_own_changes_srv20(repo: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_project_inside_a_larger_repository_sees_only_its_own_changes(repo: Path) -> None:
     (repo / "sub").mkdir()
     (repo / "sub" / "inner.txt").write_text("i\n", encoding="utf-8")
     (repo / "outer.txt").write_text("o\n", encoding="utf-8")
@@ -111,7 +115,8 @@ def test_project_inside_a_larger_repository_sees_only_its_own_changes_srv20(repo
     assert result["changes"] == [{"path": "inner.txt", "status": "untracked", "staged": False}]
 
 
-def test_changes_at_the_limit_are_all_listed_and_one_more_truncates_srv20(repo: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_changes_at_the_limit_are_all_listed_and_one_more_truncates(repo: Path) -> None:
     (repo / "many").mkdir()
     for index in range(REVIEW_CHANGES_MAX):
         (repo / "many" / f"f{index:04d}.txt").touch()
@@ -144,7 +149,8 @@ def _status_output_bytes(root: Path) -> int:
     return len(subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=30, check=True).stdout)
 
 
-def test_git_output_at_the_byte_limit_is_whole_and_one_byte_less_room_truncates_srv20(repo: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_git_output_at_the_byte_limit_is_whole_and_one_byte_less_room_truncates(repo: Path) -> None:
     for index in range(30):
         (repo / f"u{index:02d}.txt").touch()
     size = _status_output_bytes(repo)
@@ -156,7 +162,8 @@ def test_git_output_at_the_byte_limit_is_whole_and_one_byte_less_room_truncates_
     assert all(c["path"].startswith("u") and c["path"].endswith(".txt") for c in cut["changes"])
 
 
-def test_review_writes_nothing_to_the_repository_srv20(repo: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_review_writes_nothing_to_the_repository(repo: Path) -> None:
     index = repo / ".git" / "index"
     (repo / "keep.txt").write_text("one\ntwo\n", encoding="utf-8")  # same content, new stat data
     os.utime(repo / "keep.txt", (time.time() + 100, time.time() + 100))
@@ -166,7 +173,8 @@ def test_review_writes_nothing_to_the_repository_srv20(repo: Path) -> None:
     assert not (repo / ".git" / "index.lock").exists()
 
 
-def test_repository_fsmonitor_hook_is_not_run_srv20(repo: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_repository_fsmonitor_hook_is_not_run(repo: Path, tmp_path: Path) -> None:
     marker = tmp_path / "hook-ran"
     hook = tmp_path / "hook.sh"
     hook.write_text(f"#!/bin/sh\ntouch '{marker}'\n", encoding="utf-8")
@@ -176,7 +184,8 @@ def test_repository_fsmonitor_hook_is_not_run_srv20(repo: Path, tmp_path: Path) 
     assert not marker.exists()
 
 
-def test_inherited_git_dir_does_not_redirect_the_review_srv20(
+@pytest.mark.req("SRV-20")
+def test_inherited_git_dir_does_not_redirect_the_review(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     other = (tmp_path / "other").resolve()
@@ -188,7 +197,8 @@ def test_inherited_git_dir_does_not_redirect_the_review_srv20(
     assert [c["path"] for c in review(repo)["changes"]] == ["mine.txt"]
 
 
-def test_missing_git_gives_a_note_instead_of_a_review_srv20(
+@pytest.mark.req("SRV-20")
+def test_missing_git_gives_a_note_instead_of_a_review(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     empty = tmp_path / "empty-bin"
@@ -199,7 +209,8 @@ def test_missing_git_gives_a_note_instead_of_a_review_srv20(
     assert "not installed" in result["note"]
 
 
-def test_git_that_never_answers_is_killed_at_the_deadline_srv20(
+@pytest.mark.req("SRV-20")
+def test_git_that_never_answers_is_killed_at_the_deadline(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake_bin = tmp_path / "fake-bin"
@@ -218,7 +229,8 @@ def test_git_that_never_answers_is_killed_at_the_deadline_srv20(
         os.kill(pid, 0)
 
 
-def test_review_never_runs_a_content_filter_from_the_repository_config_srv20(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-20")
+def test_review_never_runs_a_content_filter_from_the_repository_config(tmp_path: Path) -> None:
     marker = tmp_path / "filter-ran"
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -276,9 +288,7 @@ def _same_size_change(path: Path) -> None:
 
 
 @pytest.mark.req("SRV-20")
-def test_a_clean_filter_defined_after_a_70_kb_config_value_does_not_run_srv20(
-    repo: Path, evil: str, markers: Path
-) -> None:
+def test_a_clean_filter_defined_after_a_70_kb_config_value_does_not_run(repo: Path, evil: str, markers: Path) -> None:
     git(repo, "config", "filter.padding.smudge", "x" * 70_000)  # a long value before the driver
     git(repo, "config", "filter.evil.clean", f"{evil} clean")
     git(repo, "config", "filter.evil.smudge", f"{evil} smudge")
@@ -289,7 +299,7 @@ def test_a_clean_filter_defined_after_a_70_kb_config_value_does_not_run_srv20(
 
 
 @pytest.mark.req("SRV-20")
-def test_a_process_filter_does_not_run_srv20(repo: Path, evil: str, markers: Path) -> None:
+def test_a_process_filter_does_not_run(repo: Path, evil: str, markers: Path) -> None:
     git(repo, "config", "filter.long-running.process", f"{evil} process")
     git(repo, "config", "filter.long-running.required", "true")
     _filtered_change(repo, "long-running")
@@ -298,7 +308,7 @@ def test_a_process_filter_does_not_run_srv20(repo: Path, evil: str, markers: Pat
 
 
 @pytest.mark.req("SRV-20")
-def test_filters_and_fsmonitor_from_included_files_do_not_run_srv20(
+def test_filters_and_fsmonitor_from_included_files_do_not_run(
     repo: Path, evil: str, markers: Path, tmp_path: Path
 ) -> None:
     included = tmp_path / "included.cfg"
@@ -315,7 +325,7 @@ def test_filters_and_fsmonitor_from_included_files_do_not_run_srv20(
 
 
 @pytest.mark.req("SRV-20")
-def test_a_clean_filter_in_a_submodule_config_does_not_run_srv20(
+def test_a_clean_filter_in_a_submodule_config_does_not_run(
     repo: Path, evil: str, markers: Path, tmp_path: Path
 ) -> None:
     upstream = (tmp_path / "upstream").resolve()
@@ -337,7 +347,7 @@ def test_a_clean_filter_in_a_submodule_config_does_not_run_srv20(
 
 
 @pytest.mark.req("SRV-20")
-def test_hooks_do_not_run_even_where_the_index_would_be_written_srv20(
+def test_hooks_do_not_run_even_where_the_index_would_be_written(
     repo: Path, evil: str, markers: Path, tmp_path: Path
 ) -> None:
     for folder in (repo / ".git" / "hooks", tmp_path / "repo-hooks"):
@@ -353,7 +363,7 @@ def test_hooks_do_not_run_even_where_the_index_would_be_written_srv20(
 
 
 @pytest.mark.req("SRV-20")
-def test_pagers_and_diff_programs_do_not_run_srv20(repo: Path, evil: str, markers: Path) -> None:
+def test_pagers_and_diff_programs_do_not_run(repo: Path, evil: str, markers: Path) -> None:
     git(repo, "config", "core.pager", f"{evil} pager")
     git(repo, "config", "pager.status", f"{evil} pager-status")
     git(repo, "config", "diff.external", f"{evil} external-diff")
@@ -378,7 +388,7 @@ def _partial_clone(repo: Path, url: str) -> None:
 
 
 @pytest.mark.req("SRV-20")
-def test_a_partial_clone_never_fetches_through_the_repository_upload_pack_srv20(
+def test_a_partial_clone_never_fetches_through_the_repository_upload_pack(
     repo: Path, evil: str, markers: Path, tmp_path: Path
 ) -> None:
     server = tmp_path / "server"
@@ -392,7 +402,7 @@ def test_a_partial_clone_never_fetches_through_the_repository_upload_pack_srv20(
 
 
 @pytest.mark.req("SRV-20")
-def test_a_partial_clone_never_runs_an_ext_remote_command_srv20(repo: Path, evil: str, markers: Path) -> None:
+def test_a_partial_clone_never_runs_an_ext_remote_command(repo: Path, evil: str, markers: Path) -> None:
     _partial_clone(repo, f"ext::{evil} ext-remote")
     git(repo, "config", "protocol.ext.allow", "always")
     review(repo)
@@ -425,7 +435,7 @@ def asks_for_credentials() -> Iterator[str]:
 
 
 @pytest.mark.req("SRV-20")
-def test_a_partial_clone_never_asks_the_repository_credential_helper_srv20(
+def test_a_partial_clone_never_asks_the_repository_credential_helper(
     repo: Path, evil: str, markers: Path, asks_for_credentials: str
 ) -> None:
     _partial_clone(repo, asks_for_credentials)
@@ -436,7 +446,7 @@ def test_a_partial_clone_never_asks_the_repository_credential_helper_srv20(
 
 
 @pytest.mark.req("SRV-20")
-def test_configuration_naming_too_many_keys_is_refused_and_at_the_limit_reviewed_srv20(repo: Path) -> None:
+def test_configuration_naming_too_many_keys_is_refused_and_at_the_limit_reviewed(repo: Path) -> None:
     for index in range(20):
         git(repo, "config", f"filter.f{index:02d}.clean", "cat")
     env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
@@ -450,7 +460,7 @@ def test_configuration_naming_too_many_keys_is_refused_and_at_the_limit_reviewed
 
 
 @pytest.mark.req("SRV-20")
-def test_a_filter_driver_that_cannot_be_overridden_exactly_refuses_the_review_srv20(
+def test_a_filter_driver_that_cannot_be_overridden_exactly_refuses_the_review(
     repo: Path, evil: str, markers: Path
 ) -> None:
     with (repo / ".git" / "config").open("a", encoding="utf-8") as config:

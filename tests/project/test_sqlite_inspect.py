@@ -62,7 +62,8 @@ def _rows_query(count: int) -> str:
     return f"WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < {count}) SELECT i FROM r"
 
 
-def test_list_tables_reports_tables_views_and_columns_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_list_tables_reports_tables_views_and_columns(root: Path, db: Path) -> None:
     result = list_tables(root, "data/app.db")
     assert result["path"] == "data/app.db"
     assert result["truncated"] is False
@@ -81,7 +82,8 @@ def test_list_tables_reports_tables_views_and_columns_srv13(root: Path, db: Path
     }
 
 
-def test_query_returns_columns_rows_and_blobs_as_base64_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_query_returns_columns_rows_and_blobs_as_base64(root: Path, db: Path) -> None:
     result = run_query(root, "data/app.db", "SELECT id, name, data, price FROM items ORDER BY id")
     assert result == {
         "path": "data/app.db",
@@ -96,7 +98,8 @@ def test_query_returns_columns_rows_and_blobs_as_base64_srv13(root: Path, db: Pa
     json.dumps(result, allow_nan=False)
 
 
-def test_query_binds_positional_and_named_parameters_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_query_binds_positional_and_named_parameters(root: Path, db: Path) -> None:
     positional = run_query(root, "data/app.db", "SELECT name FROM items WHERE price > ? AND name <> ?", [5, "x"])
     assert positional["rows"] == [["pear"]]
     named = run_query(
@@ -107,13 +110,15 @@ def test_query_binds_positional_and_named_parameters_srv13(root: Path, db: Path)
     assert injected["rows"] == [[0]]
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize("params", ["apple", [[1]], [2**63], {"a": {"nested": 1}}, [1, 2]])
-def test_query_refuses_unusable_parameters_srv13(root: Path, db: Path, params: object) -> None:
+def test_query_refuses_unusable_parameters(root: Path, db: Path, params: object) -> None:
     with pytest.raises(ToolError):
         run_query(root, "data/app.db", "SELECT ?", params)  # type: ignore[arg-type]
 
 
-def test_database_outside_the_project_is_refused_via_dotdot_srv13(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_database_outside_the_project_is_refused_via_dotdot(root: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.db"
     sqlite3.connect(outside).close()
     outside.write_bytes(b"SQLite format 3\x00" + bytes(4080))
@@ -123,7 +128,8 @@ def test_database_outside_the_project_is_refused_via_dotdot_srv13(root: Path, tm
         list_tables(root, str(outside))
 
 
-def test_database_outside_the_project_is_refused_via_symlink_srv13(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_database_outside_the_project_is_refused_via_symlink(root: Path, tmp_path: Path) -> None:
     outside = tmp_path / "secret.db"
     conn = sqlite3.connect(outside)
     conn.execute("CREATE TABLE s (v)")
@@ -136,8 +142,9 @@ def test_database_outside_the_project_is_refused_via_symlink_srv13(root: Path, t
         list_tables(root, "link.db")
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize("content", [b"", b"hello, not a database\n", b"SQLite format 2\x00" + bytes(100)])
-def test_non_database_file_is_refused_srv13(root: Path, content: bytes) -> None:
+def test_non_database_file_is_refused(root: Path, content: bytes) -> None:
     (root / "notes.db").write_bytes(content)
     with pytest.raises(ToolError, match="not a SQLite database"):
         run_query(root, "notes.db", "SELECT 1")
@@ -146,7 +153,8 @@ def test_non_database_file_is_refused_srv13(root: Path, content: bytes) -> None:
     assert (root / "notes.db").read_bytes() == content
 
 
-def test_missing_file_and_folder_are_refused_srv13(root: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_missing_file_and_folder_are_refused(root: Path) -> None:
     (root / "folder.db").mkdir()
     with pytest.raises(ToolError, match="no such file"):
         run_query(root, "missing.db", "SELECT 1")
@@ -155,13 +163,14 @@ def test_missing_file_and_folder_are_refused_srv13(root: Path) -> None:
 
 
 @pytest.mark.req("SRV-13")
-def test_a_fifo_named_like_a_database_is_refused_at_once_srv13(root: Path) -> None:
+def test_a_fifo_named_like_a_database_is_refused_at_once(root: Path) -> None:
     os.mkfifo(root / "data.db")
     for call in (lambda: run_query(root, "data.db", "SELECT 1"), lambda: list_tables(root, "data.db")):
         with pytest.raises(ToolError, match=r"not a regular file \(a FIFO\)"):
             at_once(call, fifos=[root / "data.db"])
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize(
     "sql",
     [
@@ -171,25 +180,28 @@ def test_a_fifo_named_like_a_database_is_refused_at_once_srv13(root: Path) -> No
         "SELECT ';'; SELECT 2",
     ],
 )
-def test_two_statements_are_refused_srv13(root: Path, db: Path, sql: str) -> None:
+def test_two_statements_are_refused(root: Path, db: Path, sql: str) -> None:
     with pytest.raises(ToolError, match="one SQL statement"):
         run_query(root, "data/app.db", sql)
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize(
     "sql",
     ["SELECT 1;", "SELECT 1;;", "SELECT 1; -- trailing comment", "SELECT 1; /* block */ ;", "  SELECT 1  \n"],
 )
-def test_one_statement_with_trailing_separators_or_comments_is_accepted_srv13(root: Path, db: Path, sql: str) -> None:
+def test_one_statement_with_trailing_separators_or_comments_is_accepted(root: Path, db: Path, sql: str) -> None:
     assert run_query(root, "data/app.db", sql)["rows"] == [[1]]
 
 
-def test_semicolon_inside_a_string_does_not_split_the_statement_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_semicolon_inside_a_string_does_not_split_the_statement(root: Path, db: Path) -> None:
     assert run_query(root, "data/app.db", "SELECT 'a;b', \"name\" FROM items WHERE id = 1")["rows"] == [
         ["a;b", "apple"]
     ]
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize(
     "sql",
     [
@@ -209,7 +221,7 @@ def test_semicolon_inside_a_string_does_not_split_the_statement_srv13(root: Path
         "EXPLAIN DELETE FROM items",
     ],
 )
-def test_writes_are_refused_and_the_file_is_unchanged_srv13(root: Path, db: Path, sql: str) -> None:
+def test_writes_are_refused_and_the_file_is_unchanged(root: Path, db: Path, sql: str) -> None:
     before = _digest(db)
     with pytest.raises(ToolError):
         run_query(root, "data/app.db", sql)
@@ -217,6 +229,7 @@ def test_writes_are_refused_and_the_file_is_unchanged_srv13(root: Path, db: Path
     assert run_query(root, "data/app.db", "SELECT count(*) FROM items")["rows"] == [[2]]
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize(
     "sql",
     [
@@ -226,12 +239,13 @@ def test_writes_are_refused_and_the_file_is_unchanged_srv13(root: Path, db: Path
         "VACUUM INTO 'copy.db'",
     ],
 )
-def test_attach_detach_and_vacuum_into_are_refused_srv13(root: Path, db: Path, sql: str) -> None:
+def test_attach_detach_and_vacuum_into_are_refused(root: Path, db: Path, sql: str) -> None:
     with pytest.raises(ToolError):
         run_query(root, "data/app.db", sql)
     assert sorted(p.name for p in root.rglob("*")) == ["app.db", "data"]
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize(
     "sql",
     [
@@ -243,14 +257,15 @@ def test_attach_detach_and_vacuum_into_are_refused_srv13(root: Path, db: Path, s
         "PRAGMA optimize",
     ],
 )
-def test_pragma_writes_are_refused_srv13(root: Path, db: Path, sql: str) -> None:
+def test_pragma_writes_are_refused(root: Path, db: Path, sql: str) -> None:
     before = _digest(db)
     with pytest.raises(ToolError, match="PRAGMA"):
         run_query(root, "data/app.db", sql)
     assert _digest(db) == before
 
 
-def test_read_only_pragmas_are_answered_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_read_only_pragmas_are_answered(root: Path, db: Path) -> None:
     assert [r[1] for r in run_query(root, "data/app.db", "PRAGMA table_info(items)")["rows"]] == [
         "id",
         "name",
@@ -261,13 +276,15 @@ def test_read_only_pragmas_are_answered_srv13(root: Path, db: Path) -> None:
     assert run_query(root, "data/app.db", "PRAGMA user_version")["rows"] == [[0]]
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize("function", ["load_extension('x')", "readfile('/etc/passwd')", "writefile('x', 'y')"])
-def test_file_and_extension_functions_are_refused_srv13(root: Path, db: Path, function: str) -> None:
+def test_file_and_extension_functions_are_refused(root: Path, db: Path, function: str) -> None:
     with pytest.raises(ToolError):
         run_query(root, "data/app.db", f"SELECT {function}")
 
 
-def test_query_sees_rows_still_in_the_wal_and_changes_neither_file_srv13(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_query_sees_rows_still_in_the_wal_and_changes_neither_file(root: Path, tmp_path: Path) -> None:
     source = tmp_path / "live"
     source.mkdir()
     writer = sqlite3.connect(source / "live.db", isolation_level=None)
@@ -295,20 +312,23 @@ def test_query_sees_rows_still_in_the_wal_and_changes_neither_file_srv13(root: P
     assert _digest(db_file, wal_file) == before
 
 
-def test_rows_at_the_limit_are_all_returned_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_rows_at_the_limit_are_all_returned(root: Path, db: Path) -> None:
     result = run_query(root, "data/app.db", _rows_query(SQLITE_ROWS_MAX))
     assert result["row_count"] == SQLITE_ROWS_MAX
     assert result["truncated"] is False
 
 
-def test_one_row_past_the_limit_is_cut_and_marked_truncated_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_one_row_past_the_limit_is_cut_and_marked_truncated(root: Path, db: Path) -> None:
     result = run_query(root, "data/app.db", _rows_query(SQLITE_ROWS_MAX + 1))
     assert result["row_count"] == SQLITE_ROWS_MAX
     assert result["rows"][-1] == [SQLITE_ROWS_MAX]
     assert result["truncated"] is True
 
 
-def test_cells_at_the_limit_are_whole_and_one_byte_more_is_shortened_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_cells_at_the_limit_are_whole_and_one_byte_more_is_shortened(root: Path, db: Path) -> None:
     at = run_query(
         root,
         "data/app.db",
@@ -334,7 +354,8 @@ def test_cells_at_the_limit_are_whole_and_one_byte_more_is_shortened_srv13(root:
     assert len(base64.b64decode(blob[BLOB_KEY])) == SQLITE_CELL_MAX_BYTES
 
 
-def test_multibyte_text_is_shortened_on_a_character_boundary_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_multibyte_text_is_shortened_on_a_character_boundary(root: Path, db: Path) -> None:
     result = run_query(root, "data/app.db", "SELECT printf('%.*c', ?, 'é')", [SQLITE_CELL_MAX_BYTES])
     text = result["rows"][0][0]
     assert text.startswith("é" * (SQLITE_CELL_MAX_BYTES // 2))
@@ -349,7 +370,8 @@ def _sized_rows_query(first_row_chars: int, rows: int) -> str:
     )
 
 
-def test_result_bytes_at_the_limit_are_all_returned_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_result_bytes_at_the_limit_are_all_returned(root: Path, db: Path) -> None:
     rows = SQLITE_RESULT_MAX_BYTES // 1024
     result = run_query(root, "data/app.db", _sized_rows_query(1020, rows))
     assert result["row_count"] == rows
@@ -357,14 +379,16 @@ def test_result_bytes_at_the_limit_are_all_returned_srv13(root: Path, db: Path) 
     assert result["truncated"] is False
 
 
-def test_one_result_byte_past_the_limit_stops_reading_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_one_result_byte_past_the_limit_stops_reading(root: Path, db: Path) -> None:
     rows = SQLITE_RESULT_MAX_BYTES // 1024
     result = run_query(root, "data/app.db", _sized_rows_query(1021, rows))
     assert result["row_count"] == rows - 1
     assert result["truncated"] is True
 
 
-def test_query_text_at_the_size_limit_is_accepted_and_one_byte_more_refused_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_query_text_at_the_size_limit_is_accepted_and_one_byte_more_refused(root: Path, db: Path) -> None:
     head = "SELECT 1 -- "
     at = head + "x" * (SQLITE_QUERY_MAX_BYTES - len(head))
     assert len(at.encode()) == SQLITE_QUERY_MAX_BYTES
@@ -373,14 +397,16 @@ def test_query_text_at_the_size_limit_is_accepted_and_one_byte_more_refused_srv1
         run_query(root, "data/app.db", at + "x")
 
 
-def test_values_at_the_value_limit_are_built_and_one_byte_more_refused_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_values_at_the_value_limit_are_built_and_one_byte_more_refused(root: Path, db: Path) -> None:
     ok = run_query(root, "data/app.db", "SELECT length(zeroblob(?))", [SQLITE_VALUE_MAX_BYTES])
     assert ok["rows"] == [[SQLITE_VALUE_MAX_BYTES]]
     with pytest.raises(ToolError, match="exceeded"):
         run_query(root, "data/app.db", "SELECT length(zeroblob(?))", [SQLITE_VALUE_MAX_BYTES + 1])
 
 
-def test_endless_query_is_stopped_at_the_deadline_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_endless_query_is_stopped_at_the_deadline(root: Path, db: Path) -> None:
     sql = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
     started = time.monotonic()
     with pytest.raises(ToolError, match="longer than"):
@@ -389,17 +415,20 @@ def test_endless_query_is_stopped_at_the_deadline_srv13(root: Path, db: Path) ->
     assert SQLITE_QUERY_TIMEOUT_SECONDS <= elapsed < SQLITE_QUERY_TIMEOUT_SECONDS + 3
 
 
-def test_query_finishing_inside_a_short_deadline_succeeds_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_query_finishing_inside_a_short_deadline_succeeds(root: Path, db: Path) -> None:
     assert run_query(root, "data/app.db", _rows_query(10), timeout_seconds=0.5)["row_count"] == 10
 
 
+@pytest.mark.req("SRV-13")
 @pytest.mark.parametrize("sql", ["", "   ", "-- nothing\n", "/* nothing */;"])
-def test_empty_query_is_refused_srv13(root: Path, db: Path, sql: str) -> None:
+def test_empty_query_is_refused(root: Path, db: Path, sql: str) -> None:
     with pytest.raises(ToolError, match="empty"):
         run_query(root, "data/app.db", sql)
 
 
-def test_file_bytes_are_unchanged_after_queries_srv13(root: Path, db: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_file_bytes_are_unchanged_after_queries(root: Path, db: Path) -> None:
     before = _digest(db)
     list_tables(root, "data/app.db")
     run_query(root, "data/app.db", "SELECT * FROM items")
@@ -418,7 +447,8 @@ def many_tables(root: Path) -> Iterator[Path]:
     yield path
 
 
-def test_table_listing_is_bounded_srv13(root: Path, many_tables: Path) -> None:
+@pytest.mark.req("SRV-13")
+def test_table_listing_is_bounded(root: Path, many_tables: Path) -> None:
     result = list_tables(root, "many.db")
     assert len(result["tables"]) == SQLITE_ROWS_MAX
     assert result["truncated"] is True
@@ -448,9 +478,7 @@ def _workers_of_this_process() -> list[int]:
 
 @pytest.mark.req("SRV-13")
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
-def test_a_single_expensive_function_call_is_stopped_at_the_bound_and_no_worker_is_left_srv13(
-    root: Path, db: Path
-) -> None:
+def test_a_single_expensive_function_call_is_stopped_at_the_bound_and_no_worker_is_left(root: Path, db: Path) -> None:
     started = time.monotonic()
     with pytest.raises(ToolError, match="ran longer than 0.5 s and was stopped"):
         run_query(root, "data/app.db", _ONE_LONG_CALL, timeout_seconds=0.5)
@@ -459,7 +487,7 @@ def test_a_single_expensive_function_call_is_stopped_at_the_bound_and_no_worker_
 
 
 @pytest.mark.req("SRV-13")
-def test_the_worker_ends_itself_after_its_deadline_when_nobody_kills_it_srv13(root: Path, db: Path) -> None:
+def test_the_worker_ends_itself_after_its_deadline_when_nobody_kills_it(root: Path, db: Path) -> None:
     from shadowcode.project import sqlite_inspect
 
     request = {
@@ -470,12 +498,15 @@ def test_the_worker_ends_itself_after_its_deadline_when_nobody_kills_it_srv13(ro
     boot = [sys.executable, "-I", "-S", "-c", sqlite_inspect._WORKER_BOOT, sqlite_inspect._package_parent()]
     started = time.monotonic()
     done = subprocess.run(boot, input=json.dumps(request).encode(), capture_output=True, timeout=30, check=False)
-    assert done.returncode == -signal.SIGALRM
+    # Ended by itself either way: its own alarm killed it inside the one long call (a slow machine),
+    # or the call returned first and the deadline check stopped the query (a fast one).
+    stopped = done.returncode == 0 and b"ran longer than 0.2 s" in done.stdout
+    assert done.returncode == -signal.SIGALRM or stopped, done
     assert time.monotonic() - started < 0.2 + 2 + 3
 
 
 @pytest.mark.req("SRV-13")
-def test_a_reply_at_its_byte_limit_is_read_and_one_byte_less_room_is_refused_srv13(root: Path, db: Path) -> None:
+def test_a_reply_at_its_byte_limit_is_read_and_one_byte_less_room_is_refused(root: Path, db: Path) -> None:
     result = run_query(root, "data/app.db", "SELECT name FROM items ORDER BY id")
     size = len(json.dumps({"result": result}, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     assert run_query(root, "data/app.db", "SELECT name FROM items ORDER BY id", reply_max_bytes=size) == result

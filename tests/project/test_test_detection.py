@@ -24,10 +24,12 @@ def _names(root: Path) -> list[str]:
     return [c["name"] for c in detect_test_commands(root)]
 
 
-def test_empty_project_has_no_candidates_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_empty_project_has_no_candidates(root: Path) -> None:
     assert detect_test_commands(root) == []
 
 
+@pytest.mark.req("SRV-17")
 @pytest.mark.parametrize(
     ("name", "content"),
     [
@@ -39,7 +41,7 @@ def test_empty_project_has_no_candidates_srv17(root: Path) -> None:
         ("test/unit/test_deep.py", "def test_x():\n    pass\n"),
     ],
 )
-def test_pytest_is_detected_from_each_of_its_signs_srv17(root: Path, name: str, content: str) -> None:
+def test_pytest_is_detected_from_each_of_its_signs(root: Path, name: str, content: str) -> None:
     (root / name).parent.mkdir(parents=True, exist_ok=True)
     (root / name).write_text(content, encoding="utf-8")
     assert detect_test_commands(root) == [
@@ -47,21 +49,24 @@ def test_pytest_is_detected_from_each_of_its_signs_srv17(root: Path, name: str, 
     ]
 
 
-def test_pytest_runs_through_the_project_virtualenv_when_present_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_pytest_runs_through_the_project_virtualenv_when_present(root: Path) -> None:
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     (root / ".venv" / "bin").mkdir(parents=True)
     (root / ".venv" / "bin" / "python").touch()
     assert detect_test_commands(root)[0]["command"] == [".venv/bin/python", "-m", "pytest"]
 
 
-def test_pyproject_without_pytest_and_tests_without_test_files_are_not_pytest_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_pyproject_without_pytest_and_tests_without_test_files_are_not_pytest(root: Path) -> None:
     (root / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
     (root / "tests").mkdir()
     (root / "tests" / "helpers.py").touch()
     assert detect_test_commands(root) == []
 
 
-def test_npm_test_script_is_detected_but_the_init_placeholder_is_not_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_npm_test_script_is_detected_but_the_init_placeholder_is_not(root: Path) -> None:
     placeholder = {"scripts": {"test": 'echo "Error: no test specified" && exit 1'}}
     (root / "package.json").write_text(json.dumps(placeholder), encoding="utf-8")
     assert detect_test_commands(root) == []
@@ -73,7 +78,8 @@ def test_npm_test_script_is_detected_but_the_init_placeholder_is_not_srv17(root:
     assert detect_test_commands(root)[0]["command"] == ["pnpm", "test"]
 
 
-def test_cargo_go_and_make_are_detected_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_cargo_go_and_make_are_detected(root: Path) -> None:
     (root / "Cargo.toml").write_text("[package]\nname = 'x'\n", encoding="utf-8")
     (root / "go.mod").write_text("module example.com/x\n", encoding="utf-8")
     (root / "Makefile").write_text(".PHONY: test\ntest: build\n\tgo test ./...\n", encoding="utf-8")
@@ -85,13 +91,15 @@ def test_cargo_go_and_make_are_detected_srv17(root: Path) -> None:
     ]
 
 
-def test_several_candidates_are_all_listed_in_a_fixed_order_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_several_candidates_are_all_listed_in_a_fixed_order(root: Path) -> None:
     (root / "Makefile").write_text("test:\n\tpytest\n", encoding="utf-8")
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     (root / "package.json").write_text('{"scripts": {"test": "jest"}}', encoding="utf-8")
     assert _names(root) == ["pytest", "npm", "make"]
 
 
+@pytest.mark.req("SRV-17")
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -107,11 +115,12 @@ def test_several_candidates_are_all_listed_in_a_fixed_order_srv17(root: Path) ->
         ("tests:\n", False),
     ],
 )
-def test_makefile_rule_detection_is_exact_srv17(text: str, expected: bool) -> None:
+def test_makefile_rule_detection_is_exact(text: str, expected: bool) -> None:
     assert makefile_has_target(text, "test") is expected
 
 
-def test_manifest_at_the_read_limit_is_used_and_one_byte_more_is_not_srv17(root: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_manifest_at_the_read_limit_is_used_and_one_byte_more_is_not(root: Path) -> None:
     head = '{"scripts": {"test": "jest"}, "description": "'
     tail = '"}'
     at = head + "x" * (UNDERSTAND_READ_MAX_BYTES - len(head) - len(tail)) + tail
@@ -122,7 +131,8 @@ def test_manifest_at_the_read_limit_is_used_and_one_byte_more_is_not_srv17(root:
     assert _names(root) == []
 
 
-def test_manifest_linked_from_outside_the_project_is_ignored_srv17(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-17")
+def test_manifest_linked_from_outside_the_project_is_ignored(root: Path, tmp_path: Path) -> None:
     (tmp_path / "elsewhere.json").write_text('{"scripts": {"test": "jest"}}', encoding="utf-8")
     (root / "package.json").symlink_to(tmp_path / "elsewhere.json")
     assert detect_test_commands(root) == []
@@ -130,6 +140,6 @@ def test_manifest_linked_from_outside_the_project_is_ignored_srv17(root: Path, t
 
 @pytest.mark.req("SRV-17", "SRV-19")
 @pytest.mark.parametrize("name", ["pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "package.json", "Makefile"])
-def test_a_fifo_named_like_a_test_configuration_is_not_waited_on_srv17_srv19(root: Path, name: str) -> None:
+def test_a_fifo_named_like_a_test_configuration_is_not_waited_on(root: Path, name: str) -> None:
     os.mkfifo(root / name)
     assert at_once(lambda: detect_test_commands(root), fifos=[root / name]) == []

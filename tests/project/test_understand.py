@@ -39,7 +39,8 @@ def root(tmp_path: Path) -> Path:
     return path
 
 
-def test_map_names_languages_manifests_entry_points_tests_and_readme_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_map_names_languages_manifests_entry_points_tests_and_readme(root: Path) -> None:
     result = build_map(root)
     assert result["files"] == 7
     assert result["truncated"] is False
@@ -57,7 +58,8 @@ def test_map_names_languages_manifests_entry_points_tests_and_readme_srv19(root:
     assert "`python3 -m pytest`" in text
 
 
-def test_map_skips_tool_and_hidden_folders_but_keeps_shadowcode_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_map_skips_tool_and_hidden_folders_but_keeps_shadowcode(root: Path) -> None:
     for skipped in (".git", "node_modules", ".venv", "__pycache__", "dist", "build", ".cache"):
         (root / skipped).mkdir()
         (root / skipped / "junk.js").touch()
@@ -69,7 +71,8 @@ def test_map_skips_tool_and_hidden_folders_but_keeps_shadowcode_srv19(root: Path
     assert "`.shadowcode/` (1 file)" in result["map"]
 
 
-def test_map_follows_no_symlink_out_of_the_project_srv19(root: Path, tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_map_follows_no_symlink_out_of_the_project(root: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.rs").write_text("SECRET-CONTENT", encoding="utf-8")
@@ -82,13 +85,15 @@ def test_map_follows_no_symlink_out_of_the_project_srv19(root: Path, tmp_path: P
     assert "secret.rs" not in result["map"]
 
 
-def test_map_building_writes_nothing_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_map_building_writes_nothing(root: Path) -> None:
     before = _tree(root)
     build_map(root)
     assert _tree(root) == before
 
 
-def test_walk_at_the_file_limit_is_complete_and_one_past_is_truncated_srv19(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_walk_at_the_file_limit_is_complete_and_one_past_is_truncated(tmp_path: Path) -> None:
     root = (tmp_path / "many").resolve()
     root.mkdir()
     for index in range(UNDERSTAND_FILES_MAX):
@@ -100,7 +105,8 @@ def test_walk_at_the_file_limit_is_complete_and_one_past_is_truncated_srv19(tmp_
     assert (past["files"], past["truncated"]) == (UNDERSTAND_FILES_MAX, True)
 
 
-def test_readme_quote_stops_at_its_line_limit_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_readme_quote_stops_at_its_line_limit(root: Path) -> None:
     lines = [f"line-{n:03d}" for n in range(1, UNDERSTAND_README_LINES_MAX + 2)]
     (root / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     text = build_map(root)["map"]
@@ -108,7 +114,8 @@ def test_readme_quote_stops_at_its_line_limit_srv19(root: Path) -> None:
     assert f"line-{UNDERSTAND_README_LINES_MAX + 1:03d}" not in text
 
 
-def test_manifest_at_the_read_limit_is_parsed_and_one_byte_more_is_not_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_manifest_at_the_read_limit_is_parsed_and_one_byte_more_is_not(root: Path) -> None:
     body = '[project]\nname = "sized"\n# '
     padded = body + "x" * (UNDERSTAND_READ_MAX_BYTES - len(body) - 1) + "\n"
     assert len(padded.encode()) == UNDERSTAND_READ_MAX_BYTES
@@ -121,7 +128,8 @@ def test_manifest_at_the_read_limit_is_parsed_and_one_byte_more_is_not_srv19(roo
     assert "not parsed" in manifest["note"]
 
 
-def test_map_text_is_cut_to_its_byte_limit_srv19(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_map_text_is_cut_to_its_byte_limit(tmp_path: Path) -> None:
     root = (tmp_path / "wide").resolve()
     root.mkdir()
     for index in range(1500):
@@ -135,7 +143,8 @@ def test_map_text_is_cut_to_its_byte_limit_srv19(tmp_path: Path) -> None:
     assert result["files"] == 1500
 
 
-def test_map_exactly_at_its_byte_limit_is_whole_and_one_byte_less_room_cuts_it_srv19(root: Path) -> None:
+@pytest.mark.req("SRV-19")
+def test_map_exactly_at_its_byte_limit_is_whole_and_one_byte_less_room_cuts_it(root: Path) -> None:
     natural = build_map(root)["map"]
     size = len(natural.encode())
     at = build_map(root, map_max_bytes=size)
@@ -145,7 +154,8 @@ def test_map_exactly_at_its_byte_limit_is_whole_and_one_byte_less_room_cuts_it_s
     assert len(under["map"].encode()) <= size - 1
 
 
-def test_clip_keeps_text_at_the_limit_and_cuts_one_byte_more_on_a_character_boundary_srv19() -> None:
+@pytest.mark.req("SRV-19")
+def test_clip_keeps_text_at_the_limit_and_cuts_one_byte_more_on_a_character_boundary() -> None:
     at = "é" * (UNDERSTAND_MAP_MAX_BYTES // 2)
     assert clip_utf8(at, UNDERSTAND_MAP_MAX_BYTES) == (at, False)
     past = at + "x"
@@ -156,7 +166,7 @@ def test_clip_keeps_text_at_the_limit_and_cuts_one_byte_more_on_a_character_boun
 
 
 @pytest.mark.req("SRV-19")
-def test_fifos_named_like_a_readme_or_manifests_do_not_hang_the_map_srv19(root: Path) -> None:
+def test_fifos_named_like_a_readme_or_manifests_do_not_hang_the_map(root: Path) -> None:
     fifos = [root / "README.md", root / "pyproject.toml", root / "package.json", root / "Cargo.toml"]
     for fifo in fifos:
         fifo.unlink(missing_ok=True)
@@ -168,9 +178,7 @@ def test_fifos_named_like_a_readme_or_manifests_do_not_hang_the_map_srv19(root: 
 
 
 @pytest.mark.req("SRV-19", "SRV-08")
-def test_the_map_leaves_out_the_profile_root_inside_the_project_srv19_srv08(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_map_leaves_out_the_profile_root_inside_the_project(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = root / ".shadowcode"
     monkeypatch.setenv("SHADOWCODE_HOME", str(home))
     before = build_map(root)
@@ -182,7 +190,7 @@ def test_the_map_leaves_out_the_profile_root_inside_the_project_srv19_srv08(
 
 
 @pytest.mark.req("SRV-19")
-def test_sqlite_sidecars_are_not_counted_as_languages_srv19(root: Path) -> None:
+def test_sqlite_sidecars_are_not_counted_as_languages(root: Path) -> None:
     for name in ("app.db", "app.db-wal", "app.db-shm", "app.db-journal", "cache.sqlite3-wal"):
         (root / name).write_bytes(b"x")
     languages = build_map(root)["languages"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
     BackgroundProcess,
     BackgroundRef,
     BackgroundStopped,
+    Caller,
     Empty,
+    EngineApi,
     EngineStatus,
     EngineStopping,
 )

@@ -17,8 +17,8 @@ from pydantic import JsonValue
 
 from shadowcode.agent.tool_specs import TOOL_SPECS
 from shadowcode.blocking import run_blocking
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
+    Caller,
     Check,
     CheckpointDetail,
     CheckpointQuery,
@@ -27,6 +27,7 @@ from shadowcode.engine.messages import (
     Diagnostics,
     DoctorRequest,
     Empty,
+    EngineApi,
     ProjectMap,
     Review,
     SavedMap,

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from shadowcode.agent.toolbox import detect_single_test_command
 from shadowcode.blocking import run_blocking
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
     ApprovalDecision,
     ApprovalRecord,
+    Caller,
     Empty,
+    EngineApi,
     JobCancelled,
     JobDetail,
     JobQuery,
@@ -82,6 +83,32 @@ def _model(state: EngineState, name: str | None) -> ModelSettings:
     raise ConfigError(f"no model named {wanted!r} is configured (configured: {known})")
 
 
+def _record(
+    state: EngineState,
+    owner: Owner | None,
+    project: Project,
+    mode: TaskMode,
+    prompt: str,
+    level: PermissionLevel,
+    model: str | None,
+) -> TaskRecord:
+    """Charge the owner one job of its lifetime (SRV-24), record the queued job and give it to the owner."""
+    if owner is not None:
+        state.owners.charge(owner, project.path)
+    task = state.records.create(
+        project=project.path,
+        owner=owner.id if owner else None,
+        mode=mode,
+        prompt=prompt,
+        permission_level=level,
+        model=model,
+        engine_id=state.id,
+    )
+    if owner is not None:
+        owner.task_ids.add(task.id)
+    return task
+
+
 @handles(EngineApi.task_submit)
 async def task_submit(state: EngineState, request: TaskRequest, caller: Caller) -> TaskSubmitted:
     owner = _owner(caller)
@@ -100,19 +127,7 @@ async def task_submit(state: EngineState, request: TaskRequest, caller: Caller) 
     if effective is not PermissionLevel.READ_ONLY:
         require_write(project, caller.access, f"a {effective} task")
     model = _model(state, request.model)
-    if owner is not None:
-        state.owners.charge(owner, project.path)
-    task = state.records.create(
-        project=project.path,
-        owner=owner.id if owner else None,
-        mode=request.mode,
-        prompt=request.prompt,
-        permission_level=effective,
-        model=model.name,
-        engine_id=state.id,
-    )
-    if owner is not None:
-        owner.task_ids.add(task.id)
+    task = _record(state, owner, project, request.mode, request.prompt, effective, model.name)
     for note in notes:
         state.records.event(task.id, "task.note", {"note": note})
     servers = None
@@ -133,19 +148,7 @@ async def test_submit(state: EngineState, request: TestRequest, caller: Caller) 
     if command is not None and (not command or not all(isinstance(a, str) and a for a in command)):
         raise ToolError("command must be a non-empty array of non-empty strings")
     argv = list(command) if command else await run_blocking(detect_single_test_command, project.path)
-    if owner is not None:
-        state.owners.charge(owner, project.path)
-    task = state.records.create(
-        project=project.path,
-        owner=owner.id if owner else None,
-        mode=TaskMode.TEST,
-        prompt=" ".join(argv),
-        permission_level=PermissionLevel.WORKSPACE,
-        model=None,
-        engine_id=state.id,
-    )
-    if owner is not None:
-        owner.task_ids.add(task.id)
+    task = _record(state, owner, project, TaskMode.TEST, " ".join(argv), PermissionLevel.WORKSPACE, None)
     state.runner.queue_test(task, argv)
     return TestSubmitted(task.id, TaskStatus.QUEUED, argv)
 

@@ -6,9 +6,10 @@ caller's canonical project: another project's task or goal is not found (SRV-08)
 
 from __future__ import annotations
 
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
+    Caller,
     Empty,
+    EngineApi,
     GoalAbandon,
     GoalAdvance,
     GoalCreate,

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import Empty, ModelAdd, ModelList, ProjectInfo, ProjectRef, ProjectTrust, Status
+from shadowcode.engine.api import (
+    Caller,
+    Empty,
+    EngineApi,
+    ModelAdd,
+    ModelList,
+    ProjectInfo,
+    ProjectRef,
+    ProjectTrust,
+    Status,
+)
 from shadowcode.engine.projects import Project
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.verbs._registry import handles

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shadowcode.engine.api import Caller, EngineApi
-from shadowcode.engine.messages import (
+from shadowcode.engine.api import (
+    Caller,
     Empty,
+    EngineApi,
     McpAdd,
     McpCatalog,
     McpEnable,

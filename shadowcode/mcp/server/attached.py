@@ -20,8 +20,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import Access, Caller, EngineApi
-from shadowcode.engine.messages import Empty
+from shadowcode.engine.api import Access, Caller, Empty, EngineApi
 from shadowcode.errors import ShadowcodeError
 
 __all__ = ["serve_attached"]

@@ -170,7 +170,7 @@ async def _serve(
     profile: Profile, workspace: Path, access: Access, address: BindAddress, token: bytes, limits: GatewayLimits | None
 ) -> None:
     from shadowcode.engine import open_engine
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Empty
     from shadowcode.mcp.server.app import build_server
     from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.streamable_http import GatewayServer, build_mcp_app

@@ -42,8 +42,7 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
 
 async def _serve(profile: Profile, workspace: Path, allow_write: bool, allow_approvals: bool) -> None:
     from shadowcode.engine import open_engine
-    from shadowcode.engine.api import Access, Caller
-    from shadowcode.engine.messages import Empty
+    from shadowcode.engine.api import Access, Caller, Empty
     from shadowcode.mcp.server.app import build_server
     from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport

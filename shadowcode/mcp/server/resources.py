@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shadowcode.engine import messages as m
+from shadowcode.engine import api as m
 from shadowcode.engine.wire import to_json
 from shadowcode.errors import NotFound
 from shadowcode.mcp.server.context import ServerContext

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from shadowcode import __version__
-from shadowcode.engine import messages as m
+from shadowcode.engine import api as m
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.errors import ToolError

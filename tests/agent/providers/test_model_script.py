@@ -18,6 +18,7 @@ def _turn(**fields: Any) -> dict[str, Any]:
     return {"tasks": [{"match": "", "turns": [fields]}]}
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize(
     ("script", "field"),
     [
@@ -32,7 +33,7 @@ def _turn(**fields: Any) -> dict[str, Any]:
         ({}, r"tasks"),
     ],
 )
-def test_an_invalid_script_is_refused_naming_file_and_field_eng05(
+def test_an_invalid_script_is_refused_naming_file_and_field(
     write_script: Callable[..., Path], script: dict[str, Any], field: str
 ) -> None:
     path = write_script(script, "broken-script.yaml")
@@ -42,6 +43,7 @@ def test_an_invalid_script_is_refused_naming_file_and_field_eng05(
     assert caught.value.exit_code == 2
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize(
     ("name", "text", "problem"),
     [
@@ -51,7 +53,7 @@ def test_an_invalid_script_is_refused_naming_file_and_field_eng05(
         ("empty.yaml", "", "must be a mapping"),
     ],
 )
-def test_a_script_that_does_not_parse_is_refused_naming_the_file_eng05(
+def test_a_script_that_does_not_parse_is_refused_naming_the_file(
     tmp_path: Path, name: str, text: str, problem: str
 ) -> None:
     path = tmp_path / name
@@ -61,7 +63,8 @@ def test_a_script_that_does_not_parse_is_refused_naming_the_file_eng05(
     assert name in caught.value.message
 
 
-def test_a_script_that_is_not_utf8_is_refused_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_script_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latin.yaml"
     path.write_bytes(b"tasks: []\n# caf\xe9\n")
     with pytest.raises(ConfigError, match="not UTF-8"):
@@ -75,28 +78,33 @@ def _script_of_size(path: Path, size: int) -> Path:
     return path
 
 
-def test_a_script_at_the_size_limit_loads_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_script_at_the_size_limit_loads(tmp_path: Path) -> None:
     script = load_script(_script_of_size(tmp_path / "big.yaml", MODEL_SCRIPT_MAX_BYTES))
     assert script.tasks[0].turns[0].content == "ok"
 
 
-def test_a_script_one_byte_past_the_size_limit_is_refused_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_script_one_byte_past_the_size_limit_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=f"larger than {MODEL_SCRIPT_MAX_BYTES} bytes"):
         load_script(_script_of_size(tmp_path / "big.yaml", MODEL_SCRIPT_MAX_BYTES + 1))
 
 
-def test_a_turn_delay_at_the_limit_is_accepted_eng05(write_script: Callable[..., Path]) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_turn_delay_at_the_limit_is_accepted(write_script: Callable[..., Path]) -> None:
     script = load_script(write_script(_turn(delay_seconds=MODEL_SCRIPT_DELAY_MAX_SECONDS)))
     assert script.tasks[0].turns[0].delay_seconds == MODEL_SCRIPT_DELAY_MAX_SECONDS
 
 
-def test_a_turn_delay_just_past_the_limit_is_refused_eng05(write_script: Callable[..., Path]) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_turn_delay_just_past_the_limit_is_refused(write_script: Callable[..., Path]) -> None:
     past = math.nextafter(MODEL_SCRIPT_DELAY_MAX_SECONDS, math.inf)
     with pytest.raises(ConfigError, match=r"turns\[0\]\.delay_seconds"):
         load_script(write_script(_turn(delay_seconds=past), "late.json"))
 
 
-def test_the_sample_scripts_in_fixtures_are_valid_eng05() -> None:
+@pytest.mark.req("ENG-05")
+def test_the_sample_scripts_in_fixtures_are_valid() -> None:
     folder = Path(__file__).resolve().parents[3] / "fixtures" / "scripts"
     paths = sorted(folder.iterdir())
     assert paths

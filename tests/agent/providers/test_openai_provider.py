@@ -57,7 +57,8 @@ async def _refusal(provider: Any, text: str = "Summarise the README") -> Provide
     return caught.value
 
 
-async def test_a_tool_call_reply_then_a_final_reply_come_back_parsed_eng05(
+@pytest.mark.req("ENG-05")
+async def test_a_tool_call_reply_then_a_final_reply_come_back_parsed(
     profile: Profile, server: Callable[..., Any]
 ) -> None:
     with server("--script", SCRIPT) as srv:
@@ -93,7 +94,8 @@ async def test_a_tool_call_reply_then_a_final_reply_come_back_parsed_eng05(
     assert [(line["task_id"], line["model"]) for line in logged] == [("task-1", "local"), ("task-1", "local")]
 
 
-async def test_unparseable_tool_arguments_come_back_raw_eng05(profile: Profile, server: Callable[..., Any]) -> None:
+@pytest.mark.req("ENG-05")
+async def test_unparseable_tool_arguments_come_back_raw(profile: Profile, server: Callable[..., Any]) -> None:
     with server("--script", SCRIPT) as srv:
         provider = open_provider(_settings(srv.url), profile)
         reply = await _ask(provider, "send bad arguments")
@@ -102,7 +104,8 @@ async def test_unparseable_tool_arguments_come_back_raw_eng05(profile: Profile, 
     assert (call.name, call.arguments, call.raw_arguments) == ("read_file", None, '{"path": ')
 
 
-async def test_an_http_500_is_a_clear_provider_error_without_the_body_eng05(
+@pytest.mark.req("ENG-05")
+async def test_an_http_500_is_a_clear_provider_error_without_the_body(
     profile: Profile, server: Callable[..., Any]
 ) -> None:
     with server("--fail-status", "500") as srv:
@@ -113,7 +116,8 @@ async def test_an_http_500_is_a_clear_provider_error_without_the_body_eng05(
     assert error.fields == {"model": "local", "task_id": "task-1"}
 
 
-async def test_a_scripted_error_turn_reaches_the_caller_as_a_status_eng05(
+@pytest.mark.req("ENG-05")
+async def test_a_scripted_error_turn_reaches_the_caller_as_a_status(
     profile: Profile, server: Callable[..., Any], write_script: Callable[..., Path]
 ) -> None:
     script = write_script({"tasks": [{"match": "", "turns": [{"error": "overloaded"}]}]})
@@ -122,8 +126,9 @@ async def test_a_scripted_error_turn_reaches_the_caller_as_a_status_eng05(
     assert "HTTP 500" in error.message
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize(("status", "hint"), [(401, "API key was refused"), (429, "rate limited"), (404, "base_url")])
-async def test_common_http_errors_carry_a_hint_eng05(
+async def test_common_http_errors_carry_a_hint(
     profile: Profile, server: Callable[..., Any], status: int, hint: str
 ) -> None:
     with server("--fail-status", str(status)) as srv:
@@ -132,7 +137,8 @@ async def test_common_http_errors_carry_a_hint_eng05(
     assert hint in error.message
 
 
-async def test_a_redirect_is_not_followed_eng05(profile: Profile, server: Callable[..., Any]) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_redirect_is_not_followed(profile: Profile, server: Callable[..., Any]) -> None:
     with server("--fail-status", "307") as srv:
         error = await _refusal(open_provider(_settings(srv.url), profile))
         assert len(srv.requests()) == 1
@@ -140,7 +146,8 @@ async def test_a_redirect_is_not_followed_eng05(profile: Profile, server: Callab
     assert "redirects are not followed" in error.message
 
 
-async def test_a_hanging_server_hits_the_read_timeout_eng05(profile: Profile, server: Callable[..., Any]) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_hanging_server_hits_the_read_timeout(profile: Profile, server: Callable[..., Any]) -> None:
     with server("--hang") as srv:
         provider = OpenAIProvider(_settings(srv.url), profile, read_timeout_seconds=0.3)
         started = time.monotonic()
@@ -149,7 +156,8 @@ async def test_a_hanging_server_hits_the_read_timeout_eng05(profile: Profile, se
     assert "timed out (read timeout)" in error.message
 
 
-async def test_a_hanging_server_hits_the_total_deadline_eng05(profile: Profile, server: Callable[..., Any]) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_hanging_server_hits_the_total_deadline(profile: Profile, server: Callable[..., Any]) -> None:
     with server("--hang") as srv:
         provider = OpenAIProvider(_settings(srv.url), profile, read_timeout_seconds=60, total_timeout_seconds=0.3)
         started = time.monotonic()
@@ -158,9 +166,8 @@ async def test_a_hanging_server_hits_the_total_deadline_eng05(profile: Profile, 
     assert "no complete answer within 0.3 seconds" in error.message
 
 
-async def test_a_slow_answer_within_the_read_timeout_is_accepted_eng05(
-    profile: Profile, server: Callable[..., Any]
-) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_slow_answer_within_the_read_timeout_is_accepted(profile: Profile, server: Callable[..., Any]) -> None:
     with server("--script", SCRIPT) as srv:
         provider = OpenAIProvider(_settings(srv.url), profile, read_timeout_seconds=3)
         reply = await _ask(provider, "think slowly")
@@ -168,7 +175,8 @@ async def test_a_slow_answer_within_the_read_timeout_is_accepted_eng05(
     assert reply.content == "Still thinking."
 
 
-async def test_an_unreachable_server_is_a_provider_error_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+async def test_an_unreachable_server_is_a_provider_error(profile: Profile) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -177,6 +185,7 @@ async def test_an_unreachable_server_is_a_provider_error_eng05(profile: Profile)
     assert "ConnectError" in error.message
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
@@ -189,7 +198,7 @@ async def test_an_unreachable_server_is_a_provider_error_eng05(profile: Profile)
         ('{"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}', "without a function name"),
     ],
 )
-async def test_an_answer_that_is_not_a_chat_completion_is_refused_eng05(
+async def test_an_answer_that_is_not_a_chat_completion_is_refused(
     profile: Profile, server: Callable[..., Any], body: str, problem: str
 ) -> None:
     with server("--raw-body", body) as srv:
@@ -198,7 +207,8 @@ async def test_an_answer_that_is_not_a_chat_completion_is_refused_eng05(
     assert body not in error.message
 
 
-async def test_tool_calls_without_ids_or_with_object_arguments_are_accepted_eng05(
+@pytest.mark.req("ENG-05")
+async def test_tool_calls_without_ids_or_with_object_arguments_are_accepted(
     profile: Profile, server: Callable[..., Any]
 ) -> None:
     body = {
@@ -224,8 +234,9 @@ async def test_tool_calls_without_ids_or_with_object_arguments_are_accepted_eng0
     assert first.content is None
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize("framing", [(), ("--no-length",)], ids=["content-length", "read-to-close"])
-async def test_an_answer_at_the_size_limit_is_accepted_eng05(
+async def test_an_answer_at_the_size_limit_is_accepted(
     profile: Profile, server: Callable[..., Any], framing: tuple[str, ...]
 ) -> None:
     with server("--script", SCRIPT, "--pad-to", str(MODEL_RESPONSE_MAX_BYTES), *framing) as srv:
@@ -235,8 +246,9 @@ async def test_an_answer_at_the_size_limit_is_accepted_eng05(
     assert reply.content == "I'll read the README first."
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize("framing", [(), ("--no-length",)], ids=["content-length", "read-to-close"])
-async def test_an_answer_one_byte_past_the_size_limit_is_refused_eng05(
+async def test_an_answer_one_byte_past_the_size_limit_is_refused(
     profile: Profile, server: Callable[..., Any], framing: tuple[str, ...]
 ) -> None:
     with server("--script", SCRIPT, "--pad-to", str(MODEL_RESPONSE_MAX_BYTES + 1), *framing) as srv:
@@ -244,7 +256,8 @@ async def test_an_answer_one_byte_past_the_size_limit_is_refused_eng05(
     assert f"larger than {MODEL_RESPONSE_MAX_BYTES} bytes" in error.message
 
 
-async def test_the_key_comes_from_the_environment_eng05(
+@pytest.mark.req("ENG-05")
+async def test_the_key_comes_from_the_environment(
     profile: Profile, server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_NAME, "env-secret-123")
@@ -257,7 +270,8 @@ async def test_the_key_comes_from_the_environment_eng05(
     assert "env-secret-123" not in (profile.root / "model-requests.jsonl").read_text(encoding="utf-8")
 
 
-async def test_the_key_comes_from_the_secret_store_when_the_environment_lacks_it_eng05(
+@pytest.mark.req("ENG-05")
+async def test_the_key_comes_from_the_secret_store_when_the_environment_lacks_it(
     profile: Profile, server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_NAME, raising=False)
@@ -269,7 +283,8 @@ async def test_the_key_comes_from_the_secret_store_when_the_environment_lacks_it
         await provider.aclose()
 
 
-async def test_the_environment_wins_over_the_secret_store_eng05(
+@pytest.mark.req("ENG-05")
+async def test_the_environment_wins_over_the_secret_store(
     profile: Profile, server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_NAME, "env-secret-123")
@@ -281,7 +296,8 @@ async def test_the_environment_wins_over_the_secret_store_eng05(
     assert "secret" not in error.message.replace("secret store", "")
 
 
-def test_a_named_key_found_nowhere_is_a_config_error_naming_only_the_variable_eng05(
+@pytest.mark.req("ENG-05")
+def test_a_named_key_found_nowhere_is_a_config_error_naming_only_the_variable(
     profile: Profile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_NAME, raising=False)
@@ -294,7 +310,8 @@ def test_a_named_key_found_nowhere_is_a_config_error_naming_only_the_variable_en
     assert "value-789" not in caught.value.message
 
 
-def test_a_secret_store_that_is_not_an_object_is_a_config_error_eng05(
+@pytest.mark.req("ENG-05")
+def test_a_secret_store_that_is_not_an_object_is_a_config_error(
     profile: Profile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_NAME, raising=False)
@@ -305,7 +322,8 @@ def test_a_secret_store_that_is_not_an_object_is_a_config_error_eng05(
     assert "hidden-value" not in caught.value.message
 
 
-async def test_proxy_variables_are_ignored_eng05(
+@pytest.mark.req("ENG-05")
+async def test_proxy_variables_are_ignored(
     profile: Profile, server: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with socket.socket() as sock:
@@ -323,6 +341,7 @@ async def test_proxy_variables_are_ignored_eng05(
     assert reply.tool_calls
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
@@ -332,7 +351,7 @@ async def test_proxy_variables_are_ignored_eng05(
         ({"model": "m", "base_url": "not a url"}, "http or https"),
     ],
 )
-def test_an_openai_model_missing_its_endpoint_or_model_is_a_config_error_eng05(
+def test_an_openai_model_missing_its_endpoint_or_model_is_a_config_error(
     profile: Profile, fields: dict[str, str], problem: str
 ) -> None:
     with pytest.raises(ConfigError, match=problem):

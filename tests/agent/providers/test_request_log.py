@@ -14,7 +14,8 @@ from shadowcode.limits import MODEL_LOG_TEXT_MAX_CHARS
 from shadowcode.profile import ModelSettings, Profile
 
 
-def test_the_log_defaults_to_the_profile_and_follows_request_log_eng05(profile: Profile, tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_the_log_defaults_to_the_profile_and_follows_request_log(profile: Profile, tmp_path: Path) -> None:
     plain = ModelSettings(name="m", provider="scripted", script="s.yaml")
     assert RequestLog.for_model(plain, profile).path == profile.root / "model-requests.jsonl"
     chosen = ModelSettings(name="m", provider="scripted", script="s.yaml", request_log=str(tmp_path / "probe.jsonl"))
@@ -23,7 +24,8 @@ def test_the_log_defaults_to_the_profile_and_follows_request_log_eng05(profile: 
     assert RequestLog.for_model(relative, profile).path == profile.root / "logs" / "requests.jsonl"
 
 
-def test_a_line_records_task_model_count_and_last_message_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_line_records_task_model_count_and_last_message(tmp_path: Path) -> None:
     log = RequestLog(tmp_path / "deep" / "requests.jsonl")
     messages = [
         {"role": "user", "content": "hi"},
@@ -43,12 +45,14 @@ def test_a_line_records_task_model_count_and_last_message_eng05(tmp_path: Path) 
     assert log.path.stat().st_mode & 0o777 == 0o600
 
 
-def test_text_at_the_log_limit_is_kept_whole_eng05() -> None:
+@pytest.mark.req("ENG-05")
+def test_text_at_the_log_limit_is_kept_whole() -> None:
     text = "a" * MODEL_LOG_TEXT_MAX_CHARS
     assert shorten({"content": text}) == {"content": text}
 
 
-def test_text_one_past_the_log_limit_is_cut_and_marked_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_text_one_past_the_log_limit_is_cut_and_marked(tmp_path: Path) -> None:
     text = "é" * (MODEL_LOG_TEXT_MAX_CHARS + 1)
     assert shorten(text) == "é" * MODEL_LOG_TEXT_MAX_CHARS + "…[+1 chars]"
     log = RequestLog(tmp_path / "r.jsonl")
@@ -58,7 +62,8 @@ def test_text_one_past_the_log_limit_is_cut_and_marked_eng05(tmp_path: Path) -> 
     assert log.path.stat().st_size < 3 * MODEL_LOG_TEXT_MAX_CHARS
 
 
-def test_concurrent_appends_never_interleave_lines_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_concurrent_appends_never_interleave_lines(tmp_path: Path) -> None:
     log = RequestLog(tmp_path / "r.jsonl")
     big = [{"role": "user", "content": "y" * MODEL_LOG_TEXT_MAX_CHARS}]
 
@@ -76,7 +81,8 @@ def test_concurrent_appends_never_interleave_lines_eng05(tmp_path: Path) -> None
     assert len({line["task_id"] for line in lines}) == 400
 
 
-def test_an_unwritable_log_fails_the_request_instead_of_skipping_the_count_eng05(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_an_unwritable_log_fails_the_request_instead_of_skipping_the_count(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
     log = RequestLog(blocker / "requests.jsonl")

@@ -48,9 +48,8 @@ async def _ask(provider: ScriptedProvider, text: str, task_id: str) -> ModelRepl
         return await provider.complete(_user(text), [], task_id=task_id)
 
 
-async def test_each_task_gets_its_entry_turns_in_order_eng05(
-    profile: Profile, write_script: Callable[..., Path]
-) -> None:
+@pytest.mark.req("ENG-05")
+async def test_each_task_gets_its_entry_turns_in_order(profile: Profile, write_script: Callable[..., Path]) -> None:
     provider = _open(profile, write_script(TWO_TASKS))
     first = await _ask(provider, "please read the file", "t1")
     assert first == ModelReply(
@@ -68,9 +67,8 @@ async def test_each_task_gets_its_entry_turns_in_order_eng05(
     await provider.aclose()
 
 
-async def test_tasks_replay_independently_of_each_other_eng05(
-    profile: Profile, write_script: Callable[..., Path]
-) -> None:
+@pytest.mark.req("ENG-05")
+async def test_tasks_replay_independently_of_each_other(profile: Profile, write_script: Callable[..., Path]) -> None:
     provider = _open(profile, write_script(TWO_TASKS))
     assert (await _ask(provider, "read it", "a")).content == "reading"
     assert (await _ask(provider, "read it", "b")).content == "reading"
@@ -78,7 +76,8 @@ async def test_tasks_replay_independently_of_each_other_eng05(
     assert (await _ask(provider, "read it", "b")).content == "read done"
 
 
-async def test_first_matching_entry_wins_and_later_messages_do_not_change_it_eng05(
+@pytest.mark.req("ENG-05")
+async def test_first_matching_entry_wins_and_later_messages_do_not_change_it(
     profile: Profile, write_script: Callable[..., Path]
 ) -> None:
     provider = _open(profile, write_script(TWO_TASKS))
@@ -92,15 +91,15 @@ async def test_first_matching_entry_wins_and_later_messages_do_not_change_it_eng
         assert (await provider.complete(later, [], task_id="both")).content == "read done"
 
 
-async def test_a_task_matching_no_entry_fails_clearly_eng05(
-    profile: Profile, write_script: Callable[..., Path]
-) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_task_matching_no_entry_fails_clearly(profile: Profile, write_script: Callable[..., Path]) -> None:
     provider = _open(profile, write_script({"tasks": [{"match": "^only this$", "turns": [{"content": "x"}]}]}))
     with pytest.raises(ProviderError, match="no script entry matches"):
         await _ask(provider, "something else", "t")
 
 
-async def test_a_task_past_its_last_turn_gets_a_provider_error_eng05(
+@pytest.mark.req("ENG-05")
+async def test_a_task_past_its_last_turn_gets_a_provider_error(
     profile: Profile, write_script: Callable[..., Path]
 ) -> None:
     provider = _open(profile, write_script(TWO_TASKS))
@@ -114,9 +113,8 @@ async def test_a_task_past_its_last_turn_gets_a_provider_error_eng05(
         await _ask(provider, "write", "t")
 
 
-async def test_a_busy_turn_answers_only_after_its_delay_eng05(
-    profile: Profile, write_script: Callable[..., Path]
-) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_busy_turn_answers_only_after_its_delay(profile: Profile, write_script: Callable[..., Path]) -> None:
     provider = _open(
         profile, write_script({"tasks": [{"match": "", "turns": [{"content": "late", "delay_seconds": 0.3}]}]})
     )
@@ -126,7 +124,8 @@ async def test_a_busy_turn_answers_only_after_its_delay_eng05(
     assert time.monotonic() - started >= 0.3
 
 
-async def test_a_busy_turn_can_be_cancelled_at_once_eng05(profile: Profile, write_script: Callable[..., Path]) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_busy_turn_can_be_cancelled_at_once(profile: Profile, write_script: Callable[..., Path]) -> None:
     provider = _open(
         profile, write_script({"tasks": [{"match": "", "turns": [{"content": "x", "delay_seconds": 600}]}]})
     )
@@ -137,7 +136,8 @@ async def test_a_busy_turn_can_be_cancelled_at_once_eng05(profile: Profile, writ
     assert time.monotonic() - started < 5
 
 
-async def test_an_error_turn_fails_the_request_with_its_message_eng05(
+@pytest.mark.req("ENG-05")
+async def test_an_error_turn_fails_the_request_with_its_message(
     profile: Profile, write_script: Callable[..., Path]
 ) -> None:
     provider = _open(profile, write_script({"tasks": [{"match": "", "turns": [{"error": "model overloaded"}]}]}))
@@ -145,7 +145,8 @@ async def test_an_error_turn_fails_the_request_with_its_message_eng05(
         await _ask(provider, "go", "t")
 
 
-async def test_call_ids_count_across_a_task_and_script_ids_are_kept_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+async def test_call_ids_count_across_a_task_and_script_ids_are_kept(profile: Profile) -> None:
     provider = _open(profile, SCRIPTS / "read_then_done.yaml")
     first = await _ask(provider, "Fix the failing test please", "t")
     assert [c.id for c in first.tool_calls] == ["call_tests", "call_2"]
@@ -155,7 +156,8 @@ async def test_call_ids_count_across_a_task_and_script_ids_are_kept_eng05(profil
     assert (await _ask(provider, "Fix the failing test please", "t")).content == "All tests pass now."
 
 
-async def test_unparseable_scripted_arguments_come_back_raw_with_no_object_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+async def test_unparseable_scripted_arguments_come_back_raw_with_no_object(profile: Profile) -> None:
     provider = _open(profile, SCRIPTS / "read_then_done.yaml")
     reply = await _ask(provider, "send bad arguments", "t")
     (call,) = reply.tool_calls
@@ -163,14 +165,16 @@ async def test_unparseable_scripted_arguments_come_back_raw_with_no_object_eng05
     assert call.raw_arguments == '{"path": '
 
 
-async def test_a_json_script_replays_like_yaml_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_json_script_replays_like_yaml(profile: Profile) -> None:
     provider = _open(profile, SCRIPTS / "edit_file.json")
     reply = await _ask(provider, "Add a CHANGELOG", "t")
     assert reply.tool_calls[0].name == "write_file"
     assert reply.tool_calls[0].arguments == {"path": "CHANGELOG.md", "content": "# Changelog\n\n## Unreleased\n"}
 
 
-async def test_user_content_given_as_parts_is_matched_on_its_text_eng05(
+@pytest.mark.req("ENG-05")
+async def test_user_content_given_as_parts_is_matched_on_its_text(
     profile: Profile, write_script: Callable[..., Path]
 ) -> None:
     provider = _open(profile, write_script(TWO_TASKS))
@@ -179,9 +183,8 @@ async def test_user_content_given_as_parts_is_matched_on_its_text_eng05(
         assert (await provider.complete(messages, [], task_id="t")).content == "writing"
 
 
-async def test_every_request_is_logged_even_a_failing_one_eng05(
-    profile: Profile, write_script: Callable[..., Path]
-) -> None:
+@pytest.mark.req("ENG-05")
+async def test_every_request_is_logged_even_a_failing_one(profile: Profile, write_script: Callable[..., Path]) -> None:
     provider = _open(profile, write_script(TWO_TASKS))
     await _ask(provider, "write", "t")
     with pytest.raises(ProviderError):
@@ -196,25 +199,29 @@ async def test_every_request_is_logged_even_a_failing_one_eng05(
     assert abs(lines[0]["at"] - time.time()) < 60
 
 
-async def test_a_relative_script_path_is_taken_from_the_profile_root_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+async def test_a_relative_script_path_is_taken_from_the_profile_root(profile: Profile) -> None:
     profile.root.mkdir(parents=True)
     (profile.root / "model.yaml").write_text('tasks: [{match: "", turns: [{content: hi}]}]\n', encoding="utf-8")
     provider = _open(profile, Path("model.yaml"))
     assert (await _ask(provider, "x", "t")).content == "hi"
 
 
-def test_a_scripted_model_without_a_script_is_a_config_error_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_scripted_model_without_a_script_is_a_config_error(profile: Profile) -> None:
     with pytest.raises(ConfigError, match="names no script"):
         open_provider(ModelSettings(name="m", provider="scripted"), profile)
 
 
-def test_a_missing_script_file_is_a_config_error_naming_it_eng05(profile: Profile, tmp_path: Path) -> None:
+@pytest.mark.req("ENG-05")
+def test_a_missing_script_file_is_a_config_error_naming_it(profile: Profile, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere.yaml"
     with pytest.raises(ConfigError, match="nowhere.yaml"):
         open_provider(ModelSettings(name="m", provider="scripted", script=str(missing)), profile)
 
 
-def test_an_unknown_provider_is_a_config_error_eng05(profile: Profile) -> None:
+@pytest.mark.req("ENG-05")
+def test_an_unknown_provider_is_a_config_error(profile: Profile) -> None:
     settings = ModelSettings.model_construct(name="m", provider="carrier-pigeon")
     with pytest.raises(ConfigError, match="unknown provider 'carrier-pigeon'"):
         open_provider(settings, profile)

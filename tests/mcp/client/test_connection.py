@@ -81,6 +81,7 @@ async def _works(mode: str, *extra: str, cwd: Path, call: bool = True) -> Connec
     return conn
 
 
+@pytest.mark.req("CLI-13", "CLI-14")
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
@@ -92,33 +93,37 @@ async def _works(mode: str, *extra: str, cwd: Path, call: bool = True) -> Connec
         ("crash_at_init", "closed its output"),
     ],
 )
-async def test_a_hostile_server_fails_its_connection_with_the_named_cause_and_leaves_no_process_cli13_cli14(
+async def test_a_hostile_server_fails_its_connection_with_the_named_cause_and_leaves_no_process(
     tmp_path: Path, mode: str, message: str
 ) -> None:
     conn = await _fails(mode, cwd=tmp_path)
     assert message in (conn.error or "")
 
 
-async def test_a_server_that_never_answers_initialize_fails_at_its_deadline_cli13(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-13")
+async def test_a_server_that_never_answers_initialize_fails_at_its_deadline(tmp_path: Path) -> None:
     started = anyio.current_time()
     conn = await _fails("no_init", cwd=tmp_path, timeout=0.3)
     assert "did not finish initialization within 0.3 s" in (conn.error or "")
     assert anyio.current_time() - started < 5
 
 
-async def test_a_frame_of_exactly_1_mib_is_read_and_one_byte_more_fails_cli13(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-13")
+async def test_a_frame_of_exactly_1_mib_is_read_and_one_byte_more_fails(tmp_path: Path) -> None:
     await _works("init_frame", str(MCP_FRAME_MAX_BYTES), cwd=tmp_path)
     conn = await _fails("init_frame", str(MCP_FRAME_MAX_BYTES + 1), cwd=tmp_path)
     assert f"longer than {MCP_FRAME_MAX_BYTES} bytes" in (conn.error or "")
 
 
-async def test_128_frames_in_a_second_blank_lines_included_are_read_and_129_fail_cli13(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-13")
+async def test_128_frames_in_a_second_blank_lines_included_are_read_and_129_fail(tmp_path: Path) -> None:
     # Two real frames follow the burst within the same second: the initialize and tools/list answers.
     await _works("blank_burst", str(MCP_FRAMES_PER_SECOND_MAX - 2), cwd=tmp_path, call=False)
     conn = await _fails("blank_burst", str(MCP_FRAMES_PER_SECOND_MAX - 1), cwd=tmp_path)
     assert "frames in one second" in (conn.error or "")
 
 
+@pytest.mark.req("CLI-13")
 @pytest.mark.parametrize(
     ("mode", "at", "message"),
     [
@@ -128,7 +133,7 @@ async def test_128_frames_in_a_second_blank_lines_included_are_read_and_129_fail
         ("catalog_bytes", MCP_CATALOG_MAX_BYTES, f"larger than {MCP_CATALOG_MAX_BYTES} bytes"),
     ],
 )
-async def test_catalog_limits_hold_at_their_value_and_fail_one_past_it_cli13(
+async def test_catalog_limits_hold_at_their_value_and_fail_one_past_it(
     tmp_path: Path, mode: str, at: int, message: str
 ) -> None:
     async with connected(hostile_argv(mode, str(at)), tmp_path) as conn:
@@ -139,7 +144,8 @@ async def test_catalog_limits_hold_at_their_value_and_fail_one_past_it_cli13(
     assert message in (conn.error or "")
 
 
-async def test_the_lifetime_byte_limit_holds_at_its_value_and_fails_one_byte_past_it_cli13(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-13")
+async def test_the_lifetime_byte_limit_holds_at_its_value_and_fails_one_byte_past_it(tmp_path: Path) -> None:
     async with connected(hostile_argv(), tmp_path) as probe:
         assert probe.state is ConnectionState.READY
     used = probe._server.received_bytes  # noqa: SLF001 - the bytes a plain connection reads
@@ -155,14 +161,16 @@ async def _fails_with_limits(cwd: Path, limits: ClientLimits) -> Connection:
     return conn
 
 
-async def test_a_server_sending_more_than_32_mib_over_its_life_fails_the_call_cli13(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-13")
+async def test_a_server_sending_more_than_32_mib_over_its_life_fails_the_call(tmp_path: Path) -> None:
     async with connected(hostile_argv("volume", str(33 * 1024 * 1024)), tmp_path, timeout=30) as conn:
         with pytest.raises(UpstreamServerError, match="more than 33554432 bytes"):
             await conn.call("echo", {"text": "x"})
         assert conn.state is ConnectionState.FAILED
 
 
-async def test_stderr_floods_are_drained_past_a_16_kib_capture_and_the_server_keeps_working_cli13_cli04(
+@pytest.mark.req("CLI-13", "CLI-04")
+async def test_stderr_floods_are_drained_past_a_16_kib_capture_and_the_server_keeps_working(
     tmp_path: Path,
 ) -> None:
     async with connected(hostile_argv("stderr_flood"), tmp_path) as conn:
@@ -172,7 +180,8 @@ async def test_stderr_floods_are_drained_past_a_16_kib_capture_and_the_server_ke
     assert len(conn.stderr_text()) == MCP_STDERR_CAPTURE_BYTES
 
 
-async def test_the_client_advertises_no_capability_fails_sampling_and_declines_elicitation_cli15(
+@pytest.mark.req("CLI-15")
+async def test_the_client_advertises_no_capability_fails_sampling_and_declines_elicitation(
     tmp_path: Path,
 ) -> None:
     async with connected(hostile_argv("capabilities"), tmp_path) as conn:
@@ -186,7 +195,8 @@ async def test_the_client_advertises_no_capability_fails_sampling_and_declines_e
     assert reply["result"] == {"action": "decline"}
 
 
-async def test_a_task_continuation_is_refused_and_the_old_catalog_is_not_served_after_failure_cli15(
+@pytest.mark.req("CLI-15")
+async def test_a_task_continuation_is_refused_and_the_old_catalog_is_not_served_after_failure(
     tmp_path: Path,
 ) -> None:
     async with connected(hostile_argv("input_required"), tmp_path) as conn:
@@ -197,7 +207,8 @@ async def test_a_task_continuation_is_refused_and_the_old_catalog_is_not_served_
             await conn.call("echo", {"text": "x"})
 
 
-async def test_a_call_past_its_deadline_fails_without_retry_and_the_connection_stays_usable_cli13_cli15(
+@pytest.mark.req("CLI-13", "CLI-15")
+async def test_a_call_past_its_deadline_fails_without_retry_and_the_connection_stays_usable(
     tmp_path: Path,
 ) -> None:
     async with connected(hostile_argv(), tmp_path, timeout=0.5) as conn:
@@ -206,7 +217,8 @@ async def test_a_call_past_its_deadline_fails_without_retry_and_the_connection_s
         assert conn.state is ConnectionState.READY
 
 
-async def test_a_server_ignoring_sigterm_is_killed_after_the_grace_period_cli19(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-19")
+async def test_a_server_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
     started = anyio.current_time()
     async with connected(hostile_argv("ignore_term"), tmp_path) as conn:
         assert conn.state is ConnectionState.READY
@@ -214,7 +226,8 @@ async def test_a_server_ignoring_sigterm_is_killed_after_the_grace_period_cli19(
     assert anyio.current_time() - started < 10
 
 
-async def test_a_grandchild_holding_the_pipes_dies_with_the_group_cli19(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-19")
+async def test_a_grandchild_holding_the_pipes_dies_with_the_group(tmp_path: Path) -> None:
     async with connected(hostile_argv("grandchild"), tmp_path) as conn:
         assert conn.state is ConnectionState.READY
         note = tmp_path / "grandchild.pid"
@@ -224,7 +237,8 @@ async def test_a_grandchild_holding_the_pipes_dies_with_the_group_cli19(tmp_path
     assert conn.stragglers == 0
 
 
-async def test_cancelling_during_initialization_stops_the_server_at_once_cli19(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-19")
+async def test_cancelling_during_initialization_stops_the_server_at_once(tmp_path: Path) -> None:
     conn = Connection(
         server_id="test:h", argv=hostile_argv("no_init"), cwd=tmp_path, env=child_env(), timeout_seconds=60
     )
@@ -237,7 +251,8 @@ async def test_cancelling_during_initialization_stops_the_server_at_once_cli19(t
     assert connections_open() == 0
 
 
-async def test_the_server_runs_the_literal_argv_in_the_project_with_a_scrubbed_environment_cli12(
+@pytest.mark.req("CLI-12")
+async def test_the_server_runs_the_literal_argv_in_the_project_with_a_scrubbed_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in (
@@ -260,7 +275,8 @@ async def test_the_server_runs_the_literal_argv_in_the_project_with_a_scrubbed_e
     assert not [v for v in seen.values() if v.startswith("leak-")]
 
 
-async def test_configured_values_are_redacted_from_the_catalog_and_results_cli04(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-04")
+async def test_configured_values_are_redacted_from_the_catalog_and_results(tmp_path: Path) -> None:
     redactor = Redactor(["plain", "still"])
     async with connected(hostile_argv(), tmp_path, redactor=redactor) as conn:
         result = await conn.call("echo", {"text": "still plain text"})
@@ -269,7 +285,7 @@ async def test_configured_values_are_redacted_from_the_catalog_and_results_cli04
 
 @pytest.mark.req("CLI-14", "CLI-04")
 @pytest.mark.parametrize("code", [-32000, -32001, -32603, -32602, 1])
-async def test_a_json_rpc_error_reply_is_that_calls_error_and_the_connection_stays_usable_cli14(
+async def test_a_json_rpc_error_reply_is_that_calls_error_and_the_connection_stays_usable(
     tmp_path: Path, code: int
 ) -> None:
     token = "tok-5e1f0c"
@@ -286,7 +302,8 @@ async def test_a_json_rpc_error_reply_is_that_calls_error_and_the_connection_sta
     assert conn.error is None
 
 
-async def test_at_most_16_connections_are_open_at_once_and_the_17th_is_refused_cli13(tmp_path: Path) -> None:
+@pytest.mark.req("CLI-13")
+async def test_at_most_16_connections_are_open_at_once_and_the_17th_is_refused(tmp_path: Path) -> None:
     conns: list[Connection] = []
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:

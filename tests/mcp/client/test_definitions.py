@@ -22,18 +22,21 @@ def _parse(doc: object) -> object:
     return parse_definition(json.dumps(doc).encode(), "def.json", fmt="json")
 
 
-def test_a_shell_string_instead_of_an_argv_array_is_refused_naming_the_field_cli03() -> None:
+@pytest.mark.req("CLI-03")
+def test_a_shell_string_instead_of_an_argv_array_is_refused_naming_the_field() -> None:
     with pytest.raises(ConfigError, match=r"def.json: field 'command': must be an array of literal arguments"):
         _parse({"name": "tools", "command": "server --stdio | tee log"})
 
 
-def test_env_or_env_refs_on_an_http_definition_are_refused_cli03() -> None:
+@pytest.mark.req("CLI-03")
+def test_env_or_env_refs_on_an_http_definition_are_refused() -> None:
     for field in ("env", "env_refs"):
         with pytest.raises(ConfigError, match=f"field '{field}' applies to stdio servers only"):
             _parse({"name": "remote", "url": "https://example.com/mcp", field: {"A": "B"}})
 
 
-def test_unknown_fields_and_ambiguous_or_missing_transports_are_refused_cli03() -> None:
+@pytest.mark.req("CLI-03")
+def test_unknown_fields_and_ambiguous_or_missing_transports_are_refused() -> None:
     with pytest.raises(ConfigError, match="field 'enabled': unknown field"):
         _parse(STDIO | {"enabled": True})
     with pytest.raises(ConfigError, match="'command' and 'url' both present"):
@@ -44,7 +47,8 @@ def test_unknown_fields_and_ambiguous_or_missing_transports_are_refused_cli03() 
         _parse(STDIO | {"name": "two__underscores"})
 
 
-def test_timeouts_are_accepted_from_0_1_to_120_seconds_and_refused_outside_cli13() -> None:
+@pytest.mark.req("CLI-13")
+def test_timeouts_are_accepted_from_0_1_to_120_seconds_and_refused_outside() -> None:
     for ok in (MCP_TIMEOUT_MIN_SECONDS, MCP_TIMEOUT_MAX_SECONDS):
         assert _parse(STDIO | {"timeout_sec": ok}).timeout_sec == ok  # type: ignore[attr-defined]
     for bad in (0.09, 120.1):
@@ -52,7 +56,8 @@ def test_timeouts_are_accepted_from_0_1_to_120_seconds_and_refused_outside_cli13
             _parse(STDIO | {"timeout_sec": bad})
 
 
-def test_a_definition_of_the_size_limit_is_read_and_one_byte_more_is_refused_cli03() -> None:
+@pytest.mark.req("CLI-03")
+def test_a_definition_of_the_size_limit_is_read_and_one_byte_more_is_refused() -> None:
     base = json.dumps(STDIO | {"description": ""}).encode()
     at = json.dumps(STDIO | {"description": "x" * (MCP_DEFINITION_MAX_BYTES - len(base))}).encode()
     assert len(at) == MCP_DEFINITION_MAX_BYTES

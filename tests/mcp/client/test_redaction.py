@@ -12,7 +12,8 @@ from shadowcode.mcp.client.redaction import REDACTED, Redactor
 pytestmark = pytest.mark.req("CLI-04")
 
 
-def test_redaction_replaces_every_configured_value_in_keys_and_strings_in_one_pass_cli04() -> None:
+@pytest.mark.req("CLI-04")
+def test_redaction_replaces_every_configured_value_in_keys_and_strings_in_one_pass() -> None:
     redactor = Redactor(["abc", "abcdef", ""])
     doc = {"abc-key": ["xabcdefx", {"n": 1, "t": "abc abc"}], "none": None}
     assert redactor.redact(doc) == {

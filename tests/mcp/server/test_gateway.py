@@ -145,7 +145,8 @@ def _trusted(home: Path, project: Path) -> None:
 # --- start-up and stopping --------------------------------------------------------------------
 
 
-def test_ready_line_names_the_chosen_port_stdout_stays_empty_and_stdin_eof_is_ignored_gw02(
+@pytest.mark.req("GW-02")
+def test_ready_line_names_the_chosen_port_stdout_stays_empty_and_stdin_eof_is_ignored(
     home: Path, project_dir: Path
 ) -> None:
     with gateway(home, project_dir) as gw:
@@ -163,12 +164,14 @@ def test_ready_line_names_the_chosen_port_stdout_stays_empty_and_stdin_eof_is_ig
         assert "stopped" in gw.stderr()
 
 
-def test_sigint_stops_the_gateway_gw02(home: Path, project_dir: Path) -> None:
+@pytest.mark.req("GW-02")
+def test_sigint_stops_the_gateway(home: Path, project_dir: Path) -> None:
     with gateway(home, project_dir) as gw:
         assert gw.stop(signal.SIGINT) == 0
 
 
-def test_the_token_can_come_from_the_profile_secret_store_gw01(home: Path, project_dir: Path) -> None:
+@pytest.mark.req("GW-01")
+def test_the_token_can_come_from_the_profile_secret_store(home: Path, project_dir: Path) -> None:
     stored = subprocess.run(
         [sys.executable, "-m", "shadowcode", "secret", "set", "GW_TOKEN"],
         input=TOKEN,
@@ -192,8 +195,9 @@ async def _lists_seventeen(url: str, mode: str) -> str:
         return str(c.protocol_version) if hasattr(c, "protocol_version") else ""
 
 
+@pytest.mark.req("GW-05")
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_modern_and_legacy_clients_discover_the_seventeen_tools_without_a_session_id_gw05(
+async def test_modern_and_legacy_clients_discover_the_seventeen_tools_without_a_session_id(
     home: Path, project_dir: Path, mode: str
 ) -> None:
     with gateway(home, project_dir) as gw:
@@ -222,8 +226,9 @@ def _ipv6_loopback() -> bool:
         return False
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
-async def test_the_ipv6_loopback_serves_like_127_0_0_1_gw03(home: Path, project_dir: Path) -> None:
+async def test_the_ipv6_loopback_serves_like_127_0_0_1(home: Path, project_dir: Path) -> None:
     with gateway(home, project_dir, bind="[::1]:0") as gw:
         assert gw.url.startswith("http://[::1]:")
         await _lists_seventeen(gw.url, "auto")
@@ -240,7 +245,8 @@ def _slow_model(home: Path, project: Path, tasks: list[dict[str, Any]]) -> Path:
     return log
 
 
-async def test_a_closed_http_request_does_not_cancel_its_job_and_a_new_connection_sees_it_gw08_gw06(
+@pytest.mark.req("GW-08", "GW-06")
+async def test_a_closed_http_request_does_not_cancel_its_job_and_a_new_connection_sees_it(
     home: Path, project_dir: Path
 ) -> None:
     _slow_model(home, project_dir, [{"match": "", "turns": [{"content": "thinking", "delay_seconds": 1.0}]}])
@@ -271,7 +277,8 @@ async def test_a_closed_http_request_does_not_cancel_its_job_and_a_new_connectio
         assert gw.stop() == 0
 
 
-async def test_the_gateway_takes_64_jobs_then_says_it_must_be_restarted_gw06(home: Path, project_dir: Path) -> None:
+@pytest.mark.req("GW-06")
+async def test_the_gateway_takes_64_jobs_then_says_it_must_be_restarted(home: Path, project_dir: Path) -> None:
     _slow_model(home, project_dir, [{"match": "", "turns": [{"content": "done"}]}])
     with gateway(home, project_dir) as gw:
         async with client(gw.url) as c:
@@ -284,9 +291,8 @@ async def test_the_gateway_takes_64_jobs_then_says_it_must_be_restarted_gw06(hom
         assert gw.stop() == 0
 
 
-async def test_sigterm_cancels_owned_jobs_and_stops_their_command_children_gw02_srv21(
-    home: Path, project_dir: Path
-) -> None:
+@pytest.mark.req("GW-02", "SRV-21")
+async def test_sigterm_cancels_owned_jobs_and_stops_their_command_children(home: Path, project_dir: Path) -> None:
     pidfile = home.parent / "child.pid"
     turns = [
         {"tool_calls": [{"name": "run_command", "arguments": {"argv": sleeper_argv(pidfile)}}]},

@@ -141,37 +141,43 @@ async def exchange(port: int, raw: bytes) -> tuple[int, bytes]:
 # --- tokens and binds (start-up) ----------------------------------------------------------
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize("length", [GATEWAY_TOKEN_MIN_CHARS, GATEWAY_TOKEN_MAX_CHARS])
-def test_tokens_of_32_and_512_characters_are_accepted_gw03(length: int) -> None:
+def test_tokens_of_32_and_512_characters_are_accepted(length: int) -> None:
     assert check_token("a" * length, "T") == b"a" * length
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize("length", [GATEWAY_TOKEN_MIN_CHARS - 1, GATEWAY_TOKEN_MAX_CHARS + 1])
-def test_tokens_of_31_and_513_characters_are_refused_without_echo_gw03(length: int) -> None:
+def test_tokens_of_31_and_513_characters_are_refused_without_echo(length: int) -> None:
     value = "b" * length
     with pytest.raises(ConfigError) as caught:
         check_token(value, "T")
     assert value not in caught.value.message
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize("value", ["a" * 31 + " ", "é" * 40, "a" * 32 + "\n", "ab=cd" * 8, "a" * 40 + '"'])
-def test_tokens_with_characters_outside_the_bearer_alphabet_are_refused_gw03(value: str) -> None:
+def test_tokens_with_characters_outside_the_bearer_alphabet_are_refused(value: str) -> None:
     with pytest.raises(ConfigError) as caught:
         check_token(value, "T")
     assert value not in caught.value.message
 
 
-def test_a_missing_token_is_refused_and_names_the_variable_gw01() -> None:
+@pytest.mark.req("GW-01")
+def test_a_missing_token_is_refused_and_names_the_variable() -> None:
     with pytest.raises(ConfigError, match="SHADOW_MCP_HTTP_TOKEN"):
         check_token(None, "SHADOW_MCP_HTTP_TOKEN")
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize("bind", ["127.0.0.1:0", "127.0.0.1:8765", "127.5.6.7:65535", "[::1]:0"])
-def test_loopback_ip_binds_are_accepted_gw03(bind: str) -> None:
+def test_loopback_ip_binds_are_accepted(bind: str) -> None:
     address = parse_bind(bind)
     assert address.url().endswith("/mcp")
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize(
     "bind",
     [
@@ -188,7 +194,7 @@ def test_loopback_ip_binds_are_accepted_gw03(bind: str) -> None:
         "127.0.0.1:-1",
     ],
 )
-def test_binds_to_any_lan_hostname_or_malformed_addresses_are_refused_gw03(bind: str) -> None:
+def test_binds_to_any_lan_hostname_or_malformed_addresses_are_refused(bind: str) -> None:
     with pytest.raises(UsageError):
         parse_bind(bind)
 
@@ -207,15 +213,17 @@ def _serve(
     )
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize("bind", ["0.0.0.0:0", "192.168.1.10:0", "localhost:0"])
-def test_the_command_refuses_a_non_loopback_bind_with_exit_2_gw03(home: Path, project_dir: Path, bind: str) -> None:
+def test_the_command_refuses_a_non_loopback_bind_with_exit_2(home: Path, project_dir: Path, bind: str) -> None:
     done = _serve(home, project_dir, "--http", bind, "--token-env", "GW_TOKEN", env={"GW_TOKEN": TOKEN})
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert "loopback" in done.stderr
 
 
-def test_a_token_on_the_command_line_is_refused_and_not_echoed_gw01(home: Path, project_dir: Path) -> None:
+@pytest.mark.req("GW-01")
+def test_a_token_on_the_command_line_is_refused_and_not_echoed(home: Path, project_dir: Path) -> None:
     value = secrets.token_hex(20)
     done = _serve(home, project_dir, "--http", "127.0.0.1:0", "--token", value)
     assert done.returncode == 2
@@ -224,8 +232,9 @@ def test_a_token_on_the_command_line_is_refused_and_not_echoed_gw01(home: Path, 
     assert value not in done.stderr
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize("value", ["s" * (GATEWAY_TOKEN_MIN_CHARS - 1), "s" * (GATEWAY_TOKEN_MAX_CHARS + 1)])
-def test_the_command_refuses_a_short_or_long_token_without_showing_it_gw03(
+def test_the_command_refuses_a_short_or_long_token_without_showing_it(
     home: Path, project_dir: Path, value: str
 ) -> None:
     done = _serve(home, project_dir, "--http", "127.0.0.1:0", "--token-env", "GW_TOKEN", env={"GW_TOKEN": value})
@@ -235,7 +244,8 @@ def test_the_command_refuses_a_short_or_long_token_without_showing_it_gw03(
     assert "characters" in done.stderr
 
 
-def test_the_command_needs_token_env_with_http_gw01(home: Path, project_dir: Path) -> None:
+@pytest.mark.req("GW-01")
+def test_the_command_needs_token_env_with_http(home: Path, project_dir: Path) -> None:
     done = _serve(home, project_dir, "--http", "127.0.0.1:0")
     assert done.returncode == 2
     assert "--token-env" in done.stderr
@@ -244,7 +254,8 @@ def test_the_command_needs_token_env_with_http_gw01(home: Path, project_dir: Pat
 # --- authentication ------------------------------------------------------------------------
 
 
-async def test_a_request_with_the_token_reaches_the_app_without_its_authorization_header_gw03_gw04() -> None:
+@pytest.mark.req("GW-03", "GW-04")
+async def test_a_request_with_the_token_reaches_the_app_without_its_authorization_header() -> None:
     async with front() as f:
         status, answer = await exchange(f.port, request(f.port))
         assert status == 200
@@ -255,12 +266,13 @@ async def test_a_request_with_the_token_reaches_the_app_without_its_authorizatio
         assert f.app.scopes[0]["query_string"] == b""
 
 
+@pytest.mark.req("GW-03")
 @pytest.mark.parametrize(
     "token",
     [None, "x" * len(TOKEN), TOKEN[:-1], TOKEN + "a", TOKEN[: GATEWAY_TOKEN_MIN_CHARS - 1], "t" * 513, TOKEN + "é"],
     ids=["missing", "wrong", "one_short", "one_long", "short_31", "long_513", "non_token_char"],
 )
-async def test_missing_wrong_short_long_and_odd_tokens_are_answered_401_gw03(token: str | None) -> None:
+async def test_missing_wrong_short_long_and_odd_tokens_are_answered_401(token: str | None) -> None:
     async with front() as f:
         raw = request(f.port, token=None)
         if token is not None:
@@ -273,7 +285,8 @@ async def test_missing_wrong_short_long_and_odd_tokens_are_answered_401_gw03(tok
         assert f.app.scopes == []
 
 
-async def test_another_scheme_and_a_doubled_authorization_header_are_answered_401_gw03() -> None:
+@pytest.mark.req("GW-03")
+async def test_another_scheme_and_a_doubled_authorization_header_are_answered_401() -> None:
     async with front() as f:
         basic = request(f.port, token=None, extra=(("Authorization", f"Basic {TOKEN}"),))
         assert (await exchange(f.port, basic))[0] == 401
@@ -282,7 +295,8 @@ async def test_another_scheme_and_a_doubled_authorization_header_are_answered_40
         assert f.app.scopes == []
 
 
-async def test_a_token_in_the_query_string_is_refused_gw04() -> None:
+@pytest.mark.req("GW-04")
+async def test_a_token_in_the_query_string_is_refused() -> None:
     async with front() as f:
         status, answer = await exchange(f.port, request(f.port, target=f"/mcp?access_token={TOKEN}", token=None))
         assert status == 400
@@ -295,10 +309,11 @@ async def test_a_token_in_the_query_string_is_refused_gw04() -> None:
 # --- Host, Origin, metadata headers ---------------------------------------------------------
 
 
+@pytest.mark.req("GW-04")
 @pytest.mark.parametrize(
     "host", ["evil.example", "127.0.0.1:{other}", "localhost.evil:{port}", "127.0.0.1", "[::1]:{port}"]
 )
-async def test_a_host_other_than_the_bound_ip_or_localhost_with_the_port_is_answered_421_gw04(host: str) -> None:
+async def test_a_host_other_than_the_bound_ip_or_localhost_with_the_port_is_answered_421(host: str) -> None:
     async with front() as f:
         value = host.format(port=f.port, other=f.port + 1 if f.port < 65535 else f.port - 1)
         status, answer = await exchange(f.port, request(f.port, host=value))
@@ -307,17 +322,19 @@ async def test_a_host_other_than_the_bound_ip_or_localhost_with_the_port_is_answ
         assert f.app.scopes == []
 
 
+@pytest.mark.req("GW-04")
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}"])
-async def test_the_bound_ip_and_localhost_with_the_port_are_accepted_as_host_gw04(host: str) -> None:
+async def test_the_bound_ip_and_localhost_with_the_port_are_accepted_as_host(host: str) -> None:
     async with front() as f:
         status, _ = await exchange(f.port, request(f.port, host=host.format(port=f.port)))
         assert status == 200
 
 
+@pytest.mark.req("GW-04")
 @pytest.mark.parametrize(
     "origin", ["null", "http://127.0.0.1:{port}", "http://localhost:{port}", "https://evil.example"]
 )
-async def test_any_origin_header_is_answered_403_gw04(origin: str) -> None:
+async def test_any_origin_header_is_answered_403(origin: str) -> None:
     async with front() as f:
         value = origin.format(port=f.port)
         status, answer = await exchange(f.port, request(f.port, extra=(("Origin", value),)))
@@ -326,10 +343,11 @@ async def test_any_origin_header_is_answered_403_gw04(origin: str) -> None:
         assert f.app.scopes == []
 
 
+@pytest.mark.req("GW-04")
 @pytest.mark.parametrize(
     "name", ["MCP-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name", "Mcp-Param-Path", "Content-Type"]
 )
-async def test_a_duplicated_mcp_metadata_header_is_answered_400_gw04(name: str) -> None:
+async def test_a_duplicated_mcp_metadata_header_is_answered_400(name: str) -> None:
     async with front() as f:
         raw = request(f.port, extra=((name, "2025-11-25"), (name, "2026-07-28")))
         status, _ = await exchange(f.port, raw)
@@ -351,7 +369,7 @@ def _content_length_twice(body: bytes, framing: str) -> tuple[bytes, bytes]:
 
 @pytest.mark.req("GW-04", "GW-07")
 @pytest.mark.parametrize("framing", ["identical", "identical, other case", "identical, as a list", "different"])
-async def test_a_duplicated_content_length_is_answered_400_even_with_identical_values_gw04_gw07(framing: str) -> None:
+async def test_a_duplicated_content_length_is_answered_400_even_with_identical_values(framing: str) -> None:
     body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     line, doubled = _content_length_twice(body, framing)
     async with front() as f:
@@ -364,7 +382,8 @@ async def test_a_duplicated_content_length_is_answered_400_even_with_identical_v
             assert answer.partition(b"\r\n\r\n")[2] == duplicate_type.partition(b"\r\n\r\n")[2]
 
 
-async def test_a_missing_or_doubled_host_header_is_answered_400_gw04() -> None:
+@pytest.mark.req("GW-04")
+async def test_a_missing_or_doubled_host_header_is_answered_400() -> None:
     async with front() as f:
         raw = request(f.port).replace(f"Host: 127.0.0.1:{f.port}\r\n".encode(), b"")
         assert (await exchange(f.port, raw))[0] == 400
@@ -375,8 +394,9 @@ async def test_a_missing_or_doubled_host_header_is_answered_400_gw04() -> None:
 # --- paths and methods ------------------------------------------------------------------------
 
 
+@pytest.mark.req("GW-05")
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "OPTIONS"])
-async def test_methods_other_than_post_are_answered_405_gw05(method: str) -> None:
+async def test_methods_other_than_post_are_answered_405(method: str) -> None:
     async with front() as f:
         status, answer = await exchange(f.port, request(f.port, method=method, body=b""))
         assert status == 405
@@ -384,8 +404,9 @@ async def test_methods_other_than_post_are_answered_405_gw05(method: str) -> Non
         assert f.app.scopes == []
 
 
+@pytest.mark.req("GW-05")
 @pytest.mark.parametrize("target", ["/sse", "/messages", "/messages/", "/mcp/", "/", "/MCP"])
-async def test_legacy_sse_endpoints_and_other_paths_are_answered_404_gw05(target: str) -> None:
+async def test_legacy_sse_endpoints_and_other_paths_are_answered_404(target: str) -> None:
     async with front() as f:
         status, _ = await exchange(f.port, request(f.port, target=target))
         assert status == 404
@@ -401,14 +422,16 @@ def _padded(size: int) -> bytes:
     return head + b"x" * (size - len(head) - len(tail)) + tail
 
 
-async def test_a_body_of_exactly_one_mib_is_accepted_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_body_of_exactly_one_mib_is_accepted() -> None:
     async with front() as f:
         status, _ = await exchange(f.port, request(f.port, body=_padded(GATEWAY_REQUEST_MAX_BYTES)))
         assert status == 200
         assert len(f.app.bodies[0]) == GATEWAY_REQUEST_MAX_BYTES
 
 
-async def test_a_body_of_one_mib_and_one_byte_is_answered_413_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_body_of_one_mib_and_one_byte_is_answered_413() -> None:
     async with front() as f:
         status, _ = await exchange(f.port, request(f.port, body=_padded(GATEWAY_REQUEST_MAX_BYTES + 1)))
         assert status == 413
@@ -420,7 +443,8 @@ def _chunked(port: int, chunks: list[bytes]) -> bytes:
     return head + b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
 
 
-async def test_a_chunked_body_up_to_one_mib_is_accepted_and_one_growing_past_it_is_answered_413_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_chunked_body_up_to_one_mib_is_accepted_and_one_growing_past_it_is_answered_413() -> None:
     piece = 64 * 1024
     async with front() as f:
         fits = [b"x" * piece] * (GATEWAY_REQUEST_MAX_BYTES // piece)
@@ -458,7 +482,8 @@ async def _trickle(port: int, raw: bytes, pause: float) -> tuple[int, float]:
     return status_of(bytes(answer)), time.monotonic() - started
 
 
-async def test_headers_sent_one_byte_a_second_are_cut_off_at_five_seconds_with_408_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_headers_sent_one_byte_a_second_are_cut_off_at_five_seconds_with_408() -> None:
     async with front() as f:
         status, elapsed = await _trickle(f.port, request(f.port), 1.0)
         assert status == 408
@@ -466,7 +491,8 @@ async def test_headers_sent_one_byte_a_second_are_cut_off_at_five_seconds_with_4
         assert f.app.scopes == []
 
 
-async def test_a_head_that_completes_within_the_deadline_is_served_and_a_slower_one_is_not_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_head_that_completes_within_the_deadline_is_served_and_a_slower_one_is_not() -> None:
     limits = GatewayLimits(header_deadline_seconds=1.5)
     async with front(limits) as f:
         raw = request(f.port)
@@ -481,7 +507,8 @@ async def test_a_head_that_completes_within_the_deadline_is_served_and_a_slower_
         assert elapsed < 1.5 + 1.5
 
 
-async def test_a_body_that_stalls_past_its_deadline_is_answered_408_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_body_that_stalls_past_its_deadline_is_answered_408() -> None:
     limits = GatewayLimits(body_deadline_seconds=0.5)
     async with front(limits) as f:
         raw = request(f.port, body=b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
@@ -491,7 +518,8 @@ async def test_a_body_that_stalls_past_its_deadline_is_answered_408_gw07() -> No
         assert f.app.scopes == []
 
 
-async def test_a_request_that_outlives_its_deadline_is_answered_504_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_request_that_outlives_its_deadline_is_answered_504() -> None:
     limits = GatewayLimits(request_deadline_seconds=0.5)
     async with front(limits, app=Recorder(stall=True)) as f:
         status, _ = await exchange(f.port, request(f.port))
@@ -501,7 +529,8 @@ async def test_a_request_that_outlives_its_deadline_is_answered_504_gw07() -> No
 # --- connections and request rate -------------------------------------------------------------------
 
 
-async def test_the_33rd_simultaneous_connection_is_answered_429_and_a_freed_slot_is_served_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_the_33rd_simultaneous_connection_is_answered_429_and_a_freed_slot_is_served() -> None:
     async with front() as f:
         held: list[anyio.abc.SocketStream] = []
         try:
@@ -521,7 +550,8 @@ async def test_the_33rd_simultaneous_connection_is_answered_429_and_a_freed_slot
                 await stream.aclose()
 
 
-async def test_the_129th_request_in_one_second_is_answered_429_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_the_129th_request_in_one_second_is_answered_429() -> None:
     now = [1000.0]
     async with front(clock=lambda: now[0]) as f:
         for _ in range(GATEWAY_REQUESTS_PER_SECOND_MAX):
@@ -535,7 +565,8 @@ async def test_the_129th_request_in_one_second_is_answered_429_gw07() -> None:
 # --- responses ----------------------------------------------------------------------------------------
 
 
-async def test_a_response_of_eight_mib_is_sent_and_one_byte_more_is_replaced_by_500_gw07() -> None:
+@pytest.mark.req("GW-07")
+async def test_a_response_of_eight_mib_is_sent_and_one_byte_more_is_replaced_by_500() -> None:
     async with front(app=Recorder(reply=b"r" * GATEWAY_RESPONSE_MAX_BYTES)) as f:
         status, answer = await exchange(f.port, request(f.port))
         assert status == 200
@@ -559,7 +590,7 @@ def _payload(answer: bytes) -> Any:
 
 @pytest.mark.req("GW-05", "SRV-01")
 @pytest.mark.parametrize("request_id", _UNUSABLE_IDS)
-async def test_a_request_whose_id_is_not_a_string_or_integer_gets_stdios_invalid_request_error_gw05(
+async def test_a_request_whose_id_is_not_a_string_or_integer_gets_stdios_invalid_request_error(
     request_id: str,
 ) -> None:
     body = _with_id(request_id)
@@ -587,7 +618,7 @@ def _mcp_request(port: int, body: bytes) -> bytes:
 
 
 @pytest.mark.req("GW-05", "SRV-01")
-async def test_the_sdk_never_takes_a_request_with_an_unusable_id_for_a_notification_gw05() -> None:
+async def test_the_sdk_never_takes_a_request_with_an_unusable_id_for_a_notification() -> None:
     async with mcp_front() as port:
         for request_id in _UNUSABLE_IDS:
             status, answer = await exchange(port, _mcp_request(port, _with_id(request_id)))
@@ -599,7 +630,8 @@ async def test_the_sdk_never_takes_a_request_with_an_unusable_id_for_a_notificat
         assert (await exchange(port, _mcp_request(port, notification)))[0] == 202
 
 
-async def test_refusals_carry_fixed_text_bodies_gw04() -> None:
+@pytest.mark.req("GW-04")
+async def test_refusals_carry_fixed_text_bodies() -> None:
     async with front() as f:
         _, answer = await exchange(f.port, request(f.port, target="/<script>", extra=(("X-Echo", "canary-123"),)))
         assert b"canary-123" not in answer
@@ -630,7 +662,8 @@ class Blocker(Recorder):
             raise
 
 
-async def test_stopping_closes_idle_and_busy_connections_and_cancels_running_calls_gw07_gw08() -> None:
+@pytest.mark.req("GW-07", "GW-08")
+async def test_stopping_closes_idle_and_busy_connections_and_cancels_running_calls() -> None:
     app = Blocker()
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = int(listener.extra(anyio.abc.SocketAttribute.local_port))

@@ -48,7 +48,8 @@ def _serve(home: Path, project: Path, **kw: object) -> subprocess.Popen[bytes]:
     )
 
 
-def test_notices_keep_the_newest_sessions_and_lines_up_to_their_limits_srv25(
+@pytest.mark.req("SRV-25")
+def test_notices_keep_the_newest_sessions_and_lines_up_to_their_limits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     notices = RelayNotices()
@@ -68,7 +69,8 @@ def test_notices_keep_the_newest_sessions_and_lines_up_to_their_limits_srv25(
     assert len(notices._kept) == RELAY_NOTICE_SESSIONS_MAX
 
 
-def test_a_frame_over_the_limit_is_explained_on_the_relays_stderr_srv25(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-25")
+def test_a_frame_over_the_limit_is_explained_on_the_relays_stderr(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
     with headless_engine(home):
@@ -87,7 +89,8 @@ def test_a_frame_over_the_limit_is_explained_on_the_relays_stderr_srv25(tmp_path
     assert b"Traceback" not in err
 
 
-def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline_srv25(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-25")
+def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
     read_end, write_end = os.pipe()  # never read: stdout fills up

@@ -29,7 +29,8 @@ def _ping_of_size(request_id: int, size: int) -> bytes:
     return head.replace('"pad": ""', '"pad": "' + "x" * pad + '"').encode()
 
 
-def test_every_stdout_line_is_json_rpc_srv01(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-01")
+def test_every_stdout_line_is_json_rpc(server: ServerProcess) -> None:
     server.initialize()
     for i in range(1, 40):
         server.send(
@@ -41,7 +42,8 @@ def test_every_stdout_line_is_json_rpc_srv01(server: ServerProcess) -> None:
     assert server.wait_exit() == 0
 
 
-def test_not_json_gets_a_parse_error_and_the_connection_stays_open_srv01(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-01")
+def test_not_json_gets_a_parse_error_and_the_connection_stays_open(server: ServerProcess) -> None:
     server.initialize()
     server.send_raw(b"this is not json\n")
     error = json.loads(server.read_line() or b"{}")
@@ -52,7 +54,8 @@ def test_not_json_gets_a_parse_error_and_the_connection_stays_open_srv01(server:
     assert server.read_until_response(8)["result"] == {}
 
 
-def test_invalid_utf8_inside_a_frame_is_answered_not_fatal_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_invalid_utf8_inside_a_frame_is_answered_not_fatal(server: ServerProcess) -> None:
     server.initialize()
     server.send_raw(b'{"jsonrpc": "2.0", "id": 3, "method": "ping\xff\xfe"}\n')
     line = server.read_line()
@@ -61,14 +64,16 @@ def test_invalid_utf8_inside_a_frame_is_answered_not_fatal_srv25(server: ServerP
     assert server.read_until_response(4)["result"] == {}
 
 
-def test_frame_split_across_one_byte_writes_is_reassembled_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_frame_split_across_one_byte_writes_is_reassembled(server: ServerProcess) -> None:
     server.initialize()
     for byte in json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}).encode() + b"\n":
         server.send_raw(bytes([byte]))
     assert server.read_until_response(5)["result"] == {}
 
 
-def test_frame_at_the_limit_is_accepted_and_one_byte_more_closes_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_frame_at_the_limit_is_accepted_and_one_byte_more_closes(server: ServerProcess) -> None:
     server.initialize()
     server.send_raw(_ping_of_size(9, STDIO_FRAME_MAX_BYTES) + b"\n")
     assert server.read_until_response(9, timeout=20)["result"] == {}
@@ -78,7 +83,8 @@ def test_frame_at_the_limit_is_accepted_and_one_byte_more_closes_srv25(server: S
     assert "longer than" in server.stderr_text()
 
 
-def test_rate_limit_accepts_the_limit_and_closes_one_past_srv25(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-25")
+def test_rate_limit_accepts_the_limit_and_closes_one_past(tmp_path: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()
     ok = ServerProcess(project, tmp_path / "home")
@@ -102,7 +108,8 @@ def test_rate_limit_accepts_the_limit_and_closes_one_past_srv25(tmp_path: Path) 
         over.close()
 
 
-def test_stdin_closed_mid_frame_ends_the_server_cleanly_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_stdin_closed_mid_frame_ends_the_server_cleanly(server: ServerProcess) -> None:
     server.initialize()
     server.send_raw(b'{"jsonrpc": "2.0", "id": 11, "meth')
     server.proc.stdin.close()  # type: ignore[union-attr]
@@ -110,7 +117,8 @@ def test_stdin_closed_mid_frame_ends_the_server_cleanly_srv25(server: ServerProc
     assert server.wait_exit() == 0
 
 
-def test_requests_read_before_stdin_eof_are_still_answered_srv01(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-01")
+def test_requests_read_before_stdin_eof_are_still_answered(tmp_path: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()
     server = ServerProcess(project, tmp_path / "home")

@@ -1,4 +1,7 @@
-"""The `mcp add|enable|disable|remove` verbs and `--json mcp`, run as a user would (CLI-01, CLI-02, CLI-05)."""
+"""The `mcp add|enable|disable|remove` commands and `--json mcp`, run as a user would (CLI-01, CLI-02, CLI-03, CLI-05).
+
+The commands reach the engine through its API verbs (mcp_catalog, mcp_add, mcp_enable, mcp_disable, mcp_remove).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.mcp_client import REPO
 
@@ -31,7 +36,8 @@ def _catalog(home: Path, workspace: Path) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_anything_cli01_cli02_cli05(
+@pytest.mark.req("CLI-01", "CLI-02", "CLI-05")
+def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_anything(
     home: Path, project_dir: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
@@ -63,13 +69,16 @@ def test_the_cli_registers_reviews_enables_disables_and_removes_without_running_
     assert _cli(home, project_dir, "mcp", "enable", "config:tools", "--hash", digest).returncode == 0
     wrong = _cli(home, project_dir, "mcp", "remove", "config:tools", "--hash", "0" * 64)
     assert wrong.returncode == 1
-    assert _cli(home, project_dir, "mcp", "remove", "config:tools", "--hash", digest).returncode == 0
+    removed = _cli(home, project_dir, "--json", "mcp", "remove", "config:tools", "--hash", digest)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(removed.stdout) == {"id": "config:tools", "removed": True, "grants_revoked": 1}
     assert _cli(home, project_dir, "mcp", "add", str(definition)).returncode == 0
     assert _catalog(home, project_dir)["servers"][0]["grant"]["state"] == "disabled"
     assert not marker.exists()
 
 
-def test_an_invalid_definition_is_refused_with_the_file_and_field_named_and_exit_2_cli03(
+@pytest.mark.req("CLI-03")
+def test_an_invalid_definition_is_refused_with_the_file_and_field_named_and_exit_2(
     home: Path, project_dir: Path, tmp_path: Path
 ) -> None:
     definition = tmp_path / "bad.yaml"

@@ -1,4 +1,5 @@
-"""The grants registry: registrations, grants, the catalog view and review of changed definitions.
+"""The MCP server registry (engine/mcp_servers.py): registrations, grants, the catalog view and review of
+changed definitions.
 
 Covers CLI-01, CLI-02, CLI-04, CLI-05, CLI-06.
 """
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from shadowcode.agent.mcp_definitions import project_definitions
-from shadowcode.engine import Engine
+from shadowcode.engine.api import McpRemoval
 from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.state import EngineState
+from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import DefinitionProblem, ServerDefinition, sha256_hex
@@ -29,10 +32,10 @@ def _problem(project: Path, def_id: str) -> str:
     return item.error
 
 
-def _registry(engine: Engine, project_dir: Path) -> tuple[McpRegistry, Path]:
-    path = engine.project(project_dir).path
-    engine.projects.trust(path, "workspace")
-    return McpRegistry(engine.store), path
+def _registry(state: EngineState, project_dir: Path) -> tuple[McpRegistry, Path]:
+    path = state.project_at(project_dir).path
+    state.projects.trust(path, PermissionLevel.WORKSPACE)
+    return state.mcp_servers, path
 
 
 def _file(tmp_path: Path, doc: dict[str, object], name: str = "def.json") -> Path:
@@ -41,10 +44,11 @@ def _file(tmp_path: Path, doc: dict[str, object], name: str = "def.json") -> Pat
     return path
 
 
-def test_registering_reads_the_file_and_replacing_needs_the_current_hash_cli01_cli05(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-01", "CLI-05")
+def test_registering_reads_the_file_and_replacing_needs_the_current_hash(
+    state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
-    registry, _ = _registry(engine, project_dir)
+    registry, _ = _registry(state, project_dir)
     first = registry.add(_file(tmp_path, STDIO | {"env": {"TOKEN": "literal"}}))
     assert first.id == "config:tools"
     assert registry.add(_file(tmp_path, STDIO | {"env": {"TOKEN": "literal"}})).sha256 == first.sha256
@@ -56,10 +60,11 @@ def test_registering_reads_the_file_and_replacing_needs_the_current_hash_cli01_c
     assert registry.add(changed, replace_hash=first.sha256).sha256 == sha256_hex(changed.read_bytes())
 
 
-def test_the_catalog_shows_ids_hashes_states_and_variable_names_never_values_cli01_cli04(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-01", "CLI-04")
+def test_the_catalog_shows_ids_hashes_states_and_variable_names_never_values(
+    state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
-    registry, path = _registry(engine, project_dir)
+    registry, path = _registry(state, project_dir)
     registry.add(_file(tmp_path, STDIO | {"env": {"LIT": "literal-secret"}, "env_refs": {"TOKEN": "MY_TOKEN"}}))
     doc = registry.catalog(path, trusted=True)
     assert "literal-secret" not in json.dumps(doc)
@@ -68,10 +73,11 @@ def test_the_catalog_shows_ids_hashes_states_and_variable_names_never_values_cli
     assert server["grant"] == {"state": "disabled", "hash": None}
 
 
-def test_a_fifth_enabled_server_is_refused_and_a_stale_hash_cannot_enable_cli02_cli05(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-02", "CLI-05")
+def test_a_fifth_enabled_server_is_refused_and_a_stale_hash_cannot_enable(
+    state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
-    registry, path = _registry(engine, project_dir)
+    registry, path = _registry(state, project_dir)
     added = [
         registry.add(_file(tmp_path, STDIO | {"name": f"s{i}"}, f"s{i}.json"))
         for i in range(MCP_ENABLED_SERVERS_MAX + 1)
@@ -82,16 +88,18 @@ def test_a_fifth_enabled_server_is_refused_and_a_stale_hash_cannot_enable_cli02_
         registry.enable(path, definition.id, definition.sha256, trusted=True)
     with pytest.raises(ConflictError, match=f"the limit is {MCP_ENABLED_SERVERS_MAX}"):
         registry.enable(path, added[-1].id, added[-1].sha256, trusted=True)
-    registry.enable(path, added[0].id, added[0].sha256, trusted=True)  # re-enabling one of the four is fine
+    again = registry.enable(path, added[0].id, added[0].sha256, trusted=True)  # re-enabling one of the four is fine
+    assert again == {"id": added[0].id, "project": str(path), "hash": added[0].sha256, "state": "enabled"}
     grants = registry.grants(path)
     assert len(grants) == MCP_ENABLED_SERVERS_MAX and grants[added[0].id] == added[0].sha256
 
 
-def test_enabling_needs_a_trusted_project_and_an_existing_valid_definition_cli02(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-02")
+def test_enabling_needs_a_trusted_project_and_an_existing_valid_definition(
+    state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
-    registry = McpRegistry(engine.store)
-    path = engine.project(project_dir).path
+    registry = state.mcp_servers
+    path = state.project_at(project_dir).path
     added = registry.add(_file(tmp_path, STDIO))
     with pytest.raises(PolicyError, match="trusted project"):
         registry.enable(path, added.id, added.sha256, trusted=False)
@@ -99,25 +107,27 @@ def test_enabling_needs_a_trusted_project_and_an_existing_valid_definition_cli02
         registry.enable(path, "config:nope", added.sha256, trusted=True)
 
 
-def test_removal_revokes_grants_and_identical_reregistration_does_not_reactivate_cli05(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-05")
+def test_removal_revokes_grants_and_identical_reregistration_does_not_reactivate(
+    state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
-    registry, path = _registry(engine, project_dir)
+    registry, path = _registry(state, project_dir)
     definition = registry.add(_file(tmp_path, STDIO))
     registry.enable(path, definition.id, definition.sha256, trusted=True)
     with pytest.raises(ConflictError):
         registry.remove(definition.id, "0" * 64)
-    assert registry.remove(definition.id, definition.sha256)["grants_revoked"] == 1
+    assert registry.remove(definition.id, definition.sha256) == McpRemoval(definition.id, True, 1)
     again = registry.add(_file(tmp_path, STDIO))
     assert again.sha256 == definition.sha256
     assert registry.grants(path) == {}
     assert registry.snapshot(path).servers == ()
 
 
-def test_changed_missing_and_invalid_project_definitions_need_review_before_new_tasks_cli06(
-    engine: Engine, project_dir: Path
+@pytest.mark.req("CLI-06")
+def test_changed_missing_and_invalid_project_definitions_need_review_before_new_tasks(
+    state: EngineState, project_dir: Path
 ) -> None:
-    registry, path = _registry(engine, project_dir)
+    registry, path = _registry(state, project_dir)
     folder = project_dir / ".shadowcode/mcp"
     folder.mkdir(parents=True)
     for name in ("a", "b", "c"):
@@ -138,15 +148,17 @@ def test_changed_missing_and_invalid_project_definitions_need_review_before_new_
         "project:.shadowcode/mcp/b.json": "missing",
         "project:.shadowcode/mcp/c.json": "invalid",
     }
-    registry.disable(path, "project:.shadowcode/mcp/b.json")
+    missing = "project:.shadowcode/mcp/b.json"
+    assert registry.disable(path, missing) == {"id": missing, "project": str(path), "state": "disabled"}
     with pytest.raises(NotFound):
         registry.disable(path, "project:.shadowcode/mcp/b.json")
 
 
-def test_a_project_file_cannot_grant_itself_or_borrow_a_global_grant_cli05(
-    engine: Engine, project_dir: Path, tmp_path: Path
+@pytest.mark.req("CLI-05")
+def test_a_project_file_cannot_grant_itself_or_borrow_a_global_grant(
+    state: EngineState, project_dir: Path, tmp_path: Path
 ) -> None:
-    registry, path = _registry(engine, project_dir)
+    registry, path = _registry(state, project_dir)
     definition = registry.add(_file(tmp_path, STDIO))
     registry.enable(path, definition.id, definition.sha256, trusted=True)
     folder = project_dir / ".shadowcode/mcp"

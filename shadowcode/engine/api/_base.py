@@ -1,0 +1,168 @@
+"""What every part of the engine API shares: the caller, the verb declaration, owners (ENG-03, SRV-22).
+
+:func:`verb` declares a method of a part of :class:`~shadowcode.engine.api.EngineApi` as a verb
+of the table; :class:`ApiBase` holds what is not a verb: the engine's mode, its owners (they
+manage connections), and the call every declared verb makes (``_invoke``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from shadowcode.enums import EngineMode
+from shadowcode.limits import (
+    OPERATION_DEADLINE_SECONDS,
+    OWNER_REPLY_DEADLINE_SECONDS,
+)
+
+__all__ = [
+    "INSPECTION_DEADLINE_SECONDS",
+    "NOBODY",
+    "Access",
+    "ApiBase",
+    "Caller",
+    "Empty",
+    "OwnerClosed",
+    "OwnerHandle",
+    "Verb",
+    "verb",
+]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+INSPECTION_DEADLINE_SECONDS = OPERATION_DEADLINE_SECONDS + 5.0
+"""A remote inspection's reply deadline: past the frontend's own operation deadline (SRV-25), so
+that one answers first and names the tool."""
+
+
+@dataclass(frozen=True, slots=True)
+class Empty:
+    """A request without arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerClosed:
+    """An owner's close: the jobs its close cancelled, after their cleanup (SRV-21)."""
+
+    owner: str
+    reason: str
+    cancelled: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a frontend was started with (SRV-09, SRV-11).
+
+    Attributes:
+        allow_write: ``mcp serve --allow-write``; True for the interactive CLI.
+        allow_approvals: ``--allow-approvals``; only meaningful with ``allow_write``.
+    """
+
+    allow_write: bool = False
+    allow_approvals: bool = False
+
+
+class OwnerHandle(Protocol):
+    """An owner of delegated jobs as its frontend holds it: an id, and (remote) its private socket."""
+
+    @property
+    def id(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks the engine.
+
+    Attributes:
+        project: the frontend's project folder (canonicalized by the engine); None where the
+            call concerns no project (engine status, the CLI's job listings).
+        access: the frontend's write and approval flags.
+        owner: the frontend's owner, for calls about its own jobs (SRV-22); None otherwise.
+        confined: True for MCP connections: jobs and approvals are reached only through this
+            caller's owner and project (SRV-11, SRV-16); False for the CLI, which acts for the
+            whole profile (ENG-07, ENG-08).
+    """
+
+    project: Path | None = None
+    access: Access = field(default_factory=Access)
+    owner: OwnerHandle | None = None
+    confined: bool = False
+
+
+NOBODY = Caller()
+"""A caller with no project, no flags and no owner: the default of every verb's ``caller``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """One row of the verb table.
+
+    Attributes:
+        name: the method name on :class:`~shadowcode.engine.api.EngineApi`.
+        wire: the control-socket method, ``noun/verb``.
+        request: the request type.
+        result: the result type (any type expression: a dataclass, a list of one, None-able).
+        deadline_seconds: how long a remote caller waits for the reply.
+    """
+
+    name: str
+    wire: str
+    request: type[Any]
+    result: Any
+    deadline_seconds: float
+
+
+def verb(wire: str, *, deadline_seconds: float = OWNER_REPLY_DEADLINE_SECONDS) -> Callable[[F], F]:
+    """Declare an engine API method as the verb ``wire``.
+
+    The declared method's body is replaced by a call of ``self._invoke(name, request, caller)``,
+    which :class:`~shadowcode.engine.remote.RemoteEngine` sends over the socket;
+    :class:`~shadowcode.engine.local.LocalEngine` overrides every verb with its implementation.
+    """
+
+    def declare(fn: F) -> F:
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        async def invoke(self: ApiBase, request: Any, caller: Caller = NOBODY) -> Any:
+            return await self._invoke(name, request, caller)
+
+        invoke.__verb__ = (wire, deadline_seconds)  # type: ignore[attr-defined]
+        return invoke  # type: ignore[return-value]
+
+    return declare
+
+
+class ApiBase:
+    """What every part of the engine API shares: the mode, the owners, the call of a declared verb.
+
+    Attributes:
+        mode: ``temporary``, ``headless`` or ``attached`` (ENG-03).
+    """
+
+    mode: EngineMode = EngineMode.TEMPORARY
+
+    async def _invoke(self, name: str, request: Any, caller: Caller) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not implement {name}")
+
+    # -- owners (SRV-21, SRV-22, SRV-24): not table verbs, they manage connections ----------
+
+    async def open_owner(self, kind: str, caller: Caller) -> OwnerHandle:
+        """Register an owner for ``caller.project`` before any of its work is scheduled (SRV-22).
+
+        Raises:
+            PolicyError: OWNER_SOCKETS_MAX owners are open (SRV-24).
+            ConfigError: the project folder is not usable.
+        """
+        raise NotImplementedError
+
+    async def close_owner(self, owner: OwnerHandle, reason: str) -> OwnerClosed:
+        """Cancel the owner's unfinished jobs, wait for their cleanup, and record why (SRV-21)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Let go of the engine (a remote one keeps running)."""

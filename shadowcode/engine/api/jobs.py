@@ -1,0 +1,264 @@
+"""The engine API: delegated tasks, test jobs, their approvals and rollback.
+
+Covers SRV-10, SRV-11, SRV-15, SRV-16, SRV-17, SRV-18, ENG-07, ENG-08.
+
+The request and result types of this part, and its verbs as :class:`JobVerbs` declares them;
+their in-process handlers are in :mod:`shadowcode.engine.verbs.jobs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
+from shadowcode.enums import PermissionLevel, TaskMode, TaskStatus
+from shadowcode.limits import (
+    CLEANUP_DEADLINE_SECONDS,
+)
+from shadowcode.store.approvals import ApprovalRecord
+from shadowcode.store.tasks import EventRecord, TaskRecord
+
+__all__ = [
+    "ApprovalDecision",
+    "JobCancelled",
+    "JobDetail",
+    "JobQuery",
+    "JobRef",
+    "JobSummary",
+    "JobVerbs",
+    "JobView",
+    "RecentJobs",
+    "Rollback",
+    "RollbackResult",
+    "TaskRequest",
+    "TaskSubmitted",
+    "TestRequest",
+    "TestSubmitted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    """An agent task for the caller's project (SRV-10).
+
+    ``level`` is a ceiling the engine may lower, never raise; None asks for the project's
+    configured level. ``model`` None means the profile's default model.
+    """
+
+    prompt: str
+    mode: TaskMode = TaskMode.BUILD
+    level: PermissionLevel | None = PermissionLevel.READ_ONLY
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSubmitted:
+    """A queued task: its job id is not a claim of completion (SRV-15)."""
+
+    job_id: str
+    status: TaskStatus
+    mode: TaskMode
+    permission_level: PermissionLevel
+    requested_level: PermissionLevel
+    model: str
+    notes: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TestRequest:
+    """A test job; without ``command``, the one detected test command (SRV-17)."""
+
+    __test__ = False  # not a pytest class
+
+    command: list[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TestSubmitted:
+    """A queued test job and the exact command it will ask approval for (SRV-17)."""
+
+    __test__ = False  # not a pytest class
+
+    job_id: str
+    status: TaskStatus
+    command: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """A job as an owner's listing shows it (SRV-16)."""
+
+    id: str
+    mode: TaskMode
+    status: TaskStatus
+    prompt: str
+    permission_level: PermissionLevel
+    model: str | None
+    created_at: int
+    finished_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecentJobs:
+    """The profile's newest jobs of every owner and project (ENG-08)."""
+
+    limit: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """One job by exact id (SRV-16)."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobQuery:
+    """One job and the page of its events after ``cursor`` (an event id; 0 for the first page) (SRV-16)."""
+
+    job_id: str
+    cursor: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A job's summary with its outcome (SRV-16)."""
+
+    id: str
+    mode: TaskMode
+    status: TaskStatus
+    prompt: str
+    permission_level: PermissionLevel
+    model: str | None
+    created_at: int
+    finished_at: int | None
+    answer: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobDetail:
+    """One job, a page of its events, the cursor of the next page (None: no more yet) and its pending approvals."""
+
+    job: JobView
+    events: list[EventRecord]
+    next_cursor: int | None
+    pending_approvals: list[ApprovalRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class JobCancelled:
+    """A cancel's outcome: ``cancelled`` is False when the job had already finished (SRV-16)."""
+
+    job_id: str
+    status: TaskStatus
+    cancelled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """Approve or deny one exact pending approval (ENG-07, SRV-11)."""
+
+    approval_id: str
+    decision: Literal["approve", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """Undo one task's changes; ``confirm`` must be true (SRV-18)."""
+
+    task_id: str
+    confirm: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackResult:
+    """The paths restored and the files removed (those the task created), in the order first written (ENG-06)."""
+
+    task_id: str
+    restored: list[str]
+    removed: list[str]
+
+
+class JobVerbs(ApiBase):
+    """The verbs of this part of :class:`~shadowcode.engine.api.EngineApi`."""
+
+    @verb("task/create")
+    async def task_submit(self, request: TaskRequest, caller: Caller = NOBODY) -> TaskSubmitted:
+        """Queue an agent task for the caller's project and return its job at once (SRV-15).
+
+        Owned by ``caller.owner``, or detached without one (ENG-08). The requested level is
+        lowered to the project's ceiling, and to read_only for an untrusted project or a Plan
+        or Review task; above read_only it needs write access (SRV-09, SRV-10).
+
+        Raises:
+            ToolError: an empty or oversized prompt. PolicyError: write access, owner limits
+            (SRV-24). ConfigError: no usable model (ENG-05).
+        """
+        ...
+
+    @verb("test/create")
+    async def test_submit(self, request: TestRequest, caller: Caller = NOBODY) -> TestSubmitted:
+        """Queue a test job that calls no model; it asks exact approval of its command (SRV-17).
+
+        Raises:
+            PolicyError: no write access. ToolError: no command given and not exactly one detected.
+        """
+        ...
+
+    @verb("job/list")
+    async def jobs(self, request: Empty, caller: Caller = NOBODY) -> list[JobSummary]:
+        """The caller's owner's jobs, newest first; none before its first delegation (SRV-16)."""
+        ...
+
+    @verb("job/recent")
+    async def jobs_recent(self, request: RecentJobs, caller: Caller = NOBODY) -> list[TaskRecord]:
+        """The profile's newest jobs of every owner; unfinished jobs of a stopped engine read interrupted (ENG-08)."""
+        ...
+
+    @verb("job/get")
+    async def job(self, request: JobQuery, caller: Caller = NOBODY) -> JobDetail:
+        """One job, a page of its events after the cursor, its pending approvals (SRV-16).
+
+        Raises:
+            NotFound: not a job of this caller (its owner and project when confined).
+        """
+        ...
+
+    @verb("job/cancel", deadline_seconds=CLEANUP_DEADLINE_SECONDS)
+    async def job_cancel(self, request: JobRef, caller: Caller = NOBODY) -> JobCancelled:
+        """Cancel one job and wait for its cleanup (SRV-16).
+
+        Raises:
+            NotFound: not a job of this caller. PolicyError: it runs in another engine process.
+        """
+        ...
+
+    @verb("approval/list")
+    async def approvals(self, request: Empty, caller: Caller = NOBODY) -> list[ApprovalRecord]:
+        """Pending approvals, oldest first: the caller's owner's when confined, else the profile's (ENG-07)."""
+        ...
+
+    @verb("approval/resolve")
+    async def approval_resolve(self, request: ApprovalDecision, caller: Caller = NOBODY) -> ApprovalRecord:
+        """Approve or deny one exact pending approval (ENG-07, SRV-11).
+
+        A confined caller reaches only approvals of its owner's jobs, and approving needs a
+        frontend started with write and approval access; denying needs neither.
+
+        Raises:
+            NotFound: no such approval (of this owner). PolicyError: missing access, or it is
+            no longer pending.
+        """
+        ...
+
+    @verb("task/rollback")
+    async def rollback(self, request: Rollback, caller: Caller = NOBODY) -> RollbackResult:
+        """Restore the files a task changed, after conflict checks; needs write access and confirm (SRV-18).
+
+        Raises:
+            ToolError: confirm is not true. PolicyError: no write access. NotFound: not a task of
+            this project. ConflictError: a file changed after the task wrote it (nothing changes).
+        """
+        ...
