@@ -24,21 +24,22 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_mcp_serve_with_json_is_refused_srv02(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-02")
+def test_mcp_serve_with_json_is_refused(tmp_path: Path) -> None:
     done = run(tmp_path / "h", "--json", "--workspace", str(tmp_path), "mcp", "serve")
     assert done.returncode == 2 and done.stdout == "" and "--json" in done.stderr
 
 
+@pytest.mark.req("ENG-02")
 @pytest.mark.parametrize("verb", [["mcp", "serve"], ["status"]])
-def test_missing_workspace_exits_2_with_a_message_eng02(tmp_path: Path, verb: list[str]) -> None:
+def test_missing_workspace_exits_2_with_a_message(tmp_path: Path, verb: list[str]) -> None:
     done = run(tmp_path / "h", "--workspace", str(tmp_path / "missing"), *verb)
     assert done.returncode == 2 and done.stdout == "" and "does not exist" in done.stderr
 
 
+@pytest.mark.req("ENG-02")
 @pytest.mark.parametrize("verb", [["mcp", "serve"], ["status"]])
-def test_a_deleted_working_directory_exits_2_with_a_message_not_a_traceback_eng02(
-    tmp_path: Path, verb: list[str]
-) -> None:
+def test_a_deleted_working_directory_exits_2_with_a_message_not_a_traceback(tmp_path: Path, verb: list[str]) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
     env = dict(os.environ, SHADOWCODE_HOME=str(tmp_path / "h"), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
@@ -57,14 +58,16 @@ def test_a_deleted_working_directory_exits_2_with_a_message_not_a_traceback_eng0
     assert "current directory" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_workspace_that_is_a_file_exits_2_eng02(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_workspace_that_is_a_file_exits_2(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x", encoding="utf-8")
     done = run(tmp_path / "h", "--workspace", str(f), "mcp", "serve")
     assert done.returncode == 2 and done.stdout == "" and "not a directory" in done.stderr
 
 
-def test_profile_with_a_path_separator_exits_2_eng01(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-01")
+def test_profile_with_a_path_separator_exits_2(tmp_path: Path) -> None:
     done = run(tmp_path / "h", "--profile", "a/b", "--workspace", str(tmp_path), "mcp", "serve")
     assert done.returncode == 2 and done.stdout == "" and "profile" in done.stderr
     assert not (tmp_path / "h").exists()
@@ -75,7 +78,8 @@ def test_unknown_flag_exits_2_on_stderr(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stdout == "" and "--bogus" in done.stderr
 
 
-def test_trust_status_untrust_print_one_json_document_each_eng02(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_trust_status_untrust_print_one_json_document_each(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     home = tmp_path / "h"
@@ -91,7 +95,8 @@ def test_trust_status_untrust_print_one_json_document_each_eng02(tmp_path: Path)
     assert untrusted["trusted"] is False
 
 
-def test_trust_with_an_unknown_level_exits_2_and_changes_nothing_eng02(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-02")
+def test_trust_with_an_unknown_level_exits_2_and_changes_nothing(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     done = run(tmp_path / "h", "trust", "--level", "root", str(project))
@@ -100,7 +105,8 @@ def test_trust_with_an_unknown_level_exits_2_and_changes_nothing_eng02(tmp_path:
     assert status["project"]["trusted"] is False
 
 
-def test_profiles_keep_separate_trust_eng01(tmp_path: Path) -> None:
+@pytest.mark.req("ENG-01")
+def test_profiles_keep_separate_trust(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     run(tmp_path / "h", "--profile", "work", "trust", str(project))
@@ -108,6 +114,7 @@ def test_profiles_keep_separate_trust_eng01(tmp_path: Path) -> None:
     assert other["project"]["trusted"] is False and other["profile"]["name"] == "play"
 
 
+@pytest.mark.req("ENG-05")
 @pytest.mark.parametrize(
     "options,message",
     [
@@ -115,7 +122,7 @@ def test_profiles_keep_separate_trust_eng01(tmp_path: Path) -> None:
         (["--provider", "openai", "--model", "m"], "--provider openai needs --base-url and --model"),
     ],
 )
-def test_models_add_of_an_incomplete_model_exits_2_and_saves_nothing_eng05(
+def test_models_add_of_an_incomplete_model_exits_2_and_saves_nothing(
     tmp_path: Path, options: list[str], message: str
 ) -> None:
     home = tmp_path / "h"

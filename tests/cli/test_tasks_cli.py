@@ -62,7 +62,8 @@ def parked_approval(profile: Profile, project: Path, argv: list[str]) -> Approva
 # -- approvals, approve, deny (ENG-07) -----------------------------------------------------------
 
 
-def test_approvals_lists_the_exact_command_and_cwd_and_approve_resolves_it_once_eng07(
+@pytest.mark.req("ENG-07")
+def test_approvals_lists_the_exact_command_and_cwd_and_approve_resolves_it_once(
     home: Path, profile: Profile, project: Path
 ) -> None:
     empty = cli(home, "approvals")
@@ -84,7 +85,8 @@ def test_approvals_lists_the_exact_command_and_cwd_and_approve_resolves_it_once_
     assert "no pending approvals" in cli(home, "approvals").stdout
 
 
-def test_deny_resolves_one_approval_and_an_unknown_id_fails_eng07(home: Path, profile: Profile, project: Path) -> None:
+@pytest.mark.req("ENG-07")
+def test_deny_resolves_one_approval_and_an_unknown_id_fails(home: Path, profile: Profile, project: Path) -> None:
     first = parked_approval(profile, project, ["make", "deploy"])
     second = parked_approval(profile, project, ["make", "test"])
     denied = cli(home, "--json", "deny", first.id)
@@ -100,7 +102,8 @@ def test_deny_resolves_one_approval_and_an_unknown_id_fails_eng07(home: Path, pr
 # -- run and jobs (ENG-08) ----------------------------------------------------------------------
 
 
-def test_run_detach_without_a_headless_engine_exits_2_and_names_the_fix_eng08(
+@pytest.mark.req("ENG-08")
+def test_run_detach_without_a_headless_engine_exits_2_and_names_the_fix(
     home: Path, profile: Profile, project: Path, tmp_path: Path
 ) -> None:
     scripted_model(profile, tmp_path / "s.json", [{"match": "", "turns": [DONE_TURN]}])
@@ -110,7 +113,8 @@ def test_run_detach_without_a_headless_engine_exits_2_and_names_the_fix_eng08(
     assert json.loads(cli(home, "--json", "jobs").stdout)["jobs"] == []
 
 
-def test_run_detach_returns_at_once_and_jobs_follow_streams_the_job_to_its_end_eng08(
+@pytest.mark.req("ENG-08")
+def test_run_detach_returns_at_once_and_jobs_follow_streams_the_job_to_its_end(
     home: Path, profile: Profile, project: Path, tmp_path: Path
 ) -> None:
     (project / "notes.txt").write_text("hello notes\n", encoding="utf-8")
@@ -157,14 +161,16 @@ def test_run_detach_returns_at_once_and_jobs_follow_streams_the_job_to_its_end_e
         assert job_id in listed.stdout and "done" in listed.stdout
 
 
-def test_run_without_a_configured_model_exits_2_and_names_the_fix_eng05_eng08(home: Path, project: Path) -> None:
+@pytest.mark.req("ENG-05", "ENG-08")
+def test_run_without_a_configured_model_exits_2_and_names_the_fix(home: Path, project: Path) -> None:
     refused = cli(home, "run", "--level", "read_only", "look around", workspace=project)
     assert refused.returncode == 2
     assert "no model is configured" in refused.stderr and "shadowcode models add" in refused.stderr
     assert "Traceback" not in refused.stderr and refused.stdout == ""
 
 
-def test_run_in_the_foreground_follows_the_task_and_exits_0_when_it_is_done_eng08(
+@pytest.mark.req("ENG-08")
+def test_run_in_the_foreground_follows_the_task_and_exits_0_when_it_is_done(
     home: Path, profile: Profile, project: Path, tmp_path: Path
 ) -> None:
     scripted_model(profile, tmp_path / "s.json", [{"match": "", "turns": [DONE_TURN]}])
@@ -183,7 +189,8 @@ def test_run_in_the_foreground_follows_the_task_and_exits_0_when_it_is_done_eng0
     assert kinds[0] == "task.queued" and kinds[-1] == "task.done"
 
 
-def test_run_in_the_foreground_exits_1_when_the_task_fails_eng08(
+@pytest.mark.req("ENG-08")
+def test_run_in_the_foreground_exits_1_when_the_task_fails(
     home: Path, profile: Profile, project: Path, tmp_path: Path
 ) -> None:
     scripted_model(profile, tmp_path / "s.json", [{"match": "", "turns": [{"error": "the model fell over"}]}])
@@ -195,7 +202,8 @@ def test_run_in_the_foreground_exits_1_when_the_task_fails_eng08(
     assert followed.returncode == 1 and "✗ failed" in followed.stdout
 
 
-def test_run_lowers_the_level_to_the_projects_and_refuses_a_bad_mode_eng08(
+@pytest.mark.req("ENG-08")
+def test_run_lowers_the_level_to_the_projects_and_refuses_a_bad_mode(
     home: Path, profile: Profile, project: Path, tmp_path: Path
 ) -> None:
     scripted_model(profile, tmp_path / "s.json", [{"match": "", "turns": [DONE_TURN]}])
@@ -206,7 +214,8 @@ def test_run_lowers_the_level_to_the_projects_and_refuses_a_bad_mode_eng08(
     assert bad.returncode == 2 and "--mode" in bad.stderr
 
 
-def test_a_foreground_run_waits_for_an_approval_given_from_another_cli_process_eng07_eng08(
+@pytest.mark.req("ENG-07", "ENG-08")
+def test_a_foreground_run_waits_for_an_approval_given_from_another_cli_process(
     home: Path, profile: Profile, project: Path, tmp_path: Path
 ) -> None:
     argv = [PY, "-c", "print('approved command ran')"]

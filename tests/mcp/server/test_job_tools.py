@@ -147,7 +147,8 @@ def run_command_script(match: str, argv: list[str], cwd: str | None = None) -> d
 # -- shadow_run (SRV-15, SRV-10, SRV-09) ---------------------------------------------------------
 
 
-async def test_shadow_run_answers_at_once_with_a_queued_read_only_job_srv15_srv10(
+@pytest.mark.req("SRV-15", "SRV-10")
+async def test_shadow_run_answers_at_once_with_a_queued_read_only_job(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [{"content": "slow", "delay_seconds": 0.3}]}])
@@ -161,7 +162,8 @@ async def test_shadow_run_answers_at_once_with_a_queued_read_only_job_srv15_srv1
     assert done["job"]["answer"] == "slow"
 
 
-async def test_shadow_run_elevated_on_a_workspace_project_runs_at_workspace_with_a_note_srv10(
+@pytest.mark.req("SRV-10")
+async def test_shadow_run_elevated_on_a_workspace_project_runs_at_workspace_with_a_note(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -173,7 +175,8 @@ async def test_shadow_run_elevated_on_a_workspace_project_runs_at_workspace_with
     assert status["project"]["level"] == "workspace"
 
 
-async def test_shadow_run_above_read_only_on_a_read_only_server_is_refused_srv09(
+@pytest.mark.req("SRV-09")
+async def test_shadow_run_above_read_only_on_a_read_only_server_is_refused(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -184,7 +187,8 @@ async def test_shadow_run_above_read_only_on_a_read_only_server_is_refused_srv09
         assert job["permission_level"] == "read_only"
 
 
-async def test_shadow_run_plan_task_that_calls_write_file_gets_a_tool_error_and_writes_nothing_srv10(
+@pytest.mark.req("SRV-10")
+async def test_shadow_run_plan_task_that_calls_write_file_gets_a_tool_error_and_writes_nothing(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "plan.md").write_text("keep\n", encoding="utf-8")
@@ -204,7 +208,8 @@ async def test_shadow_run_plan_task_that_calls_write_file_gets_a_tool_error_and_
 # -- shadow_jobs (SRV-16) ------------------------------------------------------------------------
 
 
-async def test_shadow_jobs_pages_events_with_next_cursor_at_the_page_limit_srv16(
+@pytest.mark.req("SRV-16")
+async def test_shadow_jobs_pages_events_with_next_cursor_at_the_page_limit(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "a.txt").write_text("a\n", encoding="utf-8")
@@ -222,7 +227,8 @@ async def test_shadow_jobs_pages_events_with_next_cursor_at_the_page_limit_srv16
     assert second["events"][-1]["kind"] == "task.done"
 
 
-async def test_shadow_jobs_shows_only_this_connections_jobs_srv16(
+@pytest.mark.req("SRV-16")
+async def test_shadow_jobs_shows_only_this_connections_jobs(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -239,7 +245,8 @@ async def test_shadow_jobs_shows_only_this_connections_jobs_srv16(
         assert not refused and "job_id" in message
 
 
-async def test_shadow_jobs_cancel_stops_a_running_command_and_its_process_group_srv16_srv21(
+@pytest.mark.req("SRV-16", "SRV-21")
+async def test_shadow_jobs_cancel_stops_a_running_command_and_its_process_group(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
 ) -> None:
     pidfile = tmp_path / "cmd.pid"
@@ -268,7 +275,8 @@ async def test_shadow_jobs_cancel_stops_a_running_command_and_its_process_group_
 # -- shadow_approve (SRV-11, ENG-07) -------------------------------------------------------------
 
 
-async def test_shadow_approve_without_the_flags_is_refused_and_says_how_srv11(
+@pytest.mark.req("SRV-11")
+async def test_shadow_approve_without_the_flags_is_refused_and_says_how(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([run_command_script("", ["true"])])
@@ -281,7 +289,8 @@ async def test_shadow_approve_without_the_flags_is_refused_and_says_how_srv11(
         assert h.core.approvals.get(approval["id"]).status == "pending"
 
 
-async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves_it_pending_srv11(
+@pytest.mark.req("SRV-11")
+async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves_it_pending(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([run_command_script("park", ["true"]), {"match": "", "turns": [DONE_TURN]}])
@@ -303,7 +312,8 @@ async def test_shadow_approve_of_another_owners_approval_is_not_found_and_leaves
         assert (await ok(owner, "shadow_jobs", action="get", job_id=job["job_id"]))["job"]["status"] == "waiting"
 
 
-async def test_shadow_approve_of_an_id_that_does_not_exist_is_not_found_srv11(
+@pytest.mark.req("SRV-11")
+async def test_shadow_approve_of_an_id_that_does_not_exist_is_not_found(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -313,7 +323,8 @@ async def test_shadow_approve_of_an_id_that_does_not_exist_is_not_found_srv11(
     assert not refused and "no approval 'appr_000000000000'" in message
 
 
-async def test_an_owner_denies_its_approval_without_the_approval_flag_and_the_task_sees_it_srv11_eng07(
+@pytest.mark.req("SRV-11", "ENG-07")
+async def test_an_owner_denies_its_approval_without_the_approval_flag_and_the_task_sees_it(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None], request_log: Path
 ) -> None:
     (project_dir / "sub").mkdir()
@@ -347,7 +358,8 @@ MAKEFILE = "test:\n\t@echo make-test-output-line\n"
 PACKAGE_JSON = json.dumps({"scripts": {"test": "node --test"}})
 
 
-async def test_shadow_test_runs_the_one_detected_command_after_approval_and_asks_no_model_srv17(
+@pytest.mark.req("SRV-17")
+async def test_shadow_test_runs_the_one_detected_command_after_approval_and_asks_no_model(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None], request_log: Path
 ) -> None:
     make_project(project_dir, {"Makefile": MAKEFILE})
@@ -367,7 +379,8 @@ async def test_shadow_test_runs_the_one_detected_command_after_approval_and_asks
     assert "model.request" not in [e["kind"] for e in done["events"]]
 
 
-async def test_shadow_test_reports_a_failing_exit_status_srv17(
+@pytest.mark.req("SRV-17")
+async def test_shadow_test_reports_a_failing_exit_status(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None], request_log: Path
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])
@@ -384,7 +397,8 @@ async def test_shadow_test_reports_a_failing_exit_status_srv17(
     assert not request_log.exists()
 
 
-async def test_shadow_test_with_several_candidates_lists_them_and_with_none_says_so_srv17(
+@pytest.mark.req("SRV-17")
+async def test_shadow_test_with_several_candidates_lists_them_and_with_none_says_so(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
 ) -> None:
     make_project(project_dir, {"Makefile": MAKEFILE, "package.json": PACKAGE_JSON})
@@ -402,7 +416,8 @@ async def test_shadow_test_with_several_candidates_lists_them_and_with_none_says
         assert h.core.records.recent(10) == []
 
 
-async def test_shadow_test_needs_write_access_srv17_srv09(
+@pytest.mark.req("SRV-17", "SRV-09")
+async def test_shadow_test_needs_write_access(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     make_project(project_dir, {"Makefile": MAKEFILE})
@@ -427,7 +442,8 @@ EDIT = [
 ]
 
 
-async def test_shadow_rollback_refusals_and_a_good_rollback_shown_by_shadow_why_srv18_srv19_eng06(
+@pytest.mark.req("SRV-18", "SRV-19", "ENG-06")
+async def test_shadow_rollback_refusals_and_a_good_rollback_shown_by_shadow_why(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "a.txt").write_text("before\n", encoding="utf-8")
@@ -462,7 +478,8 @@ async def test_shadow_rollback_refusals_and_a_good_rollback_shown_by_shadow_why_
     ]
 
 
-async def test_shadow_rollback_after_a_conflicting_edit_lists_the_path_and_changes_nothing_srv18_eng06(
+@pytest.mark.req("SRV-18", "ENG-06")
+async def test_shadow_rollback_after_a_conflicting_edit_lists_the_path_and_changes_nothing(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     (project_dir / "a.txt").write_text("before\n", encoding="utf-8")
@@ -491,7 +508,8 @@ def rpc(server: ServerProcess, request_id: int, name: str, **arguments: Any) -> 
     return result["structuredContent"]  # type: ignore[no-any-return]
 
 
-def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detached_job_runs_on_srv21_srv22_eng08(
+@pytest.mark.req("SRV-21", "SRV-22", "ENG-08")
+def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detached_job_runs_on(
     tmp_path: Path,
 ) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
@@ -574,7 +592,8 @@ def test_closing_stdin_cancels_the_connections_jobs_and_children_while_a_detache
     assert group_gone(their_pid)  # the engine's close stopped the detached job's command too
 
 
-async def test_shadow_jobs_reads_an_unusable_cursor_as_the_first_page_srv16(
+@pytest.mark.req("SRV-16")
+async def test_shadow_jobs_reads_an_unusable_cursor_as_the_first_page(
     engine: LocalEngine, project_dir: Path, model: Callable[..., None]
 ) -> None:
     model([{"match": "", "turns": [DONE_TURN]}])

@@ -54,7 +54,8 @@ def _stand_in(monkeypatch: pytest.MonkeyPatch, handler: Callable[..., Any]) -> N
 # --- result size -------------------------------------------------------------------------
 
 
-def test_result_of_exactly_2_mb_is_allowed_and_one_byte_more_is_not_srv25() -> None:
+@pytest.mark.req("SRV-25")
+def test_result_of_exactly_2_mb_is_allowed_and_one_byte_more_is_not() -> None:
     assert RESULT_MAX_BYTES == 2_000_000
     at_limit = json.dumps({"data": "x" * (RESULT_MAX_BYTES - len('{"data": ""}'))})
     assert len(at_limit.encode("utf-8")) == RESULT_MAX_BYTES
@@ -62,14 +63,16 @@ def test_result_of_exactly_2_mb_is_allowed_and_one_byte_more_is_not_srv25() -> N
     assert result_too_large(at_limit[:-2] + 'x"}')
 
 
-def test_result_size_counts_utf8_bytes_not_characters_srv25() -> None:
+@pytest.mark.req("SRV-25")
+def test_result_size_counts_utf8_bytes_not_characters() -> None:
     assert not result_too_large("é" * 5, max_bytes=10)
     assert result_too_large("é" * 5 + "a", max_bytes=10)
     assert result_too_large("a" * 11, max_bytes=10)
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_a_tool_result_at_the_limit_is_returned_and_one_byte_past_is_a_tool_error_srv25(
+async def test_a_tool_result_at_the_limit_is_returned_and_one_byte_past_is_a_tool_error(
     api: LocalEngine, project_dir: Path
 ) -> None:
     async with _client(api, project_dir) as client:
@@ -87,8 +90,9 @@ async def test_a_tool_result_at_the_limit_is_returned_and_one_byte_past_is_a_too
         assert "too large" in text and str(size - 1) in text
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_a_resource_over_the_result_limit_is_a_json_rpc_error_srv25(api: LocalEngine, project_dir: Path) -> None:
+async def test_a_resource_over_the_result_limit_is_a_json_rpc_error(api: LocalEngine, project_dir: Path) -> None:
     async with _client(api, project_dir) as client:
         text = (await client.read_resource("shadow://project")).contents[0].text  # type: ignore[union-attr]
     size = len(text.encode("utf-8"))
@@ -102,8 +106,9 @@ async def test_a_resource_over_the_result_limit_is_a_json_rpc_error_srv25(api: L
 # --- operations in flight ----------------------------------------------------------------
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_eight_operations_run_at_once_and_a_ninth_is_refused_with_a_json_rpc_error_srv25(
+async def test_eight_operations_run_at_once_and_a_ninth_is_refused_with_a_json_rpc_error(
     api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     release = anyio.Event()
@@ -140,8 +145,9 @@ async def test_eight_operations_run_at_once_and_a_ninth_is_refused_with_a_json_r
     assert f"more than {OPERATIONS_IN_FLIGHT_MAX} operations in flight" in capsys.readouterr().err
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_an_operation_past_its_deadline_becomes_a_tool_error_and_frees_its_slot_srv25(
+async def test_an_operation_past_its_deadline_becomes_a_tool_error_and_frees_its_slot(
     api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def endless(_ctx: Any, _args: Any) -> dict[str, Any]:
@@ -157,8 +163,9 @@ async def test_an_operation_past_its_deadline_becomes_a_tool_error_and_frees_its
         assert second.is_error and "did not finish" in second.content[0].text  # type: ignore[union-attr]
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_an_operation_within_its_deadline_is_answered_srv25(
+async def test_an_operation_within_its_deadline_is_answered(
     api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def quick(_ctx: Any, _args: Any) -> dict[str, Any]:
@@ -174,7 +181,8 @@ async def test_an_operation_within_its_deadline_is_answered_srv25(
 # --- the real eight, live ----------------------------------------------------------------
 
 
-def test_live_server_runs_eight_slow_queries_and_refuses_a_ninth_srv25(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-25")
+def test_live_server_runs_eight_slow_queries_and_refuses_a_ninth(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     with sqlite3.connect(project / "slow.db") as db:

@@ -79,8 +79,9 @@ async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, Any]:
     return True, result.structured_content
 
 
+@pytest.mark.req("SRV-04", "SRV-03")
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_exactly_seventeen_tools_with_schemas_and_annotations_srv04_srv03(connect: Connect, mode: str) -> None:
+async def test_exactly_seventeen_tools_with_schemas_and_annotations(connect: Connect, mode: str) -> None:
     async with connect(mode=mode) as client:
         tools = (await client.list_tools()).tools
     assert {t.name for t in tools} == SEVENTEEN and len(tools) == 17
@@ -92,7 +93,8 @@ async def test_exactly_seventeen_tools_with_schemas_and_annotations_srv04_srv03(
     assert by_name["shadow_rollback"].annotations.destructive_hint is True  # type: ignore[union-attr]
 
 
-async def test_resources_are_the_four_and_plan_is_null_without_a_plan_srv05(connect: Connect) -> None:
+@pytest.mark.req("SRV-05")
+async def test_resources_are_the_four_and_plan_is_null_without_a_plan(connect: Connect) -> None:
     async with connect() as client:
         uris = {str(r.uri) for r in (await client.list_resources()).resources}
         assert uris == {"shadow://project", "shadow://sessions", "shadow://memory", "shadow://plan"}
@@ -102,7 +104,8 @@ async def test_resources_are_the_four_and_plan_is_null_without_a_plan_srv05(conn
     assert json.loads(project.contents[0].text)["trusted"] is False  # type: ignore[union-attr]
 
 
-async def test_prompts_delegate_and_understand_srv06(connect: Connect, project_dir: Path) -> None:
+@pytest.mark.req("SRV-06")
+async def test_prompts_delegate_and_understand(connect: Connect, project_dir: Path) -> None:
     async with connect() as client:
         names = {p.name for p in (await client.list_prompts()).prompts}
         delegate = await client.get_prompt("delegate", {"task": "add a README"})
@@ -112,7 +115,8 @@ async def test_prompts_delegate_and_understand_srv06(connect: Connect, project_d
     assert str(project_dir.resolve()) in understand.messages[0].content.text  # type: ignore[union-attr]
 
 
-async def test_server_is_read_only_by_default_srv09(connect: Connect) -> None:
+@pytest.mark.req("SRV-09")
+async def test_server_is_read_only_by_default(connect: Connect) -> None:
     async with connect(trust="workspace") as client:
         ok, message = await call(client, "shadow_memory", action="append", text="note")
         assert not ok and "--allow-write" in message
@@ -120,19 +124,22 @@ async def test_server_is_read_only_by_default_srv09(connect: Connect) -> None:
         assert ok
 
 
-async def test_allow_write_still_needs_a_trusted_project_srv09(connect: Connect) -> None:
+@pytest.mark.req("SRV-09")
+async def test_allow_write_still_needs_a_trusted_project(connect: Connect) -> None:
     async with connect(allow_write=True) as client:
         ok, message = await call(client, "shadow_goal", action="create", title="x")
     assert not ok and "trusted project" in message
 
 
-async def test_allow_write_within_a_read_only_level_is_refused_srv09(connect: Connect) -> None:
+@pytest.mark.req("SRV-09")
+async def test_allow_write_within_a_read_only_level_is_refused(connect: Connect) -> None:
     async with connect(allow_write=True, trust="read_only") as client:
         ok, message = await call(client, "shadow_memory", action="append", text="x")
     assert not ok and "read_only" in message
 
 
-async def test_memory_append_read_and_stale_replace_srv12(connect: Connect) -> None:
+@pytest.mark.req("SRV-12")
+async def test_memory_append_read_and_stale_replace(connect: Connect) -> None:
     async with connect(allow_write=True, trust="workspace") as client:
         ok, first = await call(client, "shadow_memory", action="append", text="remember this")
         assert ok and first["content"] == "remember this"
@@ -143,7 +150,8 @@ async def test_memory_append_read_and_stale_replace_srv12(connect: Connect) -> N
     assert note["content"] == "remember this\n\nand this"
 
 
-async def test_task_note_for_another_projects_task_is_refused_srv12(
+@pytest.mark.req("SRV-12")
+async def test_task_note_for_another_projects_task_is_refused(
     connect: Connect, api: LocalEngine, tmp_path: Path
 ) -> None:
     other = tmp_path / "elsewhere"
@@ -159,7 +167,8 @@ async def test_task_note_for_another_projects_task_is_refused_srv12(
     assert not ok and "no task" in message
 
 
-async def test_goal_create_advance_list_srv14(connect: Connect) -> None:
+@pytest.mark.req("SRV-14")
+async def test_goal_create_advance_list(connect: Connect) -> None:
     async with connect(allow_write=True, trust="workspace") as client:
         ok, created = await call(client, "shadow_goal", action="create", title="ship")
         goal_id = created["goal"]["id"]
@@ -169,7 +178,8 @@ async def test_goal_create_advance_list_srv14(connect: Connect) -> None:
     assert [g["id"] for g in listed["goals"]] == [goal_id]
 
 
-async def test_inspection_tools_answer_on_an_empty_history_srv19_srv20(connect: Connect) -> None:
+@pytest.mark.req("SRV-19", "SRV-20")
+async def test_inspection_tools_answer_on_an_empty_history(connect: Connect) -> None:
     async with connect() as client:
         for name in (
             "shadow_status",
@@ -189,9 +199,8 @@ async def test_inspection_tools_answer_on_an_empty_history_srv19_srv20(connect: 
     assert why == {"entries": []}
 
 
-async def test_the_five_job_tools_answer_for_real_srv15_srv16_srv17_srv18(
-    connect: Connect, api: LocalEngine, tmp_path: Path
-) -> None:
+@pytest.mark.req("SRV-15", "SRV-16", "SRV-17", "SRV-18")
+async def test_the_five_job_tools_answer_for_real(connect: Connect, api: LocalEngine, tmp_path: Path) -> None:
     scripted_model(api.state.profile, tmp_path / "script.json", [{"match": "", "turns": [{"content": "done"}]}])
     async with connect(allow_write=True, trust="workspace") as client:
         ok, run = await call(client, "shadow_run", prompt="look around")
@@ -222,7 +231,8 @@ def probe_check(doctor: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in doctor["checks"] if c["name"] == "model_probe"), None)
 
 
-async def test_doctor_probe_sends_exactly_one_request_and_reports_the_reply_srv19(
+@pytest.mark.req("SRV-19")
+async def test_doctor_probe_sends_exactly_one_request_and_reports_the_reply(
     connect: Connect, api: LocalEngine, tmp_path: Path
 ) -> None:
     log = tmp_path / "requests.jsonl"
@@ -238,7 +248,8 @@ async def test_doctor_probe_sends_exactly_one_request_and_reports_the_reply_srv1
     assert "scripted answered" in check["detail"] and "The model answers." in check["detail"]
 
 
-async def test_doctor_probe_of_a_failing_model_sends_one_request_and_reports_the_reason_srv19(
+@pytest.mark.req("SRV-19")
+async def test_doctor_probe_of_a_failing_model_sends_one_request_and_reports_the_reason(
     connect: Connect, api: LocalEngine, tmp_path: Path
 ) -> None:
     log = tmp_path / "requests.jsonl"
@@ -254,7 +265,8 @@ async def test_doctor_probe_of_a_failing_model_sends_one_request_and_reports_the
     assert doctor["ok"] is False
 
 
-async def test_doctor_without_probe_model_asks_the_model_nothing_srv19(
+@pytest.mark.req("SRV-19")
+async def test_doctor_without_probe_model_asks_the_model_nothing(
     connect: Connect, api: LocalEngine, tmp_path: Path
 ) -> None:
     log = tmp_path / "requests.jsonl"
@@ -269,7 +281,8 @@ async def test_doctor_without_probe_model_asks_the_model_nothing_srv19(
     assert any(c["name"] == "models" and c["status"] == "ok" for c in doctor["checks"])
 
 
-async def test_unknown_arguments_are_refused_with_a_clear_error_srv04(connect: Connect) -> None:
+@pytest.mark.req("SRV-04")
+async def test_unknown_arguments_are_refused_with_a_clear_error(connect: Connect) -> None:
     async with connect() as client:
         ok, message = await call(client, "shadow_status", surprise=1)
     assert not ok and "surprise" in message

@@ -76,7 +76,8 @@ def _assert_closed_cleanly(proc: ServerProcess, reason: str) -> str:
 # --- live process, real constants ------------------------------------------------------
 
 
-def test_lifetime_of_32_mib_is_accepted_and_one_more_byte_closes_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_lifetime_of_32_mib_is_accepted_and_one_more_byte_closes(server: ServerProcess) -> None:
     frame_bytes = STDIO_FRAME_MAX_BYTES  # newline included: every frame is under the frame limit
     count = STDIO_CONNECTION_MAX_BYTES // frame_bytes
     assert count * frame_bytes == STDIO_CONNECTION_MAX_BYTES and count < STDIO_FRAMES_PER_SECOND_MAX
@@ -89,14 +90,16 @@ def test_lifetime_of_32_mib_is_accepted_and_one_more_byte_closes_srv25(server: S
     _assert_closed_cleanly(server, f"the connection sent more than {STDIO_CONNECTION_MAX_BYTES} bytes")
 
 
-def test_blank_lines_count_as_frames_and_ten_thousand_of_them_close_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_blank_lines_count_as_frames_and_ten_thousand_of_them_close(server: ServerProcess) -> None:
     server.send_raw(b"\n" * (STDIO_FRAMES_PER_SECOND_MAX - 1) + _ping(1) + b"\n")
     assert server.read_until_response(1, timeout=20)["result"] == {}
     server.send_raw(b"\n" * 10_000)
     _assert_closed_cleanly(server, f"more than {STDIO_FRAMES_PER_SECOND_MAX} frames in one second")
 
 
-def test_client_that_never_reads_stdout_is_dropped_by_the_write_deadline_srv25(server: ServerProcess) -> None:
+@pytest.mark.req("SRV-25")
+def test_client_that_never_reads_stdout_is_dropped_by_the_write_deadline(server: ServerProcess) -> None:
     server.initialize()
     stdin = server.proc.stdin
     assert stdin is not None
@@ -123,7 +126,8 @@ def test_client_that_never_reads_stdout_is_dropped_by_the_write_deadline_srv25(s
     assert "Traceback" not in stderr
 
 
-def test_client_closing_its_end_of_stdout_makes_the_server_exit_without_a_traceback_srv25(
+@pytest.mark.req("SRV-25")
+def test_client_closing_its_end_of_stdout_makes_the_server_exit_without_a_traceback(
     server: ServerProcess,
 ) -> None:
     server.initialize()
@@ -137,7 +141,8 @@ def test_client_closing_its_end_of_stdout_makes_the_server_exit_without_a_traceb
     assert "Traceback" not in stderr
 
 
-def test_no_request_within_the_init_deadline_closes_and_one_just_before_is_served_srv25(tmp_path: Path) -> None:
+@pytest.mark.req("SRV-25")
+def test_no_request_within_the_init_deadline_closes_and_one_just_before_is_served(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     silent = ServerProcess(project, tmp_path / "home-silent")
@@ -232,8 +237,9 @@ async def _transport(api: LocalEngine, project_dir: Path, lim: StdioLimits) -> A
                 os.close(fd)
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_frame_of_exactly_the_limit_is_served_and_one_byte_more_closes_srv25(
+async def test_frame_of_exactly_the_limit_is_served_and_one_byte_more_closes(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(frame_max_bytes=120)
@@ -247,8 +253,9 @@ async def test_frame_of_exactly_the_limit_is_served_and_one_byte_more_closes_srv
     assert f"{CLOSING} a frame is longer than 120 bytes" in capsys.readouterr().err
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_an_overlong_frame_is_refused_before_its_newline_arrives_srv25(
+async def test_an_overlong_frame_is_refused_before_its_newline_arrives(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async with _transport(api, project_dir, StdioLimits(frame_max_bytes=120)) as peer:
@@ -257,8 +264,9 @@ async def test_an_overlong_frame_is_refused_before_its_newline_arrives_srv25(
     assert "a frame is longer than 120 bytes" in capsys.readouterr().err
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_lifetime_bytes_at_the_limit_are_served_and_one_more_byte_closes_srv25(
+async def test_lifetime_bytes_at_the_limit_are_served_and_one_more_byte_closes(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     frame = _ping_of_size(1, 99) + b"\n"
@@ -271,8 +279,9 @@ async def test_lifetime_bytes_at_the_limit_are_served_and_one_more_byte_closes_s
     assert f"{CLOSING} the connection sent more than {4 * len(frame)} bytes" in capsys.readouterr().err
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_frame_rate_counts_blank_lines_and_closes_one_past_srv25(
+async def test_frame_rate_counts_blank_lines_and_closes_one_past(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(frames_per_second_max=5)
@@ -285,8 +294,9 @@ async def test_frame_rate_counts_blank_lines_and_closes_one_past_srv25(
     assert f"{CLOSING} more than 5 frames in one second" in capsys.readouterr().err
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_only_a_request_meets_the_init_deadline_srv25(
+async def test_only_a_request_meets_the_init_deadline(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(init_deadline_seconds=0.5)
@@ -304,16 +314,18 @@ async def test_only_a_request_meets_the_init_deadline_srv25(
         assert (await peer.line())["id"] == 2
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_a_legacy_initialize_meets_the_init_deadline_srv25(api: LocalEngine, project_dir: Path) -> None:
+async def test_a_legacy_initialize_meets_the_init_deadline(api: LocalEngine, project_dir: Path) -> None:
     async with _transport(api, project_dir, StdioLimits(init_deadline_seconds=0.5)) as peer:
         await peer.send(json.dumps(INIT).encode() + b"\n")
         assert "result" in await peer.line()
         assert not await peer.closed_within(1.0)
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline_srv25(
+async def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lim = StdioLimits(write_deadline_seconds=0.3, frames_per_second_max=1000)
@@ -331,8 +343,9 @@ async def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline_s
     assert f"{CLOSING} a response write took longer than 0.3 seconds" in capsys.readouterr().err
 
 
+@pytest.mark.req("SRV-25")
 @pytest.mark.anyio
-async def test_a_broken_stdout_closes_the_connection_srv25(
+async def test_a_broken_stdout_closes_the_connection(
     api: LocalEngine, project_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async with _transport(api, project_dir, StdioLimits()) as peer:
@@ -347,6 +360,7 @@ async def test_a_broken_stdout_closes_the_connection_srv25(
 # --- frame decoding ----------------------------------------------------------------------
 
 
+@pytest.mark.req("SRV-01", "SRV-25")
 @pytest.mark.parametrize(
     ("frame", "code", "error_id"),
     [
@@ -369,7 +383,7 @@ async def test_a_broken_stdout_closes_the_connection_srv25(
         (b'{"jsonrpc":"1.0","id":"x","method":"ping"}', -32600, "x"),
     ],
 )
-def test_frames_that_are_not_json_rpc_get_an_error_never_an_exception_srv01_srv25(
+def test_frames_that_are_not_json_rpc_get_an_error_never_an_exception(
     frame: bytes, code: int, error_id: object
 ) -> None:
     message, error = decode_frame(frame)
@@ -378,7 +392,8 @@ def test_frames_that_are_not_json_rpc_get_an_error_never_an_exception_srv01_srv2
     assert error.id == error_id
 
 
-def test_valid_messages_decode_without_an_error_srv01() -> None:
+@pytest.mark.req("SRV-01")
+def test_valid_messages_decode_without_an_error() -> None:
     for frame in (
         _ping(1),
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
