@@ -26,7 +26,6 @@ from shadowcode.agent.processes import ProcessManager
 from shadowcode.engine.api import Caller, EngineApi, OwnerClosed, OwnerHandle
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
-from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.engine.owners import Owner, Owners, OwnerState
 from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.state import EngineState
@@ -71,7 +70,6 @@ class LocalEngine(EngineApi):
             approvals=approvals,
             checkpoints=checkpoints,
             processes=processes,
-            mcp_catalog=McpRegistry(store),
         )
         self.state = EngineState(
             profile=profile,

@@ -18,19 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from shadowcode.agent.loop import run_agent
-from shadowcode.agent.providers import ModelProvider, open_provider
-from shadowcode.agent.providers._paths import profile_relative
-from shadowcode.agent.toolbox import TaskEnv, run_approved_command
-from shadowcode.engine.childenv import child_env
 from shadowcode.engine.scheduler import Scheduler
 from shadowcode.enums import TaskMode, TaskStatus
 from shadowcode.errors import PolicyError, ShadowcodeError
 from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, MODEL_SLOTS_PER_MODEL_MAX
 
 if TYPE_CHECKING:
-    from shadowcode.agent.ports import CatalogCache
     from shadowcode.agent.processes import ProcessManager
+    from shadowcode.agent.providers import ModelProvider
+    from shadowcode.agent.toolbox import TaskEnv
     from shadowcode.engine.approvals import Approvals
     from shadowcode.engine.checkpoints import Checkpoints
     from shadowcode.engine.mcp_servers import Snapshot
@@ -57,7 +53,6 @@ class JobRunner:
         approvals: exact approvals.
         checkpoints: where writes are recorded before they happen.
         processes: command children and background processes.
-        mcp_catalog: the tool catalogs of external servers, kept per definition hash (CLI-08).
     """
 
     def __init__(
@@ -70,7 +65,6 @@ class JobRunner:
         approvals: Approvals,
         checkpoints: Checkpoints,
         processes: ProcessManager,
-        mcp_catalog: CatalogCache,
     ) -> None:
         self.engine_id = engine_id
         self.profile = profile
@@ -79,7 +73,6 @@ class JobRunner:
         self.approvals = approvals
         self.checkpoints = checkpoints
         self.processes = processes
-        self.mcp_catalog = mcp_catalog
         self._scheduler: Scheduler | None = None
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self._providers: dict[str, tuple[object, ModelProvider]] = {}
@@ -193,6 +186,10 @@ class JobRunner:
             self.approvals.expire(task_id)
 
     def _task_env(self, task: Any) -> TaskEnv:
+        # The agent's stack loads with the first job, not with every engine (a CLI verb opens one).
+        from shadowcode.agent.toolbox import TaskEnv
+        from shadowcode.engine.childenv import child_env
+
         return TaskEnv(
             task_id=task.id,
             owner=task.owner,
@@ -207,19 +204,22 @@ class JobRunner:
         )
 
     async def _agent_body(self, task: Any, model: ModelSettings, servers: Snapshot | None) -> str:
+        from shadowcode.agent.loop import run_agent
+
         env = self._task_env(task)
         async with AsyncExitStack() as stack:
             if servers is not None and servers.servers:
                 # Imported here: the MCP client stack costs seconds to import, and a command-line
                 # verb's temporary engine that runs no MCP task should not pay for it.
                 from shadowcode.agent.mcp_tools import TaskServers, inline_tools_setting
+                from shadowcode.engine.mcp_servers import McpRegistry
 
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,
                 # before _guarded records the outcome (CLI-19).
                 env.mcp = await stack.enter_async_context(
                     TaskServers(
                         snapshot=servers,
-                        catalog=self.mcp_catalog,
+                        catalog=McpRegistry(self.store),
                         profile=self.profile,
                         task_id=task.id,
                         records=self.records,
@@ -232,6 +232,8 @@ class JobRunner:
         return str(answer)
 
     async def _test_body(self, task: Any, argv: list[str]) -> str:
+        from shadowcode.agent.toolbox import run_approved_command
+
         env = self._task_env(task)
         result = await run_approved_command(env, argv, Path(task.project), kind="test")
         if "error" in result:
@@ -248,6 +250,8 @@ class JobRunner:
         script, the way a fresh temporary engine would (ENG-05). The provider it replaces
         stays open for the tasks still using it and is closed with the engine.
         """
+        from shadowcode.agent.providers import open_provider
+
         key = (settings, _script_stamp(settings, self.profile))
         known = self._providers.get(settings.name)
         if known is not None and known[0] == key:
@@ -274,6 +278,8 @@ class JobRunner:
 
 def _script_stamp(settings: ModelSettings, profile: Profile) -> tuple[int, int] | None:
     """``(mtime_ns, size)`` of a scripted model's script file, or None (no script, unreadable)."""
+    from shadowcode.agent.providers._paths import profile_relative
+
     if not settings.script:
         return None
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shadowcode.agent.processes import ProcessManager
 from shadowcode.engine.api import Access, Caller
@@ -17,7 +18,6 @@ from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.engine.goals import Goals
 from shadowcode.engine.history import History
-from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.engine.memory import MemoryNotes
 from shadowcode.engine.owners import Owners
 from shadowcode.engine.projects import Project, ProjectRegistry
@@ -28,6 +28,9 @@ from shadowcode.errors import PolicyError, ToolError
 from shadowcode.profile import Profile, Settings
 from shadowcode.project.paths import canonical_project
 from shadowcode.store import Store
+
+if TYPE_CHECKING:
+    from shadowcode.engine.mcp_servers import McpRegistry
 
 __all__ = ["EngineState", "require_write"]
 
@@ -97,6 +100,8 @@ class EngineState:
     @property
     def mcp_servers(self) -> McpRegistry:
         """External MCP server definitions and per-project grants (CLI-01, CLI-02, CLI-05)."""
+        from shadowcode.engine.mcp_servers import McpRegistry  # its parser loads with the first use
+
         return McpRegistry(self.store)
 
     @property

@@ -121,10 +121,10 @@ async def test_a_long_running_engine_sees_a_replaced_model_and_an_edited_script(
 @pytest.fixture
 def short_model_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Open openai models with sub-second read and total deadlines (the settings offer none)."""
+    from shadowcode.agent import providers
     from shadowcode.agent.providers.openai_compatible import OpenAIProvider
-    from shadowcode.engine import runner
 
-    original = runner.open_provider
+    original = providers.open_provider
 
     def opener(settings: Any, profile: Any) -> Any:
         if settings.provider == "openai":
@@ -133,7 +133,7 @@ def short_model_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
             )
         return original(settings, profile)
 
-    monkeypatch.setattr(runner, "open_provider", opener)
+    monkeypatch.setattr(providers, "open_provider", opener)  # the runner looks it up when it opens one
 
 
 @pytest.mark.req("ENG-05")

@@ -1,6 +1,7 @@
 """Handlers: inspection of the caller's project and of the records about it (SRV-05, SRV-13, SRV-18, SRV-19, SRV-20).
 
-Work that reads the project (a walk, git, a SQLite file) may block for longer than an
+The project's inspection modules load with their first use. Work that reads the project (a
+walk, git, a SQLite file) may block for longer than an
 operation may last, so it runs through :func:`shadowcode.blocking.run_blocking`: never on the
 event loop, and abandoned at the caller's deadline (SRV-25). None of it writes the project.
 """
@@ -48,10 +49,6 @@ from shadowcode.engine.verbs._registry import handles
 from shadowcode.engine.wire import from_json
 from shadowcode.errors import ShadowcodeError
 from shadowcode.limits import OPERATION_DEADLINE_SECONDS
-from shadowcode.project import doctor as project_doctor
-from shadowcode.project import review as project_review
-from shadowcode.project import understand
-from shadowcode.project.sqlite_inspect import list_tables, run_query
 
 __all__ = ["MODEL_PROBE_PROMPT"]
 
@@ -66,8 +63,10 @@ async def tool_list(state: EngineState, request: Empty, caller: Caller) -> list[
 
 @handles(EngineApi.review)
 async def review(state: EngineState, request: Empty, caller: Caller) -> Review:
+    from shadowcode.project.review import review as review_project
+
     root = state.project(caller).path
-    found: Review = await run_blocking(project_review.review, root)
+    found: Review = await run_blocking(review_project, root)
     return found
 
 
@@ -76,7 +75,9 @@ async def understand_project(state: EngineState, request: UnderstandRequest, cal
     project = state.project(caller)
     if request.save:
         require_write(project, caller.access, "saving the project map")
-    built: dict[str, Any] = await run_blocking(understand.build_map, project.path)
+    from shadowcode.project.understand import build_map
+
+    built: dict[str, Any] = await run_blocking(build_map, project.path)
     if request.save:
         state.history.save_map(project.path, str(built["map"]), int(time.time()))
     return ProjectMap(**built, saved=request.save)  # type: ignore[typeddict-item]
@@ -92,7 +93,9 @@ async def doctor(state: EngineState, request: DoctorRequest, caller: Caller) -> 
         _trust_check(project),
         *await _model_checks(state, probe=request.probe_model),
     ]
-    checks += [from_json(Check, c) for c in await run_blocking(project_doctor.project_checks, project.path)]
+    from shadowcode.project.doctor import project_checks
+
+    checks += [from_json(Check, c) for c in await run_blocking(project_checks, project.path)]
     return Diagnostics(checks, all(c.status != "fail" for c in checks))
 
 
@@ -149,12 +152,16 @@ async def _probe(state: EngineState, model: Any) -> Check:
 
 @handles(EngineApi.sqlite_tables)
 async def sqlite_tables(state: EngineState, request: SqliteTablesRequest, caller: Caller) -> SqliteTables:
+    from shadowcode.project.sqlite_inspect import list_tables
+
     found: SqliteTables = await run_blocking(list_tables, state.project(caller).path, request.path)
     return found
 
 
 @handles(EngineApi.sqlite_query)
 async def sqlite_query(state: EngineState, request: SqliteQuery, caller: Caller) -> SqliteRows:
+    from shadowcode.project.sqlite_inspect import run_query
+
     root = state.project(caller).path
     found: SqliteRows = await run_blocking(run_query, root, request.path, request.sql, request.params)
     return found

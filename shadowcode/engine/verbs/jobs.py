@@ -8,7 +8,6 @@ once: the returned id is not a claim of completion (SRV-15).
 
 from __future__ import annotations
 
-from shadowcode.agent.toolbox import detect_single_test_command
 from shadowcode.blocking import run_blocking
 from shadowcode.engine.api import (
     ApprovalDecision,
@@ -147,6 +146,8 @@ async def test_submit(state: EngineState, request: TestRequest, caller: Caller) 
     command = request.command
     if command is not None and (not command or not all(isinstance(a, str) and a for a in command)):
         raise ToolError("command must be a non-empty array of non-empty strings")
+    from shadowcode.agent.toolbox import detect_single_test_command
+
     argv = list(command) if command else await run_blocking(detect_single_test_command, project.path)
     task = _record(state, owner, project, TaskMode.TEST, " ".join(argv), PermissionLevel.WORKSPACE, None)
     state.runner.queue_test(task, argv)
