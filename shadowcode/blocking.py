@@ -25,53 +25,65 @@ import anyio.lowlevel
 from shadowcode.errors import ToolError
 from shadowcode.limits import BLOCKING_THREADS_MAX
 
-__all__ = ["blocking_threads", "run_blocking"]
+__all__ = ["PROCESS_THREADS", "ThreadSlots", "run_blocking"]
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
-_running = 0
+
+class ThreadSlots:
+    """A count of blocking-work threads alive at once, abandoned ones included.
+
+    Args:
+        limit: threads allowed at once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._taken = 0
+
+    @property
+    def taken(self) -> int:
+        """Threads alive right now that hold a slot."""
+        with self._lock:
+            return self._taken
+
+    def take(self) -> bool:
+        """Take a slot; ``False`` when all ``limit`` are taken."""
+        with self._lock:
+            if self._taken >= self.limit:
+                return False
+            self._taken += 1
+            return True
+
+    def give(self) -> None:
+        """Give back a slot taken by :meth:`take`."""
+        with self._lock:
+            self._taken -= 1
 
 
-def blocking_threads() -> int:
-    """Blocking-work threads alive in this process right now, abandoned ones included."""
-    with _lock:
-        return _running
+PROCESS_THREADS = ThreadSlots(BLOCKING_THREADS_MAX)
+"""The slots every caller of :func:`run_blocking` shares unless it brings its own."""
 
 
-def _take(limit: int) -> bool:
-    global _running
-    with _lock:
-        if _running >= limit:
-            return False
-        _running += 1
-        return True
-
-
-def _give() -> None:
-    global _running
-    with _lock:
-        _running -= 1
-
-
-async def run_blocking(fn: Callable[..., T], *args: Any, threads_max: int = BLOCKING_THREADS_MAX) -> T:
+async def run_blocking(fn: Callable[..., T], *args: Any, slots: ThreadSlots = PROCESS_THREADS) -> T:
     """Run ``fn(*args)`` on a daemon thread; cancelling the caller abandons the thread.
 
     Args:
         fn: a blocking function; it must not touch the event loop.
         *args: its positional arguments.
-        threads_max: threads allowed at once in this process, abandoned ones included.
+        slots: the thread count this call takes a slot of for as long as its thread lives.
 
     Returns:
         What ``fn`` returned.
 
     Raises:
-        ToolError: ``threads_max`` threads already run blocking work (some may be stuck).
+        ToolError: every slot is taken (some threads may be stuck).
         Exception: whatever ``fn`` raised, unchanged.
     """
-    if not _take(threads_max):
+    if not slots.take():
         raise ToolError(
-            f"too much blocking work is in progress in this process (at most {threads_max} threads, "
+            f"too much blocking work is in progress in this process (at most {slots.limit} threads, "
             "some may be stuck on an unresponsive file); retry later"
         )
     token = anyio.lowlevel.current_token()
@@ -84,7 +96,7 @@ async def run_blocking(fn: Callable[..., T], *args: Any, threads_max: int = BLOC
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting task unchanged
             outcome.append((False, exc))
         finally:
-            _give()
+            slots.give()
         try:
             anyio.from_thread.run_sync(done.set, token=token)
         except Exception:  # noqa: BLE001 - the event loop has ended: nobody waits any more

@@ -10,8 +10,9 @@ import threading
 import anyio
 import pytest
 
-from shadowcode.blocking import blocking_threads, run_blocking
+from shadowcode.blocking import PROCESS_THREADS, ThreadSlots, run_blocking
 from shadowcode.errors import ToolError
+from shadowcode.limits import BLOCKING_THREADS_MAX
 
 pytestmark = [pytest.mark.anyio, pytest.mark.req("SRV-25")]
 
@@ -35,23 +36,41 @@ async def test_a_deadline_abandons_a_stuck_call_at_once() -> None:
     release.set()
 
 
-async def test_threads_are_bounded_at_the_limit_and_refused_one_past_it() -> None:
+@pytest.mark.parametrize("limit", [2, BLOCKING_THREADS_MAX])
+async def test_threads_are_bounded_at_the_limit_and_refused_one_past_it(limit: int) -> None:
+    slots = ThreadSlots(limit)
     release = threading.Event()
-    before = blocking_threads()
-    limit = before + 2
     async with anyio.create_task_group() as tg:
-        for _ in range(2):
-            tg.start_soon(functools.partial(run_blocking, release.wait, threads_max=limit))
-        with anyio.fail_after(5):
-            while blocking_threads() < limit:
+        for _ in range(limit):
+            tg.start_soon(functools.partial(run_blocking, release.wait, slots=slots))
+        with anyio.fail_after(10):
+            while slots.taken < limit:
                 await anyio.sleep(0.01)
         with pytest.raises(ToolError, match=f"at most {limit} threads"):
-            await run_blocking(lambda: None, threads_max=limit)
+            await run_blocking(lambda: None, slots=slots)
         release.set()
-    with anyio.fail_after(5):
-        while blocking_threads() > before:
+    with anyio.fail_after(10):
+        while slots.taken:
             await anyio.sleep(0.01)
-    assert await run_blocking(lambda: "free again", threads_max=limit) == "free again"
+    assert await run_blocking(lambda: "free again", slots=slots) == "free again"
+
+
+async def test_an_abandoned_thread_keeps_its_slot_until_it_ends() -> None:
+    slots = ThreadSlots(1)
+    release = threading.Event()
+    with anyio.move_on_after(0.05):
+        await run_blocking(release.wait, slots=slots)
+    with pytest.raises(ToolError, match="at most 1 threads"):
+        await run_blocking(lambda: None, slots=slots)
+    release.set()
+    with anyio.fail_after(10):
+        while slots.taken:
+            await anyio.sleep(0.01)
+    assert await run_blocking(lambda: "free", slots=slots) == "free"
+
+
+def test_the_process_shares_one_count_at_the_limit() -> None:
+    assert PROCESS_THREADS.limit == BLOCKING_THREADS_MAX
 
 
 def test_an_abandoned_thread_never_keeps_the_process_alive() -> None:
