@@ -138,6 +138,12 @@ def task_status(profile: Profile, task_id: str) -> str:
     return str(task.status)
 
 
+def _owner_closed(profile: Profile, owner_id: str) -> bool:
+    with store_of(profile) as store:
+        row = store.owners.get(owner_id)
+    return row is not None and row.closed_at is not None
+
+
 def through_engine(profile: Profile, work: Callable[[EngineApi], Awaitable[T]]) -> T:
     """Run ``work`` against the profile's running headless engine over its socket (a RemoteEngine)."""
 
@@ -357,6 +363,7 @@ def test_a_malformed_frame_on_an_ownership_socket_closes_it_and_cancels_its_jobs
         except ConnectionResetError:
             pass
         wait_for_sync(lambda: task_status(profile, job) == "cancelled", what="the owner's job to be cancelled")
+        wait_for_sync(lambda: _owner_closed(profile, owner), what="the owner's close to be recorded")
         with store_of(profile) as store:
             row = store.owners.get(owner)
             task = store.tasks.get(job)

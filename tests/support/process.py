@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+ANSWER_SECONDS = 30.0
+"""How long a test waits for a line: generous, since a loaded 2-core machine starts Python slowly."""
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -46,7 +49,7 @@ class ServerProcess:
         """Write one JSON-RPC frame."""
         self.send_raw(json.dumps(message).encode() + b"\n")
 
-    def read_line(self, timeout: float = 10.0) -> bytes | None:
+    def read_line(self, timeout: float = ANSWER_SECONDS) -> bytes | None:
         """The next stdout line, or None at EOF. Raises TimeoutError after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         out = self.proc.stdout
@@ -66,7 +69,7 @@ class ServerProcess:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
-    def read_until_response(self, request_id: int | str, timeout: float = 10.0) -> dict[str, Any]:
+    def read_until_response(self, request_id: int | str, timeout: float = ANSWER_SECONDS) -> dict[str, Any]:
         """Read frames until the response to ``request_id``; every line must be JSON-RPC."""
         deadline = time.monotonic() + timeout
         while True:
@@ -79,13 +82,17 @@ class ServerProcess:
                 return doc
 
     def initialize(self) -> dict[str, Any]:
-        """Run the legacy handshake; returns the initialize result."""
+        """Run the legacy handshake; returns the initialize result. On failure the process is closed."""
         self.send(INIT)
-        result = self.read_until_response(0)
+        try:
+            result = self.read_until_response(0)
+        except BaseException:
+            self.close()
+            raise
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
 
-    def wait_exit(self, timeout: float = 10.0) -> int:
+    def wait_exit(self, timeout: float = ANSWER_SECONDS) -> int:
         """Wait for the process to exit; returns its status."""
         return self.proc.wait(timeout=timeout)
 

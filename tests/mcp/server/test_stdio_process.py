@@ -38,7 +38,7 @@ def test_every_stdout_line_is_json_rpc(server: ServerProcess) -> None:
         )
         assert "result" in server.read_until_response(i)
     server.proc.stdin.close()  # type: ignore[union-attr]
-    assert server.read_line(timeout=5) is None
+    assert server.read_line() is None
     assert server.wait_exit() == 0
 
 
@@ -78,7 +78,7 @@ def test_frame_at_the_limit_is_accepted_and_one_byte_more_closes(server: ServerP
     server.send_raw(_ping_of_size(9, STDIO_FRAME_MAX_BYTES) + b"\n")
     assert server.read_until_response(9, timeout=20)["result"] == {}
     server.send_raw(_ping_of_size(10, STDIO_FRAME_MAX_BYTES + 1) + b"\n")
-    assert server.read_line(timeout=10) is None
+    assert server.read_line() is None
     assert server.wait_exit() == 0
     assert "longer than" in server.stderr_text()
 
@@ -101,7 +101,7 @@ def test_rate_limit_accepts_the_limit_and_closes_one_past(tmp_path: Path) -> Non
     try:
         frames = [b"" for _ in range(STDIO_FRAMES_PER_SECOND_MAX)] + [b'{"jsonrpc":"2.0","id":1,"method":"ping"}']
         over.send_raw(b"\n".join(frames) + b"\n")
-        assert over.read_line(timeout=10) is None
+        assert over.read_line() is None
         assert over.wait_exit() == 0
         assert "frames in one second" in over.stderr_text()
     finally:
@@ -113,7 +113,7 @@ def test_stdin_closed_mid_frame_ends_the_server_cleanly(server: ServerProcess) -
     server.initialize()
     server.send_raw(b'{"jsonrpc": "2.0", "id": 11, "meth')
     server.proc.stdin.close()  # type: ignore[union-attr]
-    assert server.read_line(timeout=10) is None
+    assert server.read_line() is None
     assert server.wait_exit() == 0
 
 
