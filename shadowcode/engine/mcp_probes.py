@@ -64,8 +64,9 @@ class Entry:
         """The report of a server that was not started."""
         item = self.item
         if isinstance(item, ServerDefinition):
-            return McpConnectReport(self.id, item.name, item.transport, item.sha256, False, error=error)
-        return McpConnectReport(self.id, None, None, None if item is None else item.sha256, False, error=error)
+            return McpConnectReport(self.id, item.name, item.transport, item.sha256, False, error=error, skipped=True)
+        digest = None if item is None else item.sha256
+        return McpConnectReport(self.id, None, None, digest, False, error=error, skipped=True)
 
 
 def entries(registry: McpRegistry, project: Project) -> list[Entry]:

@@ -13,11 +13,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from shadowcode.engine.api import Caller, McpServerQuery, McpValidate
+from shadowcode.engine.api import Access, Caller, McpServerQuery, McpValidate
 from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel
-from shadowcode.errors import NotFound
+from shadowcode.errors import NotFound, PolicyError
 from shadowcode.secrets import SecretStore
 from tests.support.mcp_client import HOSTILE, PY, group_gone, project_definition
 
@@ -27,6 +27,7 @@ pytestmark = [
 ]
 
 SECRET = "probe-secret-4b7d9e21"
+WRITE = Access(allow_write=True, allow_approvals=True)
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ async def test_validate_reports_each_enabled_server_within_its_deadline_and_leav
 
     started = time.monotonic()
     with anyio.fail_after(30):
-        report = await api.mcp_validate(McpValidate(), Caller(project=project))
+        report = await api.mcp_validate(McpValidate(), Caller(project=project, access=WRITE))
     elapsed = time.monotonic() - started
 
     by_id = {r.id: r for r in report.servers}
@@ -79,13 +80,14 @@ async def test_validate_reports_each_enabled_server_within_its_deadline_and_leav
     assert not mute.connected and mute.error == "the server did not finish initialization within 0.5 s"
     assert mute.cleanup in ("terminated", "killed")
     assert not gone.connected and gone.error and "closed its output" in gone.error
+    assert not (good.skipped or mute.skipped or gone.skipped)
     assert elapsed < 20  # the 0.5 s deadline bounds it, not the 30 s default of the others
     for name in ("good", "mute", "gone"):
         pid = int((project / f"{name}.pid").read_text(encoding="utf-8"))
         assert group_gone(pid), f"{name} left a process"
     assert not (project / "idle.pid").exists()  # a server that is not enabled is not started
 
-    one = await api.mcp_validate(McpValidate("good"), Caller(project=project))
+    one = await api.mcp_validate(McpValidate("good"), Caller(project=project, access=WRITE))
     assert one.ok and [r.id for r in one.servers] == [ids[0]]
 
 
@@ -103,16 +105,23 @@ async def test_a_credential_from_env_refs_reaches_the_server_but_never_a_report(
     refusing = project_definition(
         project, "refusing", {"name": "refusing", "command": [PY, str(HOSTILE), "leak_init_error"], "env_refs": refs}
     )
-    _enable(api, project, leaky, refusing)
+    monkeypatch.delenv("PROBE_UNSET_REF", raising=False)
+    unset = project_definition(
+        project, "unset", {"name": "unset", "command": ["touch", "ran"], "env_refs": {"X": "PROBE_UNSET_REF"}}
+    )
+    _enable(api, project, leaky, refusing, unset)
 
-    report = await api.mcp_validate(McpValidate(), Caller(project=project))
-    tools = await api.mcp_server_tools(McpServerQuery("leaky"), Caller(project=project))
+    report = await api.mcp_validate(McpValidate(), Caller(project=project, access=WRITE))
+    tools = await api.mcp_server_tools(McpServerQuery("leaky"), Caller(project=project, access=WRITE))
 
     shown = json.dumps([to_json(report), to_json(tools)])
     assert SECRET not in shown
     by_id = {r.id: r for r in report.servers}
     assert by_id[leaky].connected
     assert by_id[refusing].error == "initialization failed: refused: token [redacted]"
+    assert by_id[unset].error is not None and not by_id[unset].skipped and by_id[unset].cleanup is None
+    assert by_id[unset].error.startswith("env_refs: X refers to PROBE_UNSET_REF, which is neither set")
+    assert not (project / "ran").exists()
     echo = next(t for t in tools.tools if t.name == "echo")
     assert echo.title == "Echo [redacted]" and echo.description == "Echo with [redacted]."
 
@@ -123,7 +132,7 @@ async def test_tools_lists_each_tool_with_its_schemas_after_one_connection(api: 
     def_id = project_definition(project, "plain", {"name": "plain", "command": _noting_pid("plain", "plain")})
     _enable(api, project, def_id)
 
-    result = await api.mcp_server_tools(McpServerQuery(def_id), Caller(project=project))
+    result = await api.mcp_server_tools(McpServerQuery(def_id), Caller(project=project, access=WRITE))
 
     assert result.server.connected and result.server.tools == len(result.tools) == 5
     assert [t.name for t in result.tools] == ["echo", "env", "crash", "slow", "record"]
@@ -146,7 +155,7 @@ async def test_nothing_is_started_unless_a_task_would_start_it(
     edited = project_definition(project, "edited", {"name": "edited"} | run_me)
     _enable(api, project, edited)
     project_definition(project, "edited", {"name": "edited", "description": "changed"} | run_me)
-    caller = Caller(project=project)
+    caller = Caller(project=project, access=WRITE)
 
     not_enabled = await api.mcp_server_tools(McpServerQuery("idle"), caller)
     assert not not_enabled.server.connected and not_enabled.tools == []
@@ -163,6 +172,9 @@ async def test_nothing_is_started_unless_a_task_would_start_it(
     api.state.projects.trust(project, PermissionLevel.READ_ONLY)
     read_only = await api.mcp_validate(McpValidate("edited"), caller)
     assert read_only.servers[0].error is not None and "read_only" in read_only.servers[0].error
+    assert all(r.skipped for r in (not_enabled.server, *changed.servers, *untrusted.servers, *read_only.servers))
+    with pytest.raises(PolicyError, match="needs write access"):
+        await api.mcp_validate(McpValidate(), Caller(project=project))  # a read-only frontend starts nothing
     assert not marker.exists()
 
 
@@ -171,7 +183,7 @@ async def test_an_unknown_or_shared_name_is_refused_and_no_enabled_server_valida
     api: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     project = _trusted(api, project_dir)
-    caller = Caller(project=project)
+    caller = Caller(project=project, access=WRITE)
     empty = await api.mcp_validate(McpValidate(), caller)
     assert empty.ok and empty.servers == []
     with pytest.raises(NotFound, match="no MCP server 'nosuch'"):
@@ -199,7 +211,7 @@ async def test_an_http_server_is_reported_with_the_task_paths_reason_and_no_cred
     )
     _enable(api, project, def_id)
     with anyio.fail_after(20):
-        report = await api.mcp_validate(McpValidate(), Caller(project=project))
+        report = await api.mcp_validate(McpValidate(), Caller(project=project, access=WRITE))
     (only,) = report.servers
     assert only.transport == "http" and not only.connected and only.error
     assert SECRET not in json.dumps(to_json(report))

@@ -162,6 +162,9 @@ class McpConnectReport:
         error: why it failed or was not started, when not connected (redacted).
         cleanup: how the server's process group ended (``exited``, ``terminated``, ``killed``,
             ``unreaped``); None when nothing was started.
+        skipped: True when it was not started because a Build task would not start it (not
+            enabled at its current hash, missing, invalid, or the project is untrusted or
+            read_only); ``error`` says which.
     """
 
     id: str
@@ -173,6 +176,7 @@ class McpConnectReport:
     tools: int | None = None
     error: str | None = None
     cleanup: str | None = None
+    skipped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +185,7 @@ class McpValidation:
 
     Attributes:
         project: the canonical project.
-        ok: True when every entry connected (and there was at least one).
+        ok: True when every entry connected (also when no server is enabled).
         servers: the entries.
     """
 
@@ -292,6 +296,7 @@ class ServerVerbs(ApiBase):
 
         Raises:
             NotFound: no definition of the caller's project has that id or name, or the name is ambiguous.
+            PolicyError: the caller may not write (starting a server is an external action).
         """
         ...
 
@@ -301,6 +306,7 @@ class ServerVerbs(ApiBase):
 
         Raises:
             NotFound: ``server`` names no definition of the caller's project, or is ambiguous.
+            PolicyError: the caller may not write (starting a server is an external action).
         """
         ...
 

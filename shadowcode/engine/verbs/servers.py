@@ -32,6 +32,7 @@ from shadowcode.engine.api import (
 )
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.verbs._registry import handles
+from shadowcode.errors import PolicyError
 
 __all__: list[str] = []
 
@@ -65,10 +66,17 @@ async def mcp_remove(state: EngineState, request: McpRemove, caller: Caller) -> 
     return state.mcp_servers.remove(request.server_id, request.hash)
 
 
+def _may_start_servers(caller: Caller) -> None:
+    """Starting a server is an external action: only a frontend allowed to write may ask for it."""
+    if not caller.access.allow_write:
+        raise PolicyError("starting MCP servers needs write access: this frontend is read-only")
+
+
 @handles(EngineApi.mcp_server_tools)
 async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: Caller) -> McpServerTools:
     from shadowcode.engine.mcp_probes import server_tools
 
+    _may_start_servers(caller)
     return await server_tools(state.mcp_servers, state.project(caller), state.profile, request.server)
 
 
@@ -76,6 +84,7 @@ async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: 
 async def mcp_validate(state: EngineState, request: McpValidate, caller: Caller) -> McpValidation:
     from shadowcode.engine.mcp_probes import validate
 
+    _may_start_servers(caller)
     return await validate(state.mcp_servers, state.project(caller), state.profile, request.server)
 
 
