@@ -6,8 +6,8 @@ grant whose definition is gone:
 - ``definition``: a project file that is not a usable definition;
 - ``grant``: an enabled definition that changed since it was enabled, or is missing (CLI-06);
 - ``command``: a stdio command that does not exist, is a folder or is not executable: a bare
-  name is looked up on the PATH servers start with (CLI-12), a path with a ``/`` relative to
-  the project, where servers start;
+  name is looked up on the PATH the server would start with (CLI-12: the scrubbed one, or the
+  definition's own ``PATH`` entry), a path with a ``/`` relative to the project, where servers start;
 - ``env``: an ``env_refs`` or ``api_key_env`` name set neither in the environment nor in the
   profile's secret store (CLI-04); messages name the names, never a value;
 - ``url``: an HTTP endpoint that is not ``http``/``https`` with a host, carries a user name or
@@ -102,6 +102,13 @@ def _unresolved(profile: Profile, refs: list[tuple[str, str]]) -> list[str]:
     ]
 
 
+def _server_path(spec: StdioSpec, profile: Profile, base: str) -> str:
+    """The PATH the server would start with: its own ``env`` or ``env_refs`` entry, else the base one."""
+    if "PATH" in spec.env_refs:
+        return resolve(profile, spec.env_refs["PATH"]) or base
+    return spec.env.get("PATH", base)
+
+
 def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoctorReport:
     """Check every definition and grant of ``project`` without starting or contacting anything (CW-03)."""
     path = child_env().get("PATH", "")
@@ -121,7 +128,7 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
             )
         spec = item.spec
         if isinstance(spec, StdioSpec):
-            why = command_problem(spec.command[0], project.path, path)
+            why = command_problem(spec.command[0], project.path, _server_path(spec, profile, path))
             if why is not None:
                 problems.append(McpFinding(sid, "command", why))
             refs = [(f"env_refs: {var}", ref) for var, ref in sorted(spec.env_refs.items())]

@@ -63,6 +63,13 @@ async def test_doctor_reports_each_static_problem_and_starts_nothing(
         },
     )
     missing_cmd = project_definition(project, "nocmd", {"name": "nocmd", "command": ["no-such-program-7c2e", "x"]})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "own-path-server").write_text(f"#!/bin/sh\ntouch {marker}\n", encoding="utf-8")
+    (bin_dir / "own-path-server").chmod(0o755)
+    own_path = project_definition(
+        project, "ownpath", {"name": "ownpath", "command": ["own-path-server"], "env": {"PATH": str(bin_dir)}}
+    )
     not_exec = project_definition(project, "noexec", {"name": "noexec", "command": ["./server.sh"]})
     unresolved = project_definition(
         project,
@@ -85,7 +92,7 @@ async def test_doctor_reports_each_static_problem_and_starts_nothing(
     report = await api.mcp_doctor(Empty(), Caller(project=project))
 
     found = _findings(report)
-    assert fine not in found
+    assert fine not in found and own_path not in found  # found on the definition's own PATH
     assert found[missing_cmd] == [
         ("command", "the command 'no-such-program-7c2e' is not an executable found on the PATH servers start with")
     ]
