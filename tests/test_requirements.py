@@ -23,8 +23,6 @@ NOT_BUILT: dict[str, str] = {
     "CLI-18": "the Streamable HTTP client's no-retry rules (issue 12)",
     "CW-01": "importing other hosts' MCP configurations (issue 14)",
     "CW-02": "per-server tool filters (issue 14)",
-    "CW-03": "mcp validate and mcp doctor (issue 12)",
-    "CW-04": "mcp tools SERVER (issue 12)",
     "CW-05": "catalog freshness (issue 14)",
     "CW-06": "resource and prompt helpers for tasks (issue 14)",
     "CW-07": "per-server timeouts (issue 14)",

@@ -197,6 +197,10 @@ class TaskServers:
             return ()
         return COMPACT_MCP_TOOLS + tuple(n for n, (server, _) in self._inline.items() if server.lost is None)
 
+    def states(self) -> tuple[ServerState, ...]:
+        """Each server's state (definition, catalog, connection) in snapshot order, for reports (CW-03, CW-04)."""
+        return tuple(self._servers.values())
+
     def handles(self, name: str) -> bool:
         """True for a tool name this object answers (an inline tool of a lost server included)."""
         return bool(self._servers) and (name in COMPACT_MCP_TOOLS or name in self._inline)

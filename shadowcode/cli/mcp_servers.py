@@ -1,21 +1,41 @@
-"""``shadowcode mcp add|enable|disable|remove`` and the ``shadowcode [--json] mcp`` catalog (CLI-01, CLI-02, CLI-05).
+"""``shadowcode mcp add|enable|disable|remove|tools|validate|doctor`` and the ``shadowcode [--json] mcp`` catalog.
 
-None of these commands starts a server or contacts anything: they read definition files and
-change registrations and grants in the profile store. Grants apply to the ``--workspace``
+Covers CLI-01, CLI-02, CLI-05, CW-03, CW-04.
+
+Only ``mcp tools`` and ``mcp validate`` start servers (once each, under their grant, as a Build
+task would); the other commands start nothing and contact nothing: they read definition files
+and change registrations and grants in the profile store. Grants apply to the ``--workspace``
 project (canonical path), which must be trusted to enable a server.
+
+Exit status of the three reports: 0 when all is well, 1 when a server failed or a problem was
+found (the report is still printed), 2 for bad usage, an unknown server included (a message on
+stderr, nothing on stdout).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from shadowcode.cli.context import emit, globals_of, with_engine
+from shadowcode.cli.context import Globals, emit, globals_of, with_engine
 
 if TYPE_CHECKING:
-    from shadowcode.engine.api import McpCatalog
+    from shadowcode.engine.api import (
+        EngineApi,
+        McpCatalog,
+        McpConnectReport,
+        McpDoctorReport,
+        McpServerTools,
+        McpValidation,
+    )
+
+T = TypeVar("T")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document (as the global --json).")]
 
 __all__ = ["print_catalog", "register"]
 
@@ -26,6 +46,9 @@ def register(app: typer.Typer) -> None:
     app.command("enable")(enable)
     app.command("disable")(disable)
     app.command("remove")(remove)
+    app.command("tools")(tools)
+    app.command("validate")(validate)
+    app.command("doctor")(doctor)
 
 
 def _catalog_text(doc: McpCatalog) -> str:
@@ -106,3 +129,114 @@ def remove(
     g = globals_of(ctx)
     done = with_engine(g, lambda api: api.mcp_remove(McpRemove(server_id, hash_), g.caller(project=False)))
     emit(g, to_json(done), f"removed {server_id} ({done.grants_revoked} grants revoked)")
+
+
+# -- reports (CW-03, CW-04) ------------------------------------------------------------------
+
+
+def _report_globals(ctx: typer.Context, json_flag: bool) -> Globals:
+    g = globals_of(ctx)
+    return replace(g, json=g.json or json_flag)
+
+
+def _naming(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
+    """Run ``work``; a server name that matches nothing (or several) is bad usage: exit 2, nothing on stdout."""
+    from shadowcode.errors import NotFound, UsageError
+
+    try:
+        return with_engine(g, work)
+    except NotFound as exc:
+        raise UsageError(exc.message) from None
+
+
+def _connect_line(report: McpConnectReport) -> str:
+    if report.connected:
+        return f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
+    return f"{report.id}: {'' if report.skipped else 'failed: '}{report.error}"
+
+
+def _tools_text(doc: McpServerTools) -> str:
+    lines = [_connect_line(doc.server)]
+    for tool in doc.tools:
+        title = f" ({tool.title})" if tool.title else ""
+        lines.append(f"  {tool.name}{title}")
+        if tool.description:
+            lines.append(f"      {' '.join(tool.description.split())}")
+        hints = sorted(k for k, v in (tool.annotations or {}).items() if v is True)
+        if hints:
+            lines.append(f"      annotations: {', '.join(hints)}")
+    return "\n".join(lines)
+
+
+def tools(
+    ctx: typer.Context,
+    server: Annotated[str, typer.Argument(metavar="SERVER", help="A server id (config:NAME, project:PATH) or name.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Connect one enabled server once, as a Build task would, and list its tools (CW-04).
+
+    Shows each tool's name, title, description and annotations; --json adds the input and
+    output schemas. A server that is not enabled at its current hash is not started. Exit 1
+    when it did not connect.
+    """
+    from shadowcode.engine.api import McpServerQuery
+    from shadowcode.engine.wire import to_json
+
+    g = _report_globals(ctx, json_flag)
+    doc = _naming(g, lambda api: api.mcp_server_tools(McpServerQuery(server), g.caller()))
+    emit(g, to_json(doc), _tools_text(doc))
+    if not doc.server.connected:
+        raise typer.Exit(1)
+
+
+def _validation_text(doc: McpValidation) -> str:
+    if not doc.servers:
+        return f"no MCP server is enabled for {doc.project}"
+    return "\n".join(_connect_line(report) for report in doc.servers)
+
+
+def validate(
+    ctx: typer.Context,
+    server: Annotated[
+        str | None, typer.Argument(metavar="[SERVER]", help="Only this server (id or name); default: every enabled.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Connect the enabled servers (or the one named) and report each: protocol and tool count, or why it failed.
+
+    Covers CW-03. Servers are started concurrently, exactly as a Build task would start them,
+    within their configured deadlines, and every process is cleaned up before the report.
+    Exit 1 when any server failed or was not started.
+    """
+    from shadowcode.engine.api import McpValidate
+    from shadowcode.engine.wire import to_json
+
+    g = _report_globals(ctx, json_flag)
+    doc = _naming(g, lambda api: api.mcp_validate(McpValidate(server), g.caller()))
+    emit(g, to_json(doc), _validation_text(doc))
+    if not doc.ok:
+        raise typer.Exit(1)
+
+
+def _doctor_text(doc: McpDoctorReport) -> str:
+    lines = [f"{len(doc.servers)} MCP server definitions checked for {doc.project}"]
+    lines += [f"  {p.server or 'project'}: {p.check}: {p.message}" for p in doc.problems]
+    lines.append(f"{len(doc.problems)} problems found" if doc.problems else "no problem found")
+    return "\n".join(lines)
+
+
+def doctor(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """Check definitions and grants statically; nothing is started or contacted (CW-03).
+
+    Reports missing or non-executable commands, env_refs and api_key_env names that resolve
+    to nothing (names only), HTTP URL rules, changed or missing enabled definitions and grants
+    over the limit. Exit 1 when a problem was found.
+    """
+    from shadowcode.engine.api import Empty
+    from shadowcode.engine.wire import to_json
+
+    g = _report_globals(ctx, json_flag)
+    doc = with_engine(g, lambda api: api.mcp_doctor(Empty(), g.caller()))
+    emit(g, to_json(doc), _doctor_text(doc))
+    if doc.problems:
+        raise typer.Exit(1)

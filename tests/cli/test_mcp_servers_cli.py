@@ -1,6 +1,9 @@
-"""The `mcp add|enable|disable|remove` commands and `--json mcp`, run as a user would (CLI-01, CLI-02, CLI-03, CLI-05).
+"""The `mcp add|enable|disable|remove|tools|validate|doctor` commands and `--json mcp`, run as a user would.
 
-The commands reach the engine through its API verbs (mcp_catalog, mcp_add, mcp_enable, mcp_disable, mcp_remove).
+Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-03, CW-04.
+
+The commands reach the engine through its API verbs (mcp_catalog, mcp_add, mcp_enable, mcp_disable, mcp_remove,
+mcp_server_tools, mcp_validate, mcp_doctor).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.mcp_client import REPO
+from shadowcode.engine.state import EngineState
+from shadowcode.enums import PermissionLevel
+from tests.support.mcp_client import REPO, hostile_argv, project_definition
 
 
 def _cli(home: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -86,3 +91,38 @@ def test_an_invalid_definition_is_refused_with_the_file_and_field_named_and_exit
     done = _cli(home, project_dir, "mcp", "add", str(definition))
     assert done.returncode == 2
     assert "bad.yaml: field 'command'" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.req("CW-03", "CW-04")
+def test_validate_tools_and_doctor_print_their_reports_and_exit_0_1_or_2(
+    home: Path, project_dir: Path, state: EngineState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLI_UNSET_REF", raising=False)
+    project = state.project_at(project_dir).path
+    state.projects.trust(project, PermissionLevel.WORKSPACE)
+    good = project_definition(project, "good", {"name": "good", "command": hostile_argv("plain")})
+    mute = project_definition(project, "mute", {"name": "mute", "command": hostile_argv("no_init"), "timeout_sec": 0.5})
+    project_definition(project, "lost", {"name": "lost", "command": ["true"], "env_refs": {"T": "CLI_UNSET_REF"}})
+    for definition in state.mcp_servers.definitions(project):
+        if definition.id in (good, mute):
+            state.mcp_servers.enable(project, definition.id, definition.sha256, trusted=True)  # type: ignore[union-attr]
+
+    validated = _cli(home, project, "mcp", "validate")
+    assert validated.returncode == 1, validated.stderr
+    assert validated.stdout.splitlines() == [
+        f"{good}: connected, protocol 2025-11-25, 5 tools",
+        f"{mute}: failed: the server did not finish initialization within 0.5 s",
+    ]
+    listed = _cli(home, project, "mcp", "tools", "good", "--json")
+    assert listed.returncode == 0, listed.stderr
+    doc = json.loads(listed.stdout)
+    assert doc["server"]["connected"] and doc["tools"][0]["name"] == "echo"
+    assert doc["tools"][0]["input_schema"]["required"] == ["text"]
+    doctor = _cli(home, project, "--json", "mcp", "doctor")
+    assert doctor.returncode == 1, doctor.stderr
+    assert [p["check"] for p in json.loads(doctor.stdout)["problems"]] == ["env"]
+
+    unknown = _cli(home, project, "mcp", "tools", "nosuch")
+    assert unknown.returncode == 2 and unknown.stdout == "" and "no MCP server 'nosuch'" in unknown.stderr
+    bad_flag = _cli(home, project, "mcp", "validate", "--bogus")
+    assert bad_flag.returncode == 2 and bad_flag.stdout == ""

@@ -1,6 +1,6 @@
-"""The engine API: external MCP server definitions and their grants.
+"""The engine API: external MCP server definitions, their grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-05.
+Covers CLI-01, CLI-02, CLI-05, CW-03, CW-04.
 
 The request and result types of this part, and its verbs as :class:`ServerVerbs` declares them;
 their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
@@ -11,22 +11,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NotRequired
 
+from pydantic import JsonValue
 from typing_extensions import TypedDict
 
 from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
+from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, MCP_TIMEOUT_MAX_SECONDS
 
 __all__ = [
+    "PROBE_DEADLINE_SECONDS",
     "McpAdd",
     "McpCatalog",
+    "McpConnectReport",
+    "McpDoctorReport",
     "McpEnable",
+    "McpFinding",
     "McpGrantChange",
     "McpGrantState",
     "McpRef",
     "McpRemoval",
     "McpRemove",
     "McpServerInfo",
+    "McpServerQuery",
+    "McpServerTools",
+    "McpTool",
+    "McpValidate",
+    "McpValidation",
     "ServerVerbs",
 ]
+
+PROBE_DEADLINE_SECONDS = 2 * MCP_TIMEOUT_MAX_SECONDS + CLEANUP_DEADLINE_SECONDS
+"""A remote caller's wait for a live probe: the longest initialization and discovery deadlines a
+definition may choose, plus the cleanup of its process group (CW-03, CW-04, CLI-13)."""
 
 
 class McpGrantState(TypedDict):
@@ -118,6 +133,128 @@ class McpRemoval:
     grants_revoked: int
 
 
+@dataclass(frozen=True, slots=True)
+class McpServerQuery:
+    """One server visible to the caller's project, by id (``config:NAME``, ``project:PATH``) or name (CW-04)."""
+
+    server: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpValidate:
+    """Connect the caller's project's enabled servers, or only ``server`` (an id or a name) (CW-03)."""
+
+    server: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpConnectReport:
+    """What one live connection attempt found; never an environment value (CW-03, CW-04, CLI-04).
+
+    Attributes:
+        id: the definition id.
+        name: the server name, None when the definition is missing or invalid.
+        transport: ``stdio`` or ``http``, None when unknown.
+        hash: the definition's current hash, None when it could not be read.
+        connected: True when initialization and discovery both succeeded.
+        protocol_version: the revision the connection negotiated, when connected.
+        tools: how many tools discovery listed, when connected.
+        error: why it failed or was not started, when not connected (redacted).
+        cleanup: how the server's process group ended (``exited``, ``terminated``, ``killed``,
+            ``unreaped``); None when nothing was started.
+        skipped: True when it was not started because a Build task would not start it (not
+            enabled at its current hash, missing, invalid, or the project is untrusted or
+            read_only); ``error`` says which.
+    """
+
+    id: str
+    name: str | None
+    transport: str | None
+    hash: str | None
+    connected: bool
+    protocol_version: str | None = None
+    tools: int | None = None
+    error: str | None = None
+    cleanup: str | None = None
+    skipped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpValidation:
+    """The ``mcp validate`` report: one entry per server, enabled ones in catalog order (CW-03).
+
+    Attributes:
+        project: the canonical project.
+        ok: True when every entry connected (also when no server is enabled).
+        servers: the entries.
+    """
+
+    project: str
+    ok: bool
+    servers: list[McpConnectReport]
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One discovered tool as the server listed it, configured values redacted (CW-04, CLI-04).
+
+    Attributes:
+        name: the tool name.
+        title: its display title (``title``, else ``annotations.title``), or None.
+        description: its description, or None.
+        annotations: its annotations object, or None.
+        input_schema: its input JSON Schema.
+        output_schema: its output JSON Schema, or None.
+    """
+
+    name: str
+    title: str | None
+    description: str | None
+    annotations: dict[str, JsonValue] | None
+    input_schema: dict[str, JsonValue]
+    output_schema: dict[str, JsonValue] | None
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerTools:
+    """The ``mcp tools SERVER`` report: the connection and the tools it discovered (CW-04)."""
+
+    server: McpConnectReport
+    tools: list[McpTool]
+
+
+@dataclass(frozen=True, slots=True)
+class McpFinding:
+    """One problem a static check found (CW-03).
+
+    Attributes:
+        server: the definition id, or None for a problem of the project's grants as a whole.
+        check: ``definition``, ``command``, ``env``, ``url``, ``grant`` or ``limit``.
+        message: one sentence naming names only, never a value.
+    """
+
+    server: str | None
+    check: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpDoctorReport:
+    """The ``mcp doctor`` report: static checks only, nothing started or contacted (CW-03).
+
+    Attributes:
+        project: the canonical project.
+        trusted: whether the project is trusted.
+        servers: every definition id checked (global, project files, granted ones that are missing).
+        problems: what was found, in server order; empty when all is well.
+    """
+
+    project: str
+    trusted: bool
+    servers: list[str]
+    problems: list[McpFinding]
+
+
 class ServerVerbs(ApiBase):
     """The verbs of this part of :class:`~shadowcode.engine.api.EngineApi`."""
 
@@ -148,4 +285,32 @@ class ServerVerbs(ApiBase):
     @verb("mcp/remove")
     async def mcp_remove(self, request: McpRemove, caller: Caller = NOBODY) -> McpRemoval:
         """Remove a global definition at its current hash and revoke its grants (CLI-05)."""
+        ...
+
+    @verb("mcp/tools", deadline_seconds=PROBE_DEADLINE_SECONDS)
+    async def mcp_server_tools(self, request: McpServerQuery, caller: Caller = NOBODY) -> McpServerTools:
+        """Connect one enabled server once, as a Build task would, and list its tools (CW-04).
+
+        A server that is not enabled at its current hash, or a project that is not trusted, is
+        reported with ``connected`` False and nothing is started.
+
+        Raises:
+            NotFound: no definition of the caller's project has that id or name, or the name is ambiguous.
+            PolicyError: the caller may not write (starting a server is an external action).
+        """
+        ...
+
+    @verb("mcp/validate", deadline_seconds=PROBE_DEADLINE_SECONDS)
+    async def mcp_validate(self, request: McpValidate, caller: Caller = NOBODY) -> McpValidation:
+        """Connect the enabled servers (or the one named) concurrently and report each (CW-03).
+
+        Raises:
+            NotFound: ``server`` names no definition of the caller's project, or is ambiguous.
+            PolicyError: the caller may not write (starting a server is an external action).
+        """
+        ...
+
+    @verb("mcp/doctor")
+    async def mcp_doctor(self, request: Empty, caller: Caller = NOBODY) -> McpDoctorReport:
+        """Static checks of the caller's project's definitions and grants; starts and contacts nothing (CW-03)."""
         ...

@@ -10,7 +10,8 @@ Each handler is an ``async def verb(state, request, caller) -> result`` register
 - :mod:`.notes`: memory notes and goals (SRV-12, SRV-14)
 - :mod:`.jobs`: delegated tasks, test jobs, approvals, rollback (SRV-10, SRV-11, SRV-15, SRV-16, SRV-17,
   SRV-18, ENG-07, ENG-08)
-- :mod:`.servers`: external MCP server definitions and grants (CLI-01, CLI-02, CLI-05)
+- :mod:`.servers`: external MCP server definitions, grants, validate, tools, doctor (CLI-01, CLI-02,
+  CLI-05, CW-03, CW-04)
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
-"""Handlers: external MCP server definitions and their per-project grants (CLI-01, CLI-02, CLI-03, CLI-05).
+"""Handlers: external MCP server definitions, their per-project grants, and reports on them.
 
-None of these starts a server or contacts anything: they read definition files and change
-registrations and grants in the profile's store.
+Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-03, CW-04.
+
+Only ``mcp_validate`` and ``mcp_server_tools`` start servers, each once, under its launch grant
+and exactly as a Build task would (:mod:`shadowcode.engine.mcp_probes`). The others start
+nothing and contact nothing: they read definition files and change registrations and grants
+in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp_doctor`).
 """
 
 from __future__ import annotations
@@ -14,15 +18,21 @@ from shadowcode.engine.api import (
     EngineApi,
     McpAdd,
     McpCatalog,
+    McpDoctorReport,
     McpEnable,
     McpGrantChange,
     McpRef,
     McpRemoval,
     McpRemove,
     McpServerInfo,
+    McpServerQuery,
+    McpServerTools,
+    McpValidate,
+    McpValidation,
 )
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.verbs._registry import handles
+from shadowcode.errors import PolicyError
 
 __all__: list[str] = []
 
@@ -54,3 +64,32 @@ async def mcp_disable(state: EngineState, request: McpRef, caller: Caller) -> Mc
 @handles(EngineApi.mcp_remove)
 async def mcp_remove(state: EngineState, request: McpRemove, caller: Caller) -> McpRemoval:
     return state.mcp_servers.remove(request.server_id, request.hash)
+
+
+def _may_start_servers(caller: Caller) -> None:
+    """Starting a server is an external action: only a frontend allowed to write may ask for it."""
+    if not caller.access.allow_write:
+        raise PolicyError("starting MCP servers needs write access: this frontend is read-only")
+
+
+@handles(EngineApi.mcp_server_tools)
+async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: Caller) -> McpServerTools:
+    from shadowcode.engine.mcp_probes import server_tools
+
+    _may_start_servers(caller)
+    return await server_tools(state.mcp_servers, state.project(caller), state.profile, request.server)
+
+
+@handles(EngineApi.mcp_validate)
+async def mcp_validate(state: EngineState, request: McpValidate, caller: Caller) -> McpValidation:
+    from shadowcode.engine.mcp_probes import validate
+
+    _may_start_servers(caller)
+    return await validate(state.mcp_servers, state.project(caller), state.profile, request.server)
+
+
+@handles(EngineApi.mcp_doctor)
+async def mcp_doctor(state: EngineState, request: Empty, caller: Caller) -> McpDoctorReport:
+    from shadowcode.engine.mcp_doctor import doctor
+
+    return doctor(state.mcp_servers, state.project(caller), state.profile)

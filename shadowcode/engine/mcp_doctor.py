@@ -1,0 +1,150 @@
+"""``mcp doctor``: static checks of a project's external MCP servers; nothing is started or contacted (CW-03).
+
+For every definition the project sees (global registrations, then its own files) and every
+grant whose definition is gone:
+
+- ``definition``: a project file that is not a usable definition;
+- ``grant``: an enabled definition that changed since it was enabled, or is missing (CLI-06);
+- ``command``: a stdio command that does not exist, is a folder or is not executable: a bare
+  name is looked up on the PATH the server would start with (CLI-12: the scrubbed one, or the
+  definition's own ``PATH`` entry), a path with a ``/`` relative to the project, where servers start;
+- ``env``: an ``env_refs`` or ``api_key_env`` name set neither in the environment nor in the
+  profile's secret store (CLI-04); messages name the names, never a value;
+- ``url``: an HTTP endpoint that is not ``http``/``https`` with a host, carries a user name or
+  password or a fragment, or would send a bearer credential over plain HTTP outside loopback (CLI-11);
+- ``limit``: more grants than MCP_ENABLED_SERVERS_MAX (CLI-02).
+
+Looking a name up reads the environment and the secret store and checking a command reads file
+metadata; no server runs and nothing is contacted.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from shadowcode.engine.api import McpDoctorReport, McpFinding
+from shadowcode.engine.childenv import child_env
+from shadowcode.engine.mcp_probes import entries
+from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.projects import Project
+from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
+from shadowcode.mcp.client.definitions import DefinitionProblem, HttpSpec, StdioSpec
+from shadowcode.profile import Profile
+from shadowcode.secrets import resolve
+
+__all__ = ["command_problem", "doctor", "url_problems"]
+
+
+def command_problem(program: str, project: Path, path: str) -> str | None:
+    """Why the server program ``program`` could not be started, or None (a static look only).
+
+    Args:
+        program: the command's first element.
+        project: the canonical project (servers start there).
+        path: the ``PATH`` servers start with.
+    """
+    if "/" not in program:
+        if shutil.which(program, path=path) is None:
+            return f"the command {program!r} is not an executable found on the PATH servers start with"
+        return None
+    target = Path(program) if os.path.isabs(program) else project / program
+    if not target.exists():
+        return f"the command {program!r} does not exist"
+    if target.is_dir():
+        return f"the command {program!r} is a folder"
+    if not os.access(target, os.X_OK):
+        return f"the command {program!r} is not executable"
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_problems(spec: HttpSpec) -> list[str]:
+    """The URL rules an HTTP definition breaks (CLI-11); the URL itself is never repeated."""
+    try:
+        parts = urlsplit(spec.url)
+        host = parts.hostname
+        _ = parts.port
+    except ValueError:
+        return ["the URL cannot be parsed"]
+    problems: list[str] = []
+    if parts.scheme not in ("http", "https"):
+        problems.append("the URL must start with http:// or https://")
+    if not host:
+        problems.append("the URL names no host")
+    if parts.username is not None or parts.password is not None:
+        problems.append("the URL carries a user name or password; give a bearer credential with api_key_env instead")
+    if parts.fragment:
+        problems.append("the URL has a fragment (#...), which is never sent; remove it")
+    if spec.api_key_env and parts.scheme == "http" and host and not _is_loopback(host):
+        problems.append("a bearer credential (api_key_env) is sent only over HTTPS outside loopback")
+    return problems
+
+
+def _unresolved(profile: Profile, refs: list[tuple[str, str]]) -> list[str]:
+    """One message per ``(field, name)`` whose name resolves to nothing; names only, never a value."""
+    return [
+        f"{label} refers to {ref}, which is neither set in the environment nor stored "
+        f"(store it with `shadowcode secret set {ref}`)"
+        for label, ref in refs
+        if resolve(profile, ref) is None
+    ]
+
+
+def _server_path(spec: StdioSpec, profile: Profile, base: str) -> str:
+    """The PATH the server would start with: its own ``env`` or ``env_refs`` entry, else the base one."""
+    if "PATH" in spec.env_refs:
+        return resolve(profile, spec.env_refs["PATH"]) or base
+    return spec.env.get("PATH", base)
+
+
+def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoctorReport:
+    """Check every definition and grant of ``project`` without starting or contacting anything (CW-03)."""
+    path = child_env().get("PATH", "")
+    found = entries(registry, project)
+    problems: list[McpFinding] = []
+    for entry in found:
+        item, sid = entry.item, entry.id
+        if item is None:
+            problems.append(McpFinding(sid, "grant", "enabled but missing: restore the definition or disable it"))
+            continue
+        if isinstance(item, DefinitionProblem):
+            problems.append(McpFinding(sid, "definition", item.error))
+            continue
+        if entry.granted is not None and entry.granted != item.sha256:
+            problems.append(
+                McpFinding(sid, "grant", "changed since it was enabled: review it and enable it again, or disable it")
+            )
+        spec = item.spec
+        if isinstance(spec, StdioSpec):
+            why = command_problem(spec.command[0], project.path, _server_path(spec, profile, path))
+            if why is not None:
+                problems.append(McpFinding(sid, "command", why))
+            refs = [(f"env_refs: {var}", ref) for var, ref in sorted(spec.env_refs.items())]
+            problems += [McpFinding(sid, "env", message) for message in _unresolved(profile, refs)]
+        else:
+            problems += [McpFinding(sid, "url", message) for message in url_problems(spec)]
+            refs = [("api_key_env", spec.api_key_env)] if spec.api_key_env else []
+            problems += [McpFinding(sid, "env", message) for message in _unresolved(profile, refs)]
+    granted = sum(1 for e in found if e.granted is not None)
+    if granted > MCP_ENABLED_SERVERS_MAX:
+        problems.append(
+            McpFinding(
+                None,
+                "limit",
+                f"{granted} servers are enabled for this project; the limit is {MCP_ENABLED_SERVERS_MAX} "
+                "(disable some)",
+            )
+        )
+    return McpDoctorReport(str(project.path), project.trusted, [e.id for e in found], problems)

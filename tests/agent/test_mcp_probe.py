@@ -1,0 +1,54 @@
+"""Probing servers the way a Build task connects them (agent/mcp_probe.py).
+
+Covers CW-03, CLI-13, CLI-19.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from shadowcode.agent.mcp_probe import probe_servers
+from shadowcode.engine.childenv import child_env
+from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
+from shadowcode.profile import Profile
+from tests.support.mcp_client import hostile_argv
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups are Linux-specific here"),
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _definition(name: str, mode: str, timeout: float) -> ServerDefinition:
+    spec = StdioSpec(name=name, command=tuple(hostile_argv(mode)), timeout_sec=timeout)
+    return ServerDefinition(id=f"config:{name}", scope="config", path=None, sha256="0" * 64, spec=spec)
+
+
+@pytest.mark.req("CW-03", "CLI-13", "CLI-19")
+async def test_servers_are_probed_concurrently_so_the_slowest_deadline_bounds_the_whole_probe(
+    profile: Profile, project_dir: Path
+) -> None:
+    mute = [_definition(f"mute{i}", "no_init", 1.0) for i in range(3)]
+    started = time.monotonic()
+    with anyio.fail_after(20):
+        outcomes = await probe_servers(
+            [*mute, _definition("good", "plain", 5.0)], project=project_dir, profile=profile, env=child_env()
+        )
+    elapsed = time.monotonic() - started
+    assert [o.definition.id for o in outcomes] == ["config:mute0", "config:mute1", "config:mute2", "config:good"]
+    for outcome in outcomes[:3]:
+        assert outcome.error == "the server did not finish initialization within 1.0 s" and outcome.tools is None
+        assert outcome.cleanup in ("terminated", "killed")
+    assert outcomes[3].tools is not None and len(outcomes[3].tools) == 5 and outcomes[3].error is None
+    assert outcomes[3].protocol_version == "2025-11-25"
+    assert elapsed < 2.5  # one after another, three 1 s deadlines alone would take 3 s
