@@ -3,7 +3,7 @@
 Requests are parsed with h11; replies are raw bytes the test controls exactly. Every reply
 closes its TCP connection, so one request is one connection. By default the peer is a legacy
 (2025) Streamable HTTP server with a session id and one ``echo`` tool; a test replaces the
-answer of any JSON-RPC method through :attr:`Peer.routes` (method → handler).
+answer of any JSON-RPC method, or of ``GET`` / ``DELETE``, through :attr:`Peer.routes`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 import h11
 
-__all__ = ["Peer", "Received", "http_head", "json_reply", "peer", "sse_reply"]
+__all__ = ["ECHO_TOOL", "Peer", "Received", "http_head", "json_reply", "peer", "result", "sse_reply"]
 
 Handler = Callable[["Received", anyio.abc.SocketStream], Awaitable[None]]
 
@@ -95,6 +95,9 @@ class Peer:
     async def answer(self, req: Received, stream: anyio.abc.SocketStream) -> None:
         """The default legacy behaviour."""
         session = {"mcp-session-id": self.session} if self.session else {}
+        if req.method in self.routes:
+            await self.routes[req.method](req, stream)
+            return
         if req.method == "DELETE":
             self.deleted.set()
             await stream.send(http_head(200))
