@@ -467,17 +467,20 @@ MCP_DEFINITION_MAX_BYTES: Final = 64 * 1024
 
 # -- the Streamable HTTP client (CLI-11, CLI-16, CLI-17) ------------------------------------
 
-__all__ += [  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
-    "MCP_HTTP_BODY_MAX_BYTES",
-    "MCP_HTTP_CONTROL_QUEUE_MAX",
-    "MCP_HTTP_EVENT_ID_MAX_BYTES",
-    "MCP_HTTP_HEADERS_MAX_BYTES",
-    "MCP_HTTP_REQUESTS_MAX",
-    "MCP_HTTP_SESSION_DELETE_SECONDS",
-    "MCP_HTTP_SESSION_ID_MAX_BYTES",
-    "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
-    "MCP_HTTP_SSE_EVENT_MAX_BYTES",
-]
+__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
+    __all__
+    + [
+        "MCP_HTTP_BODY_MAX_BYTES",
+        "MCP_HTTP_CONTROL_QUEUE_MAX",
+        "MCP_HTTP_EVENT_ID_MAX_BYTES",
+        "MCP_HTTP_HEADERS_MAX_BYTES",
+        "MCP_HTTP_REQUESTS_MAX",
+        "MCP_HTTP_SESSION_DELETE_SECONDS",
+        "MCP_HTTP_SESSION_ID_MAX_BYTES",
+        "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
+        "MCP_HTTP_SSE_EVENT_MAX_BYTES",
+    ]
+)
 
 MCP_HTTP_BODY_MAX_BYTES: Final = 1024 * 1024
 """Bytes of one JSON reply body from an external HTTP server, counted before parsing; a longer
