@@ -27,6 +27,7 @@ from shadowcode.engine.projects import Project
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.secrets import SecretStore
 from tests.support.engine import cli_env, wait_for_sync
+from tests.support.http_peer import Received, http_head, json_reply, peer, result
 from tests.support.mcp_client import (
     PY,
     PYTHON_SDK_SERVER,
@@ -222,3 +223,69 @@ async def test_a_build_task_calls_server_everything_over_streamable_http(
     assert "42" in json.dumps(summed)
     assert _event(engine, task_id, "mcp.connected")["protocol_version"]
     assert _event(engine, task_id, "mcp.closed")["cleanup"] in ("session deleted", "closed")
+
+
+@pytest.mark.req("CLI-04", "CLI-17")
+async def test_a_reflected_credential_never_reaches_history_the_store_or_the_model(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with peer() as p:
+
+        def reflect(req: Received) -> bytes:
+            auth = req.headers["authorization"]
+            if req.message["params"]["arguments"]["text"] == "error":
+                error = {"code": -32000, "message": f"rejected {auth}", "data": {"seen": auth}}
+                return json_reply(200, {"jsonrpc": "2.0", "id": req.message["id"], "error": error})
+            if req.message["params"]["arguments"]["text"] == "status":
+                return http_head(500, {"content-type": "text/plain"}) + f"denied {auth}".encode()
+            doc = {"content": [{"type": "text", "text": f"you sent {auth}"}], "structuredContent": {"auth": auth}}
+            return json_reply(200, result(req, doc))
+
+        async def handler(req: Received, stream: Any) -> None:
+            await stream.send(reflect(req))
+
+        p.routes["tools/call"] = handler
+        monkeypatch.setenv("PEER_TOKEN", TOKEN)
+        project = _trust(engine, project_dir)
+        def_id = project_definition(project_dir, "peer", {"name": "peer", "url": p.url, "api_key_env": "PEER_TOKEN"})
+        _enable(engine, project, def_id)
+        _script(engine, tmp_path, "peer", [("echo", {"text": t}) for t in ("result", "error", "status")])
+        task_id, results = await _run(engine, project, 3)
+    assert "[redacted]" in results[0]["content"][0]["text"] and results[0]["structured_content"] == {
+        "auth": "Bearer [redacted]"
+    }
+    assert "[redacted]" in results[1]["error"]
+    notes = json.dumps([e.data for e in events_of(engine, task_id)])
+    assert "HTTP 500" in notes
+    for path in engine.state.profile.root.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in p.received)
+
+
+@pytest.mark.req("CLI-11", "CLI-04")
+async def test_a_network_host_without_permission_and_a_missing_credential_are_noted_and_nothing_is_contacted(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[Any] = []
+    real = socket.getaddrinfo
+
+    def watched(host: Any, *args: Any, **kw: Any) -> Any:
+        if "example" in str(host):
+            looked_up.append(host)
+        return real(host, *args, **kw)
+
+    monkeypatch.delenv("ABSENT_TOKEN", raising=False)
+    async with peer() as p:
+        monkeypatch.setattr(socket, "getaddrinfo", watched)
+        project = _trust(engine, project_dir)
+        remote = project_definition(project_dir, "remote", {"name": "remote", "url": "https://mcp.example.com/mcp"})
+        local = project_definition(project_dir, "local", {"name": "local", "url": p.url, "api_key_env": "ABSENT_TOKEN"})
+        _enable(engine, project, remote)
+        _enable(engine, project, local)
+        _script(engine, tmp_path, "remote", [])
+        task_id, _ = await _run(engine, project, 0)
+    notes = [e.data["note"] for e in events_of(engine, task_id) if e.kind == "task.note"]
+    assert any(remote in n and "network permission" in n and "mcp.network_hosts" in n for n in notes), notes
+    assert any(local in n and "ABSENT_TOKEN is neither set" in n for n in notes), notes
+    assert p.received == [] and looked_up == []

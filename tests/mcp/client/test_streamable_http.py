@@ -529,3 +529,64 @@ async def test_the_session_delete_is_bounded_also_after_cancellation() -> None:
         assert elapsed < MCP_HTTP_SESSION_DELETE_SECONDS + 2
         assert connections_open() == 0
         hang.set()
+
+
+@pytest.mark.req("CLI-17")
+async def test_the_control_channel_holds_its_limit_of_waiting_messages_and_one_more_closes_it() -> None:
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCNotification
+
+    from shadowcode.limits import MCP_HTTP_CONTROL_QUEUE_MAX
+    from shadowcode.mcp.client.streamable_http import StreamableHttpClient
+
+    release = anyio.Event()
+    async with peer() as p:
+
+        async def held(req: Received, stream: anyio.abc.SocketStream) -> None:
+            await release.wait()
+            await stream.send(http_head(202))
+
+        p.routes["notifications/held"] = held
+        client = StreamableHttpClient(Endpoint(p.url), timeout_seconds=5)
+        note = SessionMessage(JSONRPCNotification(jsonrpc="2.0", method="notifications/held"))
+        with anyio.fail_after(20):
+            async with client as (_read, write):
+                await write.send(note)
+                while not p.calls("notifications/held"):
+                    await anyio.sleep(0.02)
+                for _ in range(MCP_HTTP_CONTROL_QUEUE_MAX):
+                    await write.send(note)
+                assert client.failure is None
+                await write.send(note)
+                await client.failed.wait()
+                release.set()
+        assert client.failure == f"more than {MCP_HTTP_CONTROL_QUEUE_MAX} messages waited to be sent"
+
+
+@pytest.mark.req("CLI-16", "CLI-18")
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_call_past_its_deadline_aborts_its_post_and_is_not_repeated(era: str) -> None:
+    async with peer() as p:
+        if era == "modern":
+            _modern(p)
+        hang = anyio.Event()
+
+        async def never(req: Received, stream: anyio.abc.SocketStream) -> None:
+            await hang.wait()
+
+        p.routes["tools/call"] = never
+        tool, args = ("wetter", {"region": "a"}) if era == "modern" else ("echo", {"text": "a"})
+        async with connected(p.url, timeout=0.5) as conn:
+            with pytest.raises(UpstreamServerError, match="did not finish within 0.5 s; it may have had effects"):
+                await conn.call(tool, args)
+            assert conn.state is ConnectionState.READY
+            if era == "legacy":
+                with anyio.fail_after(5):
+                    while not p.calls("notifications/cancelled"):
+                        await anyio.sleep(0.02)
+            second = {"content": [{"type": "text", "text": "second"}], "resultType": "complete"}
+            _route(p, "tools/call", lambda req: json_reply(200, result(req, second)))
+            assert (await conn.call(tool, args))["content"][0]["text"] == "second"
+        hang.set()
+        assert len(p.calls("tools/call")) == 2
+        assert len(p.calls("notifications/cancelled")) == (1 if era == "legacy" else 0)
