@@ -590,3 +590,26 @@ async def test_a_call_past_its_deadline_aborts_its_post_and_is_not_repeated(era:
         hang.set()
         assert len(p.calls("tools/call")) == 2
         assert len(p.calls("notifications/cancelled")) == (1 if era == "legacy" else 0)
+
+
+@pytest.mark.req("CLI-16", "CLI-17")
+async def test_the_get_stream_carries_server_requests_and_is_bounded_like_replies() -> None:
+    async with peer() as p:
+        sampling = {"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {"messages": []}}
+        sampling["params"] |= {"maxTokens": 5}
+        _route(p, "GET", _sse_head() + _event(sampling))
+        async with connected(p.url) as conn:
+            assert conn.state is ConnectionState.READY
+            with anyio.fail_after(10):
+                while not [r for r in p.received if r.message.get("id") == "s1"]:
+                    await anyio.sleep(0.02)
+        answer = next(r for r in p.received if r.message.get("id") == "s1").message
+        assert "error" in answer and answer["error"]["message"] == "sampling is not offered by this client"
+        assert [r.method for r in p.received].count("GET") == 1
+
+        _route(p, "GET", _sse_head() + b"\n" * (MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX + 1))
+        async with connected(p.url) as conn:
+            with anyio.fail_after(10):
+                while conn.state is ConnectionState.READY:
+                    await anyio.sleep(0.02)
+            assert conn.error is not None and "SSE events in one second" in conn.error
