@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 
@@ -123,6 +124,26 @@ class Endpoint:
                 f"the server's host {host!r} is not on the loopback interface and the network permission "
                 f"does not cover it; add it to the profile setting mcp.network_hosts to allow it"
             )
+
+    async def target(self) -> tuple[str, str | None, dict[str, Any]]:
+        """Check the rules, then say what to contact: ``(url, host header or None, request extensions)``.
+
+        ``localhost`` is replaced by the loopback address it resolves to; the original host
+        stays in the ``Host`` header and, for https, in the TLS server name.
+
+        Raises:
+            ConfigError, PolicyError: as :meth:`check`, or from :func:`resolve_loopback`.
+        """
+        self.check()
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        address = await resolve_loopback(host, parts.port or (443 if parts.scheme == "https" else 80))
+        if address is None:
+            return self.url, None, {}
+        literal = f"[{address}]" if ":" in address else address
+        netloc = f"{literal}:{parts.port}" if parts.port else literal
+        extensions: dict[str, Any] = {"sni_hostname": host} if parts.scheme == "https" else {}
+        return urlunsplit(parts._replace(netloc=netloc)), parts.netloc, extensions
 
 
 async def resolve_loopback(host: str, port: int) -> str | None:

@@ -57,7 +57,7 @@ from shadowcode.limits import (
     MCP_HTTP_SSE_EVENT_MAX_BYTES,
     MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX,
 )
-from shadowcode.mcp.client.endpoint import Endpoint, resolve_loopback
+from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.mcp.client.sse import SseError, SseParser
 from shadowcode.ndjson import FrameRate
 
@@ -153,16 +153,12 @@ class StreamableHttpClient:
         self,
     ) -> tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]:
         try:
-            self.endpoint.check()
-            url = httpx2.URL(self.endpoint.url)
-            address = await resolve_loopback(url.host, url.port or (443 if url.scheme == "https" else 80))
+            with anyio.fail_after(self.timeout_seconds):
+                self._url, self._host_header, self._extensions = await self.endpoint.target()
         except ShadowcodeError as exc:
             raise UpstreamServerError(exc.message) from None
-        if address is not None:
-            self._host_header = url.netloc.decode("ascii")
-            self._url = str(url.copy_with(host=address))
-            if url.scheme == "https":
-                self._extensions = {"sni_hostname": url.host}
+        except TimeoutError:
+            raise UpstreamServerError(f"localhost did not resolve within {self.timeout_seconds} s") from None
         lim = self.limits
         self._client = httpx2.AsyncClient(
             trust_env=False,
@@ -269,12 +265,15 @@ class StreamableHttpClient:
             if request_id is not None and request_id in self._dropped:
                 self._dropped.discard(request_id)
                 continue
-            scope = anyio.CancelScope()
+            # A request is bounded by its caller's deadline; a notification or reply by ours.
+            scope = anyio.CancelScope() if request_id is not None else anyio.move_on_after(self.timeout_seconds)
             if request_id is not None:
                 self._in_flight[request_id] = scope
             try:
                 with scope:
                     await self._exchange(item)
+                if request_id is None and scope.cancelled_caught:
+                    raise _Failed(f"the server did not take a message within {self.timeout_seconds} s")
             except _Failed as exc:
                 self._fail(str(exc))
                 return

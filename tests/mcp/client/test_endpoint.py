@@ -93,3 +93,17 @@ async def test_localhost_must_resolve_to_loopback_addresses_only(monkeypatch: py
     answers.append((2, 1, 6, "", ("192.0.2.7", 9)))
     with pytest.raises(PolicyError, match="outside the loopback interface"):
         await resolve_loopback("localhost", 9)
+
+
+@pytest.mark.anyio
+async def test_localhost_is_contacted_by_its_loopback_address_under_its_own_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def fake(host: str, port: int, **kw: Any) -> list[tuple[Any, ...]]:
+        return [(10, 1, 6, "", ("::1", port, 0, 0))]
+
+    monkeypatch.setattr(endpoint_module.anyio, "getaddrinfo", fake)
+    assert await Endpoint("http://localhost:9/mcp").target() == ("http://[::1]:9/mcp", "localhost:9", {})
+    url, host, extensions = await Endpoint("https://LocalHost/mcp", bearer="t").target()
+    assert (url, host, extensions) == ("https://[::1]/mcp", "LocalHost", {"sni_hostname": "localhost"})
+    assert await Endpoint("http://127.0.0.1:9/mcp").target() == ("http://127.0.0.1:9/mcp", None, {})
