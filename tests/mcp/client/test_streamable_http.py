@@ -613,3 +613,28 @@ async def test_the_get_stream_carries_server_requests_and_is_bounded_like_replie
                 while conn.state is ConnectionState.READY:
                     await anyio.sleep(0.02)
             assert conn.error is not None and "SSE events in one second" in conn.error
+
+
+@pytest.mark.req("CLI-17")
+async def test_http_connections_share_the_process_wide_connection_limit() -> None:
+    from shadowcode.errors import ShadowcodeError
+    from shadowcode.limits import MCP_CONNECTIONS_MAX
+
+    async with peer() as p:
+        conns: list[Connection] = []
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for _ in range(MCP_CONNECTIONS_MAX):
+                    conn = Connection(server_id="test:h", endpoint=Endpoint(p.url), timeout_seconds=10)
+                    conns.append(conn)
+                    await conn.start(tg)
+                assert connections_open() == MCP_CONNECTIONS_MAX
+                extra = Connection(server_id="test:x", endpoint=Endpoint(p.url), timeout_seconds=10)
+                with pytest.raises(ShadowcodeError, match=f"{MCP_CONNECTIONS_MAX} MCP connections are already open"):
+                    await extra.start(tg)
+                for conn in conns:
+                    conn.close()
+                for conn in conns:
+                    await conn.wait_closed()
+        assert connections_open() == 0
+        assert len(p.calls("initialize")) == MCP_CONNECTIONS_MAX
