@@ -28,31 +28,10 @@ ALLOWED: dict[str, set[str]] = {
     "mcp.relay": set(),
     "engine.front": {"engine.api", "engine", "profile"},
     "engine.api": {"profile", "project.documents", "store"},
-    "engine": {
-        "engine.api",
-        "agent",
-        "mcp.client",
-        "project",
-        "project.documents",
-        "store",
-        "profile",
-        "profile_paths",
-        "secrets",
-        "ndjson",
-        "process_group",
-        "blocking",
-    },  # fmt: skip
-    "agent": {
-        "mcp.client",
-        "project",
-        "project.documents",
-        "store",
-        "profile",
-        "profile_paths",
-        "secrets",
-        "process_group",
-        "blocking",
-    },  # fmt: skip
+    "engine": {"engine.api", "agent", "mcp.client", "project", "project.documents", "store", "profile",
+               "profile_paths", "secrets", "ndjson", "process_group", "blocking"},  # fmt: skip
+    "agent": {"mcp.client", "project", "project.documents", "store", "profile", "profile_paths", "secrets",
+              "process_group", "blocking"},  # fmt: skip
     "mcp.client": {"ndjson", "process_group"},
     "project": {"project.documents", "profile_paths", "process_group", "blocking"},
     "project.documents": set(),
