@@ -464,3 +464,53 @@ MCP_TOOL_NAMES_PAGE_MAX: Final = 20
 
 MCP_DEFINITION_MAX_BYTES: Final = 64 * 1024
 """Bytes of one server definition file or registration; larger files are refused unread (CLI-03)."""
+
+# -- the Streamable HTTP client (CLI-11, CLI-16, CLI-17) ------------------------------------
+
+__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
+    __all__
+    + [
+        "MCP_HTTP_BODY_MAX_BYTES",
+        "MCP_HTTP_CONTROL_QUEUE_MAX",
+        "MCP_HTTP_EVENT_ID_MAX_BYTES",
+        "MCP_HTTP_HEADERS_MAX_BYTES",
+        "MCP_HTTP_REQUESTS_MAX",
+        "MCP_HTTP_SESSION_DELETE_SECONDS",
+        "MCP_HTTP_SESSION_ID_MAX_BYTES",
+        "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
+        "MCP_HTTP_SSE_EVENT_MAX_BYTES",
+    ]
+)
+
+MCP_HTTP_BODY_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of one JSON reply body from an external HTTP server, counted before parsing; a longer
+body closes the connection (CLI-17)."""
+
+MCP_HTTP_SSE_EVENT_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of one raw SSE event (every line up to the blank line that ends it) from an external
+HTTP server, counted before parsing; a longer event closes the connection (CLI-17)."""
+
+MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX: Final = 128
+"""SSE events one HTTP connection accepts in any one-second window, blank and comment-only
+events counted, so keep-alive floods cannot bypass it (CLI-17)."""
+
+MCP_HTTP_SESSION_ID_MAX_BYTES: Final = 1024
+"""Bytes of the ``Mcp-Session-Id`` a legacy HTTP server may assign (CLI-17)."""
+
+MCP_HTTP_EVENT_ID_MAX_BYTES: Final = 4 * 1024
+"""Bytes of one SSE event id from an external HTTP server (CLI-17)."""
+
+MCP_HTTP_HEADERS_MAX_BYTES: Final = 16 * 1024
+"""Bytes of protocol headers on one HTTP exchange, names and values: the MCP headers a request
+carries (a larger request is not sent) and the header block of a reply (a larger one closes
+the connection) (CLI-17)."""
+
+MCP_HTTP_REQUESTS_MAX: Final = 2
+"""Ordinary requests one HTTP connection has in flight at once; more wait for a slot (CLI-17)."""
+
+MCP_HTTP_CONTROL_QUEUE_MAX: Final = 16
+"""Messages waiting on one HTTP connection's control channel (notifications, replies to the
+server, the GET stream's hand-offs) or for a request slot; one more closes the connection (CLI-17)."""
+
+MCP_HTTP_SESSION_DELETE_SECONDS: Final = 1.0
+"""Seconds the closing ``DELETE`` of a legacy HTTP session may take, also after cancellation (CLI-16)."""

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shadowcode.errors import ConfigError
 from shadowcode.limits import MCP_INLINE_TOOLS_MAX, PROFILE_NAME_MAX_CHARS
@@ -58,11 +58,23 @@ class McpSettings(BaseModel):
     Attributes:
         inline_tools: external tools offered to a Build task as first-class functions at most;
             past it only ``mcp_tools`` and ``mcp_call`` are offered; 0 turns first-class tools off.
+        network_hosts: the network permission of HTTP servers (CLI-11): host names (or
+            addresses) outside the loopback interface that enabled HTTP servers may reach, exact
+            and case-insensitive. Empty by default: only loopback servers are contacted.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     inline_tools: int = Field(MCP_INLINE_TOOLS_MAX, ge=0)
+    network_hosts: tuple[str, ...] = ()
+
+    @field_validator("network_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            if not host or any(c in host for c in "/@*?# \t") or host != host.strip():
+                raise ValueError(f"{host!r} is not a host name or address (no scheme, path, port or wildcard)")
+        return value
 
 
 class Settings(BaseModel):

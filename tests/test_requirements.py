@@ -17,10 +17,6 @@ from conformance.requirements import requirement_ids
 TESTS = Path(__file__).resolve().parent
 
 NOT_BUILT: dict[str, str] = {
-    "CLI-11": "calling remote MCP servers over HTTP: the Streamable HTTP client (issue 12)",
-    "CLI-16": "the Streamable HTTP client of external servers (issue 12)",
-    "CLI-17": "the Streamable HTTP client's limits (issue 12)",
-    "CLI-18": "the Streamable HTTP client's no-retry rules (issue 12)",
     "CW-01": "importing other hosts' MCP configurations (issue 14)",
     "CW-02": "per-server tool filters (issue 14)",
     "CW-05": "catalog freshness (issue 14)",

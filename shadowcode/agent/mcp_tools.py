@@ -1,6 +1,6 @@
 """The external MCP tools of one Build task: tools, approvals, lazy connections.
 
-Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-14, CLI-15, CLI-19.
+Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19.
 
 A :class:`TaskServers` is built from the snapshot of enabled servers taken when the task was
 submitted and lives exactly as long as the task's turn loop:
@@ -46,14 +46,15 @@ from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
 )
 from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
-from shadowcode.mcp.client.definitions import StdioSpec
+from shadowcode.mcp.client.definitions import HttpSpec, StdioSpec
+from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.mcp.client.redaction import Redactor
 
 if TYPE_CHECKING:
     from shadowcode.agent.toolbox import TaskEnv
     from shadowcode.profile import Profile
 
-__all__ = ["TaskServers", "inline_tools_setting"]
+__all__ = ["TaskServers", "inline_tools_setting", "network_hosts_setting"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,13 @@ def inline_tools_setting(settings: Any) -> int:
     section = getattr(settings, "mcp", None)
     value = getattr(section, "inline_tools", None) if section is not None else None
     return MCP_INLINE_TOOLS_MAX if value is None else max(0, int(value))
+
+
+def network_hosts_setting(settings: Any) -> frozenset[str]:
+    """``mcp.network_hosts`` from the profile settings (lower case), empty when absent (CLI-11)."""
+    section = getattr(settings, "mcp", None)
+    hosts = getattr(section, "network_hosts", None) if section is not None else None
+    return frozenset(str(h).lower().rstrip(".") for h in hosts or ())
 
 
 class TaskServers:
@@ -161,8 +169,11 @@ class TaskServers:
         self._base_env = dict(env.env)
         for server in self._servers.values():
             definition = server.definition
-            if not isinstance(definition.spec, StdioSpec):
-                server.unavailable = "Streamable HTTP servers are not supported by this build"
+            try:
+                if isinstance(definition.spec, HttpSpec):
+                    self._endpoint(definition.spec, None).check()
+            except ShadowcodeError as exc:
+                server.unavailable = exc.message
             else:
                 cached = self.catalog.cached_tools(self.project, definition)
                 if cached is not None:
@@ -331,6 +342,24 @@ class TaskServers:
         env.update(extra)
         return env, Redactor(extra.values())
 
+    def _endpoint(self, spec: HttpSpec, bearer: str | None) -> Endpoint:
+        """The reviewed endpoint with the network permission of the profile (CLI-11)."""
+        return Endpoint(spec.url, bearer=bearer, network_hosts=network_hosts_setting(self.profile.settings()))
+
+    def _bearer(self, spec: HttpSpec) -> str | None:
+        """The ``api_key_env`` credential, resolved now from the environment or the secret store (CLI-04)."""
+        from shadowcode.secrets import resolve
+
+        if spec.api_key_env is None:
+            return None
+        value = resolve(self.profile, spec.api_key_env)
+        if not value:
+            raise ConfigError(
+                f"api_key_env: {spec.api_key_env} is neither set in the environment nor stored "
+                f"(store it with `shadowcode secret set {spec.api_key_env}`)"
+            )
+        return value
+
     async def _connect(self, server: ServerState) -> Connection:
         """Start the server under the task's task group and wait until it is ready (CLI-08, CLI-12)."""
         if server.unavailable is not None and server.conn is not None:
@@ -338,16 +367,27 @@ class TaskServers:
         assert self._tg is not None, "TaskServers is used outside its context"
         self._recheck(server)
         spec = server.definition.spec
-        assert isinstance(spec, StdioSpec)
-        env, redactor = self._child_env(spec)
-        conn = Connection(
-            server_id=server.definition.id,
-            argv=list(spec.command),
-            cwd=self.project,
-            env=env,
-            timeout_seconds=server.timeout_seconds,
-            redactor=redactor,
-        )
+        if isinstance(spec, HttpSpec):
+            bearer = self._bearer(spec)
+            endpoint = self._endpoint(spec, bearer)
+            endpoint.check()
+            conn = Connection(
+                server_id=server.definition.id,
+                endpoint=endpoint,
+                cwd=self.project,
+                timeout_seconds=server.timeout_seconds,
+                redactor=Redactor([bearer] if bearer else []),
+            )
+        else:
+            env, redactor = self._child_env(spec)
+            conn = Connection(
+                server_id=server.definition.id,
+                argv=list(spec.command),
+                cwd=self.project,
+                env=env,
+                timeout_seconds=server.timeout_seconds,
+                redactor=redactor,
+            )
         server.conn = conn
         try:
             await conn.start(self._tg)
@@ -374,5 +414,3 @@ class TaskServers:
             )
         server.tools = conn.tools
         return conn
-
-

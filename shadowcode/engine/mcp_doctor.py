@@ -10,8 +10,8 @@ grant whose definition is gone:
   definition's own ``PATH`` entry), a path with a ``/`` relative to the project, where servers start;
 - ``env``: an ``env_refs`` or ``api_key_env`` name set neither in the environment nor in the
   profile's secret store (CLI-04); messages name the names, never a value;
-- ``url``: an HTTP endpoint that is not ``http``/``https`` with a host, carries a user name or
-  password or a fragment, or would send a bearer credential over plain HTTP outside loopback (CLI-11);
+- ``url``: an HTTP endpoint the client would refuse before contacting it: the definition rules
+  (also applied when a file is read) and a host off loopback the network permission does not cover (CLI-11);
 - ``limit``: more grants than MCP_ENABLED_SERVERS_MAX (CLI-02).
 
 Looking a name up reads the environment and the secret store and checking a command reads file
@@ -20,11 +20,9 @@ metadata; no server runs and nothing is contacted.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import shutil
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from shadowcode.engine.api import McpDoctorReport, McpFinding
 from shadowcode.engine.childenv import child_env
@@ -32,7 +30,10 @@ from shadowcode.engine.mcp_probes import entries
 from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.engine.projects import Project
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
+from shadowcode.agent.mcp_tools import network_hosts_setting
+from shadowcode.errors import ConfigError, PolicyError
 from shadowcode.mcp.client.definitions import DefinitionProblem, HttpSpec, StdioSpec
+from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.profile import Profile
 from shadowcode.secrets import resolve
 
@@ -61,35 +62,22 @@ def command_problem(program: str, project: Path, path: str) -> str | None:
     return None
 
 
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def url_problems(spec: HttpSpec, network_hosts: frozenset[str]) -> list[str]:
+    """The rules an HTTP definition breaks before anything is contacted (CLI-11), by the client's own check.
 
+    Args:
+        spec: the definition's HTTP part.
+        network_hosts: the hosts the network permission covers (``mcp.network_hosts``).
 
-def url_problems(spec: HttpSpec) -> list[str]:
-    """The URL rules an HTTP definition breaks (CLI-11); the URL itself is never repeated."""
+    Returns:
+        One message per broken rule (the URL's host at most, never the whole URL), or none.
+    """
+    bearer = "" if spec.api_key_env else None  # the rules depend on whether one is sent, never on its value
     try:
-        parts = urlsplit(spec.url)
-        host = parts.hostname
-        _ = parts.port
-    except ValueError:
-        return ["the URL cannot be parsed"]
-    problems: list[str] = []
-    if parts.scheme not in ("http", "https"):
-        problems.append("the URL must start with http:// or https://")
-    if not host:
-        problems.append("the URL names no host")
-    if parts.username is not None or parts.password is not None:
-        problems.append("the URL carries a user name or password; give a bearer credential with api_key_env instead")
-    if parts.fragment:
-        problems.append("the URL has a fragment (#...), which is never sent; remove it")
-    if spec.api_key_env and parts.scheme == "http" and host and not _is_loopback(host):
-        problems.append("a bearer credential (api_key_env) is sent only over HTTPS outside loopback")
-    return problems
+        Endpoint(spec.url, bearer=bearer, network_hosts=network_hosts).check()
+    except (ConfigError, PolicyError) as exc:
+        return [str(exc)]
+    return []
 
 
 def _unresolved(profile: Profile, refs: list[tuple[str, str]]) -> list[str]:
@@ -112,6 +100,7 @@ def _server_path(spec: StdioSpec, profile: Profile, base: str) -> str:
 def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoctorReport:
     """Check every definition and grant of ``project`` without starting or contacting anything (CW-03)."""
     path = child_env().get("PATH", "")
+    network_hosts = network_hosts_setting(profile.settings())
     found = entries(registry, project)
     problems: list[McpFinding] = []
     for entry in found:
@@ -134,7 +123,7 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
             refs = [(f"env_refs: {var}", ref) for var, ref in sorted(spec.env_refs.items())]
             problems += [McpFinding(sid, "env", message) for message in _unresolved(profile, refs)]
         else:
-            problems += [McpFinding(sid, "url", message) for message in url_problems(spec)]
+            problems += [McpFinding(sid, "url", message) for message in url_problems(spec, network_hosts)]
             refs = [("api_key_env", spec.api_key_env)] if spec.api_key_env else []
             problems += [McpFinding(sid, "env", message) for message in _unresolved(profile, refs)]
     granted = sum(1 for e in found if e.granted is not None)

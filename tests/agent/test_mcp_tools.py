@@ -163,8 +163,16 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
     results = _results(core, task_id)
     assert [r["ok"] for r in results] == [True] * 7
     listing = json.loads(results[0]["summary"])
-    assert listing["servers"][0]["id"] == def_id and listing["servers"][0]["tools"] == 6
-    assert json.loads(results[1]["summary"])["tools"] == ["echo", "add", "env_value", "fail", "crash", "record"]
+    assert listing["servers"][0]["id"] == def_id and listing["servers"][0]["tools"] == 7
+    assert json.loads(results[1]["summary"])["tools"] == [
+        "echo",
+        "add",
+        "env_value",
+        "fail",
+        "crash",
+        "record",
+        "region",
+    ]
     schema = json.loads(results[2]["summary"])["tool"]["input_schema"]
     assert schema["required"] == ["a", "b"]
     assert "[redacted]" in results[3]["summary"] and SECRET not in results[3]["summary"]

@@ -77,7 +77,7 @@ async def test_doctor_reports_each_static_problem_and_starts_nothing(
         {"name": "noenv", "command": ["python3", "-c", writes_marker], "env_refs": {"T": "DOCTOR_UNSET"}},
     )
     remote = project_definition(
-        project, "remote", {"name": "remote", "url": "http://example.com/mcp", "api_key_env": "DOCTOR_UNSET"}
+        project, "remote", {"name": "remote", "url": "https://example.com/mcp", "api_key_env": "DOCTOR_UNSET"}
     )
     edited = project_definition(project, "edited", {"name": "edited", "command": ["python3", "-c", writes_marker]})
     gone = project_definition(project, "gone", {"name": "gone", "command": ["python3", "-c", writes_marker]})
@@ -106,7 +106,7 @@ async def test_doctor_reports_each_static_problem_and_starts_nothing(
     ]
     assert found[edited] == [("grant", "changed since it was enabled: review it and enable it again, or disable it")]
     assert found[remote] == [
-        ("url", "a bearer credential (api_key_env) is sent only over HTTPS outside loopback"),
+        ("url", NOT_COVERED),
         (
             "env",
             "api_key_env refers to DOCTOR_UNSET, which is neither set in the environment nor stored "
@@ -144,25 +144,36 @@ async def test_doctor_reports_grants_over_the_limit_and_a_clean_project_has_no_p
     ]
 
 
+NOT_COVERED = (
+    "the server's host 'example.com' is not on the loopback interface and the network permission "
+    "does not cover it; add it to the profile setting mcp.network_hosts to allow it"
+)
+PLAIN_BEARER = (
+    "the server URL sends the 'api_key_env' credential to a network host over plain http; use https "
+    "(a bearer credential goes in clear text only to a loopback address)"
+)
+
+
+@pytest.mark.req("CLI-11")
 @pytest.mark.parametrize(
-    ("url", "key", "expected"),
+    ("url", "key", "allowed", "expected"),
     [
-        ("http://127.0.0.1:8000/mcp", "KEY", []),
-        ("http://localhost:8000/mcp", "KEY", []),
-        ("http://[::1]:8000/mcp", "KEY", []),
-        ("https://example.com/mcp", "KEY", []),
-        ("http://example.com/mcp", None, []),
-        ("http://example.com/mcp", "KEY", [
-            "a bearer credential (api_key_env) is sent only over HTTPS outside loopback"]),
-        ("ftp://example.com/mcp", None, ["the URL must start with http:// or https://"]),
-        ("https://user:pw@example.com/mcp", None, [
-            "the URL carries a user name or password; give a bearer credential with api_key_env instead"]),
-        ("https://example.com/mcp#part", None, ["the URL has a fragment (#...), which is never sent; remove it"]),
-        ("https:///mcp", None, ["the URL names no host"]),
-        ("http://127.0.0.1:99999/mcp", None, ["the URL cannot be parsed"]),
+        ("http://127.0.0.1:8000/mcp", "KEY", (), []),
+        ("http://localhost:8000/mcp", "KEY", (), []),
+        ("http://[::1]:8000/mcp", "KEY", (), []),
+        ("https://example.com/mcp", "KEY", ("example.com",), []),
+        ("http://example.com/mcp", None, ("example.com",), []),
+        ("https://example.com/mcp", "KEY", (), [NOT_COVERED]),
+        ("https://example.com/mcp", None, ("other.example",), [NOT_COVERED]),
     ],
 )  # fmt: skip
-def test_url_rules_are_checked_without_repeating_the_url(url: str, key: str | None, expected: list[str]) -> None:
-    problems = url_problems(HttpSpec(name="remote", url=url, api_key_env=key))
-    assert problems == expected
-    assert all("pw" not in p for p in problems)
+def test_url_rules_and_the_network_permission_are_the_clients_own(
+    url: str, key: str | None, allowed: tuple[str, ...], expected: list[str]
+) -> None:
+    assert url_problems(HttpSpec(name="remote", url=url, api_key_env=key), frozenset(allowed)) == expected
+
+
+@pytest.mark.req("CLI-11")
+def test_a_bearer_over_plain_http_off_loopback_is_refused_before_the_permission_is_looked_at() -> None:
+    spec = HttpSpec.model_construct(name="remote", url="http://example.com/mcp", api_key_env="KEY")
+    assert url_problems(spec, frozenset({"example.com"})) == [PLAIN_BEARER]

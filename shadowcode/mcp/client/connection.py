@@ -1,11 +1,14 @@
-"""One connection to an external stdio MCP server, under the SDK's client session.
+"""One connection to an external MCP server (stdio or Streamable HTTP), under the SDK's client session.
 
-Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-19.
+Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19.
 
 A :class:`Connection` runs in a task of its own (started by :meth:`Connection.start`): it takes
 one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
-:class:`~shadowcode.mcp.client.stdio.StdioServer`, negotiates with the legacy ``initialize``
-handshake, reads the tool catalog within one deadline (bounded pages, cursors, tools and
+:class:`~shadowcode.mcp.client.stdio.StdioServer` (``argv``) or connects through
+:class:`~shadowcode.mcp.client.streamable_http.StreamableHttpClient` (``endpoint``), negotiates
+(stdio: the legacy ``initialize`` handshake; HTTP: the 2026-07-28 ``server/discover`` probe
+first, falling back to ``initialize`` when the server answers it with anything but a modern
+discovery result), reads the tool catalog within one deadline (bounded pages, cursors, tools and
 bytes; duplicate names and repeated cursors fail) and then serves calls from any task until
 :meth:`Connection.close`. The permit is released only after cleanup.
 
@@ -32,8 +35,11 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as types
+from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import encode_header_value
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from shadowcode.errors import LimitExceeded, UpstreamServerError
@@ -44,8 +50,10 @@ from shadowcode.limits import (
     MCP_CONNECTIONS_MAX,
     MCP_CURSOR_MAX_BYTES,
 )
+from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
+from shadowcode.mcp.client.streamable_http import HttpLimits, StreamableHttpClient
 
 __all__ = ["CallRefused", "CatalogLimits", "Connection", "ConnectionState", "connections_open"]
 
@@ -128,13 +136,15 @@ async def _refuse_roots(context: ClientRequestContext) -> types.ErrorData:
     return types.ErrorData(code=types.INVALID_REQUEST, message="roots are not offered by this client")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Connection:
-    """A live connection to one stdio server for one task.
+    """A live connection to one stdio or HTTP server for one task.
 
     Attributes:
         server_id: the definition id (for messages).
-        argv: the literal command; cwd: the canonical project; env: the complete child environment.
+        argv: the literal command; cwd: the canonical project; env: the complete child environment
+            (stdio).
+        endpoint: the reviewed URL, credential and network permission (HTTP; then ``argv`` is unused).
         timeout_seconds: deadline for initialization, for discovery (all pages) and for each call.
         redactor: removes configured values from the catalog, results and stderr.
         state: the lifecycle state.
@@ -144,12 +154,14 @@ class Connection:
     """
 
     server_id: str
-    argv: list[str]
-    cwd: Path
-    env: dict[str, str]
+    argv: list[str] = field(default_factory=list)
+    cwd: Path = field(default_factory=Path)
+    env: dict[str, str] = field(default_factory=dict)
+    endpoint: Endpoint | None = None
     timeout_seconds: float
     redactor: Redactor = field(default_factory=Redactor)
     limits: ClientLimits = field(default_factory=ClientLimits)
+    http_limits: HttpLimits = field(default_factory=HttpLimits)
     catalog_limits: CatalogLimits = field(default_factory=CatalogLimits)
     state: ConnectionState = ConnectionState.CONNECTING
     error: str | None = None
@@ -164,7 +176,7 @@ class Connection:
         self._close = anyio.Event()
         self._done = anyio.Event()
         self._session: _Session | None = None
-        self._server: StdioServer | None = None
+        self._server: StdioServer | StreamableHttpClient | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -215,7 +227,13 @@ class Connection:
             self._done.set()
 
     async def _serve(self) -> None:
-        server = StdioServer(self.argv, self.cwd, self.env, limits=self.limits, label=self.server_id)
+        server: StdioServer | StreamableHttpClient
+        if self.endpoint is not None:
+            server = StreamableHttpClient(
+                self.endpoint, timeout_seconds=self.timeout_seconds, limits=self.http_limits, label=self.server_id
+            )
+        else:
+            server = StdioServer(self.argv, self.cwd, self.env, limits=self.limits, label=self.server_id)
         self._server = server
         failed: str | None = None
         try:
@@ -255,13 +273,16 @@ class Connection:
         if failed is not None:
             raise UpstreamServerError(failed, server=self.server_id)
 
-    async def _negotiate(self, session: _Session, server: StdioServer) -> str | None:
-        """Initialize and read the catalog; returns why it failed, or None."""
+    async def _negotiate(self, session: _Session, server: StdioServer | StreamableHttpClient) -> str | None:
+        """Negotiate and read the catalog; returns why it failed, or None."""
         failed: str | None = None
         with anyio.move_on_after(self.timeout_seconds) as scope:
             try:
-                result = await session.initialize()
-                self.protocol_version = result.protocol_version
+                if isinstance(server, StreamableHttpClient):
+                    await negotiate_auto(session)
+                else:
+                    await session.initialize()
+                self.protocol_version = session.protocol_version
             except MCPError as exc:
                 failed = server.failure or f"initialization failed: {exc.error.message}"
             except (ValidationError, RuntimeError) as exc:
@@ -276,7 +297,7 @@ class Connection:
             return exc.message
         return None
 
-    async def _discover(self, session: _Session, server: StdioServer) -> list[dict[str, Any]]:
+    async def _discover(self, session: _Session, server: StdioServer | StreamableHttpClient) -> list[dict[str, Any]]:
         """Read every page of ``tools/list`` within one deadline, enforcing the catalog limits (CLI-13).
 
         Raises:
@@ -344,6 +365,8 @@ class Connection:
                 + "; start a new task to reconnect",
                 server=self.server_id,
             )
+        if isinstance(server, StreamableHttpClient):
+            self._check_headers(session, server, tool, arguments)
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
         result: types.CallToolResult | types.InputRequiredResult | None = None
         try:
@@ -391,6 +414,20 @@ class Connection:
                 "structured_content": result.structured_content,
             }
         )
+
+    def _check_headers(
+        self, session: _Session, server: StreamableHttpClient, tool: str, arguments: dict[str, Any]
+    ) -> None:
+        """Refuse a call whose protocol headers would pass MCP_HTTP_HEADERS_MAX_BYTES; nothing is sent (CLI-17)."""
+        extra = {"mcp-method": "tools/call", "mcp-name": encode_header_value(tool)}
+        if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            extra.update(session._resolve_param_headers(tool, arguments))  # noqa: SLF001 - the SDK's own mapping
+        if server.request_headers_size(extra) > server.limits.headers_max_bytes:
+            raise UpstreamServerError(
+                f"{self.server_id}: the call's protocol headers would be larger than "
+                f"{server.limits.headers_max_bytes} bytes; nothing was sent",
+                server=self.server_id,
+            )
 
     def stderr_text(self) -> str:
         """The server's captured stderr tail, redacted (for diagnostics; never stored in task history)."""

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from shadowcode.errors import ConfigError
 from shadowcode.limits import MCP_DEFINITION_MAX_BYTES, MCP_TIMEOUT_MAX_SECONDS, MCP_TIMEOUT_MIN_SECONDS
+from shadowcode.mcp.client.endpoint import check_url
 
 __all__ = [
     "PROJECT_FOLDERS",
@@ -116,14 +118,14 @@ class StdioSpec(BaseModel):
 
 
 class HttpSpec(BaseModel):
-    """A Streamable HTTP server (CLI-03); its client is not part of this build."""
+    """A Streamable HTTP server (CLI-03, CLI-11); URL rules: :func:`~shadowcode.mcp.client.endpoint.check_url`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     """Server name."""
-    url: str = Field(min_length=1)
-    """The endpoint."""
+    url: str = Field(min_length=1, max_length=2048)
+    """The endpoint: http(s), no user info, query or fragment; https for a bearer credential off loopback."""
     description: str | None = None
     """What the server is for."""
     api_key_env: str | None = None
@@ -142,6 +144,14 @@ class HttpSpec(BaseModel):
         if value is not None and not _VAR.fullmatch(value):
             raise ValueError(f"{value!r} is not a valid secret or variable name")
         return value
+
+    @model_validator(mode="after")
+    def _url(self) -> HttpSpec:
+        try:
+            check_url(self.url, bearer=self.api_key_env is not None)
+        except ValueError as exc:
+            raise PydanticCustomError("url", "{reason}", {"reason": str(exc)}) from None
+        return self
 
 
 @dataclass(frozen=True)
@@ -226,7 +236,7 @@ def sha256_hex(data: bytes) -> str:
 def _format_errors(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:_ERRORS_SHOWN]:
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = ".".join(str(p) for p in err["loc"]) or ("url" if err["type"] == "url" else "(top level)")
         message = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown field"

@@ -1,0 +1,222 @@
+"""External Streamable HTTP servers called by Build tasks, seen from outside.
+
+Covers CLI-11, CLI-16, CLI-17, CLI-18.
+
+The target is driven only through its command line, as in :mod:`conformance.checks.external_servers`
+(whose helpers this module uses). The servers run on 127.0.0.1, started by the check:
+
+* ``python_sdk``: ``fixtures/servers/python_sdk_server.py http-stateless`` (the Python SDK,
+  stateless with JSON replies). A Build task calls ``add`` and ``region`` (an ``x-mcp-header``
+  parameter with non-ASCII text) after exact approvals; structured content and the 2026-07-28
+  revision must come back, and the connection must be closed before the task is done.
+* ``refusals``: a small hostile legacy server in this process. One task's call gets a JSON
+  body of 1 MiB + 1 byte, another's a 404 for its session: each call fails with the cause
+  named and reaches the server exactly once, never repeated. A bearer definition for plain
+  ``http://`` off loopback is refused by ``mcp add``, and an enabled server on a network host
+  without the network permission is left out of the task with the reason noted, contacted never.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from contextlib import suppress
+from typing import Any
+
+import anyio
+import anyio.abc
+import h11
+
+from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
+from conformance.context import Context
+from conformance.processes import drain, tail
+from conformance.registry import CheckResult, check
+
+__all__ = ["python_sdk", "refusals"]
+
+_BODY_MAX_BYTES = 1024 * 1024
+_ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+
+def _events_text(events: list[dict[str, Any]]) -> str:
+    return json.dumps([e["data"] for e in events], ensure_ascii=False)
+
+
+@check("external_http:python_sdk", covers=["CLI-11", "CLI-16"], timeout_seconds=240)
+async def python_sdk(ctx: Context) -> CheckResult:
+    """A Build task calls a stateless Python SDK server over Streamable HTTP after exact approvals."""
+    problems: list[str] = []
+    server = ctx.repo_root / "fixtures/servers/python_sdk_server.py"
+    out = bytearray()
+    async with ctx.spawn([sys.executable, str(server), "http-stateless"]) as proc:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain, proc.stdout, out)
+            tg.start_soon(drain, proc.stderr, bytearray())
+            with anyio.move_on_after(30):
+                while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
+                    await anyio.sleep(0.05)
+            found = re.search(rb"PORT (\d+)", out)
+            if found is None:
+                tg.cancel_scope.cancel()
+                return CheckResult(False, f"the Python SDK server did not start: {tail(out)}")
+            url = f"http://127.0.0.1:{found.group(1).decode()}/mcp"
+            try:
+                await _trust(ctx, ctx.project)
+                server_id = await _register(ctx, {"name": "web", "url": url}, ctx.project, problems)
+                calls = [("add", {"a": 20, "b": 22}), ("region", {"region": "Zürich Süd", "note": "conformance"})]
+                turns = _turns(*[("mcp_call", {"server": "web", "tool": t, "arguments": a}) for t, a in calls])
+                await _model(ctx, [{"match": "web", "turns": turns}])
+            except RuntimeError as exc:
+                tg.cancel_scope.cancel()
+                return CheckResult(False, f"set-up failed: {exc}")
+            if server_id is not None:
+                expected = [{"server": server_id, "tool": t, "arguments": a} for t, a in calls]
+                job, events = await _run_task(ctx, "use web", ctx.project, expected, problems)
+                _check_http_task(job, events, problems)
+                text = _events_text(events)
+                if '\\"total\\": 42' not in text and '"total": 42' not in text:
+                    problems.append("structured content of add did not come back")
+                if "Zürich Süd|conformance" not in text:
+                    problems.append("the x-mcp-header call did not return its region")
+                connected = [e["data"] for e in events if e["kind"] == "mcp.connected"]
+                if connected and connected[0].get("protocol_version") != "2026-07-28":
+                    problems.append(f"negotiated {connected[0].get('protocol_version')!r}, not 2026-07-28")
+                if connected:
+                    ctx.record_revision("external_http:python_sdk", str(connected[0].get("protocol_version")))
+            tg.cancel_scope.cancel()
+    return _result(problems, "called add and region over Streamable HTTP (2026-07-28) after exact approvals")
+
+
+def _check_http_task(job: dict[str, Any], events: list[dict[str, Any]], problems: list[str]) -> None:
+    if job.get("status") != "done":
+        problems.append(f"task ended {job.get('status')!r}: {job.get('error')}")
+    kinds = [e["kind"] for e in events]
+    if kinds.count("mcp.connected") != 1 or kinds.count("mcp.closed") != 1:
+        problems.append(f"expected one mcp.connected and one mcp.closed event, got {kinds}")
+    elif "task.done" in kinds and kinds.index("mcp.closed") > kinds.index("task.done"):
+        problems.append("the task reported done before its HTTP connection was closed")
+
+
+class _Hostile:
+    """A legacy Streamable HTTP server whose tools misbehave: ``big`` and ``expire``."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.initializes = 0
+        self.port = 0
+
+    def reply(self, method: str, message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        rpc, rid = message.get("method"), message.get("id")
+        if method != "POST":
+            return 405, {}, b""
+        if rid is None:
+            return 202, {}, b""
+        if rpc == "initialize":
+            self.initializes += 1
+            info = {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "h", "version": "1"},
+            }
+            return 200, {"mcp-session-id": "conformance-session"}, _rpc(rid, info)
+        if rpc == "tools/list":
+            tools = [_ECHO | {"name": "big"}, _ECHO | {"name": "expire"}]
+            return 200, {}, _rpc(rid, {"tools": tools})
+        if rpc == "tools/call":
+            name = str(message["params"]["name"])
+            self.calls.append(name)
+            if name == "expire":
+                return 404, {}, b""
+            base = len(_rpc(rid, {"content": [{"type": "text", "text": ""}]}))
+            return 200, {}, _rpc(rid, {"content": [{"type": "text", "text": "x" * (_BODY_MAX_BYTES + 1 - base)}]})
+        return (
+            400,
+            {"content-type": "application/json"},
+            json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no"}}).encode(),
+        )
+
+    async def serve_one(self, stream: anyio.abc.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        head: h11.Request | None = None
+        body = bytearray()
+        async with stream:
+            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError, h11.RemoteProtocolError):
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        conn.receive_data(await stream.receive())
+                    elif isinstance(event, h11.Request):
+                        head = event
+                    elif isinstance(event, h11.Data):
+                        body += event.data
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    else:
+                        return
+                assert head is not None
+                message = json.loads(body) if body else {}
+                status, headers, payload = self.reply(head.method.decode(), message)
+                if payload:
+                    headers = {"content-type": "application/json", **headers}
+                lines = [f"HTTP/1.1 {status} X", *(f"{k}: {v}" for k, v in headers.items())]
+                lines += [f"content-length: {len(payload)}", "connection: close"]
+                await stream.send(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
+
+
+def _rpc(rid: Any, result: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+
+
+@check("external_http:refusals", covers=["CLI-11", "CLI-17", "CLI-18"], timeout_seconds=300)
+async def refusals(ctx: Context) -> CheckResult:
+    """Oversized and expired replies fail their call once; plain-http bearers and unpermitted hosts are refused."""
+    problems: list[str] = []
+    hostile = _Hostile()
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    hostile.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, hostile.serve_one)
+        try:
+            await _trust(ctx, ctx.project)
+            bearer = ctx.scratch / "plain.json"
+            bearer.write_text(
+                json.dumps({"name": "plain", "url": "http://mcp.example.invalid/mcp", "api_key_env": "T"}),
+                encoding="utf-8",
+            )
+            code, _, err = await _cli(ctx, "mcp", "add", str(bearer))
+            if code == 0 or "plain http" not in err:
+                problems.append(f"a bearer over plain http off loopback was not refused: exit {code}, {tail(err)}")
+            url = f"http://127.0.0.1:{hostile.port}/mcp"
+            server_id = await _register(ctx, {"name": "hostile", "url": url}, ctx.project, problems)
+            remote_id = await _register(
+                ctx, {"name": "remote", "url": "https://mcp.example.invalid/mcp"}, ctx.project, problems
+            )
+            tasks = [
+                {
+                    "match": f"call {tool}",
+                    "turns": _turns(("mcp_call", {"server": "hostile", "tool": tool, "arguments": {"text": "a"}})),
+                }
+                for tool in ("big", "expire")
+            ]
+            await _model(ctx, tasks)
+        except RuntimeError as exc:
+            tg.cancel_scope.cancel()
+            return CheckResult(False, f"set-up failed: {exc}")
+        if server_id is not None and remote_id is not None:
+            for tool, cause in (("big", "longer than 1048576 bytes"), ("expire", "ended the session (HTTP 404)")):
+                expected = [{"server": server_id, "tool": tool, "arguments": {"text": "a"}}]
+                _, events = await _run_task(ctx, f"call {tool}", ctx.project, expected, problems)
+                text = _events_text(events)
+                if cause not in text:
+                    problems.append(f"the {tool} call did not fail with {cause!r}: {text[-300:]}")
+                if "network permission" not in text or remote_id not in text:
+                    problems.append("the server without the network permission was not noted as unavailable")
+            if hostile.calls != ["big", "expire"]:
+                problems.append(f"the server received calls {hostile.calls}; each must arrive exactly once")
+            if hostile.initializes != 2:
+                problems.append(f"{hostile.initializes} initializations for two tasks: a session was re-initialized")
+        tg.cancel_scope.cancel()
+    return _result(
+        problems, "oversized and expired replies failed their call once; plain-http bearer and network host refused"
+    )

@@ -1,0 +1,164 @@
+"""Where an HTTP server definition may point, and who may reach it (CLI-04, CLI-11).
+
+Rules for a definition's ``url`` (checked when the definition is parsed, nothing contacted):
+
+- the scheme is ``http`` or ``https`` and the URL names a host;
+- no user info (``user:pass@``), no query and no fragment: a credential belongs in
+  ``api_key_env``, and the reviewed URL is exactly what is contacted;
+- a definition with ``api_key_env`` uses ``https`` unless its host is loopback: a bearer
+  credential never crosses a network in clear text.
+
+Loopback hosts are ``localhost`` and literal addresses in ``127.0.0.0/8`` and ``::1``; any other
+name counts as a network host, even one that would resolve to a loopback address. Reaching a
+network host needs the network permission: the host listed in the profile setting
+``mcp.network_hosts`` (empty by default). Checks run before any name lookup or connection.
+``localhost`` is looked up when a connection starts and must resolve to loopback addresses only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+
+from shadowcode.errors import ConfigError, PolicyError
+
+__all__ = ["Endpoint", "check_url", "is_loopback_host", "resolve_loopback", "url_host"]
+
+
+def url_host(url: str) -> str:
+    """The lower-case host of ``url`` (brackets of an IPv6 literal removed), or ``""``."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and literal loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    host = host.lower()
+    if host.rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str, *, bearer: bool) -> str:
+    """Validate a definition's endpoint (CLI-11).
+
+    Args:
+        url: the ``url`` field.
+        bearer: True when the definition names ``api_key_env``.
+
+    Returns:
+        ``url`` unchanged.
+
+    Raises:
+        ValueError: the rule it breaks (the definition parser names the field).
+    """
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        raise ValueError("must not contain spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError("must name a host")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise ValueError("must not carry user info; name the credential in 'api_key_env'")
+    if parts.query or url.endswith("?"):
+        raise ValueError("must not carry a query; a credential belongs in 'api_key_env'")
+    if parts.fragment or "#" in url:
+        raise ValueError("must not carry a fragment")
+    if port == 0:
+        raise ValueError("must not use port 0")
+    if bearer and parts.scheme != "https" and not is_loopback_host(parts.hostname):
+        raise ValueError(
+            "sends the 'api_key_env' credential to a network host over plain http; use https "
+            "(a bearer credential goes in clear text only to a loopback address)"
+        )
+    return url
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One reviewed HTTP endpoint and what a connection to it may use (CLI-04, CLI-11).
+
+    Attributes:
+        url: the definition's ``url``.
+        bearer: the resolved ``api_key_env`` value, sent as ``Authorization: Bearer``, or None.
+        network_hosts: hosts the user allowed (the ``mcp.network_hosts`` setting), lower case.
+    """
+
+    url: str
+    bearer: str | None = field(default=None, repr=False)
+    network_hosts: frozenset[str] = frozenset()
+
+    @property
+    def host(self) -> str:
+        """The URL's host, lower case."""
+        return url_host(self.url)
+
+    def check(self) -> None:
+        """Apply every rule again before anything is looked up or contacted (CLI-11).
+
+        Raises:
+            ConfigError: the URL breaks a definition rule.
+            PolicyError: a network host without the network permission.
+        """
+        try:
+            check_url(self.url, bearer=self.bearer is not None)
+        except ValueError as exc:
+            raise ConfigError(f"the server URL {exc}") from None
+        host = self.host
+        if not is_loopback_host(host) and host.rstrip(".") not in self.network_hosts:
+            raise PolicyError(
+                f"the server's host {host!r} is not on the loopback interface and the network permission "
+                f"does not cover it; add it to the profile setting mcp.network_hosts to allow it"
+            )
+
+    async def target(self) -> tuple[str, str | None, dict[str, Any]]:
+        """Check the rules, then say what to contact: ``(url, host header or None, request extensions)``.
+
+        ``localhost`` is replaced by the loopback address it resolves to; the original host
+        stays in the ``Host`` header and, for https, in the TLS server name.
+
+        Raises:
+            ConfigError, PolicyError: as :meth:`check`, or from :func:`resolve_loopback`.
+        """
+        self.check()
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        address = await resolve_loopback(host, parts.port or (443 if parts.scheme == "https" else 80))
+        if address is None:
+            return self.url, None, {}
+        literal = f"[{address}]" if ":" in address else address
+        netloc = f"{literal}:{parts.port}" if parts.port else literal
+        extensions: dict[str, Any] = {"sni_hostname": host} if parts.scheme == "https" else {}
+        return urlunsplit(parts._replace(netloc=netloc)), parts.netloc, extensions
+
+
+async def resolve_loopback(host: str, port: int) -> str | None:
+    """For ``localhost``, the loopback address to connect to; None for any other host (CLI-11).
+
+    Raises:
+        PolicyError: ``localhost`` resolves to a non-loopback address, or does not resolve.
+    """
+    if host.rstrip(".") != "localhost":
+        return None
+    try:
+        infos = await anyio.getaddrinfo("localhost", port, type=0)
+    except OSError as exc:
+        raise PolicyError(f"localhost does not resolve ({type(exc).__name__})") from None
+    addresses = [str(info[4][0]) for info in infos]
+    if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
+        raise PolicyError("localhost resolves to an address outside the loopback interface; refusing to connect")
+    return next((a for a in addresses if ":" not in a), addresses[0])
