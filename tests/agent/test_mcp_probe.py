@@ -38,17 +38,19 @@ def _definition(name: str, mode: str, timeout: float) -> ServerDefinition:
 async def test_servers_are_probed_concurrently_so_the_slowest_deadline_bounds_the_whole_probe(
     profile: Profile, project_dir: Path
 ) -> None:
-    mute = [_definition(f"mute{i}", "no_init", 1.0) for i in range(3)]
+    mute = [_definition(f"mute{i}", "no_init", 3.0) for i in range(4)]
     started = time.monotonic()
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         outcomes = await probe_servers(
             [*mute, _definition("good", "plain", 5.0)], project=project_dir, profile=profile, env=child_env()
         )
     elapsed = time.monotonic() - started
-    assert [o.definition.id for o in outcomes] == ["config:mute0", "config:mute1", "config:mute2", "config:good"]
-    for outcome in outcomes[:3]:
-        assert outcome.error == "the server did not finish initialization within 1.0 s" and outcome.tools is None
+    assert [o.definition.id for o in outcomes] == [*(f"config:mute{i}" for i in range(4)), "config:good"]
+    for outcome in outcomes[:4]:
+        assert outcome.error == "the server did not finish initialization within 3.0 s" and outcome.tools is None
         assert outcome.cleanup in ("terminated", "killed")
-    assert outcomes[3].tools is not None and len(outcomes[3].tools) == 5 and outcomes[3].error is None
-    assert outcomes[3].protocol_version == "2025-11-25"
-    assert elapsed < 2.5  # one after another, three 1 s deadlines alone would take 3 s
+    assert outcomes[4].tools is not None and len(outcomes[4].tools) == 5 and outcomes[4].error is None
+    assert outcomes[4].protocol_version == "2025-11-25"
+    # One after another, four 3 s deadlines alone would take 12 s; together they take one, plus
+    # start-up and cleanup, which a loaded machine stretches: a wide margin that still tells them apart.
+    assert elapsed < 8.0
