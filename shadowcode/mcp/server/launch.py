@@ -2,11 +2,17 @@
 
 Errors before serving (bad workspace, bad profile) are raised as ShadowcodeError so the CLI
 prints them on stderr with exit 2; nothing is ever written to stdout but JSON-RPC frames.
+
+A served connection that ended cleanly ends the process at once: hosts send SIGTERM two
+seconds after closing stdin, and tearing the interpreter down (every module the SDK loaded)
+takes longer than that on a loaded machine, while by then the engine has closed its owner,
+its jobs and its store, and nothing is left to run.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -21,7 +27,7 @@ __all__ = ["serve_stdio"]
 
 
 def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allow_approvals: bool) -> None:
-    """Serve MCP on stdin/stdout until EOF, a transport limit, or SIGTERM/SIGINT.
+    """Serve MCP on stdin/stdout until EOF, a transport limit, or SIGTERM/SIGINT, then exit with status 0.
 
     Args:
         workspace: the project as given; canonicalized here (ENG-02).
@@ -38,6 +44,18 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode: %(levelname)s %(message)s")
     selected = Profile.select(profile)
     anyio.run(_serve, selected, workspace, allow_write, allow_approvals)
+    _exit_now()
+
+
+def _exit_now() -> None:
+    """Flush what Python buffers and end the process with status 0, skipping interpreter teardown (SRV-07)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(0)
 
 
 async def _serve(profile: Profile, workspace: Path, allow_write: bool, allow_approvals: bool) -> None:
