@@ -24,14 +24,14 @@ import os
 import shutil
 from pathlib import Path
 
+from shadowcode.agent.mcp_tools import network_hosts_setting
 from shadowcode.engine.api import McpDoctorReport, McpFinding
 from shadowcode.engine.childenv import child_env
 from shadowcode.engine.mcp_probes import entries
 from shadowcode.engine.mcp_servers import McpRegistry
 from shadowcode.engine.projects import Project
-from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
-from shadowcode.agent.mcp_tools import network_hosts_setting
 from shadowcode.errors import ConfigError, PolicyError
+from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import DefinitionProblem, HttpSpec, StdioSpec
 from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.profile import Profile
