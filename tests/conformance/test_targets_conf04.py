@@ -6,7 +6,8 @@ baselined checks cover it); ids that no check covers must be reported as not cov
 as passing. The zipapp is run twice: once as is, where each stdio server opens a temporary
 engine, and once with ``--attached``, where a headless engine runs in every check's profile
 and servers relay into it. Both must pass the same ids. CI builds the zipapp with ``bash
-ci/build`` before the tests.
+ci/build`` before the tests. Under every other carried CPython installed here the zipapp runs
+the bounded subset ``PER_INTERPRETER_CHECKS`` (PKG-01: one archive for every interpreter).
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ import pytest
 from conformance.cli import DEFAULT_EXPECTED_FAILURES
 from conformance.registry import load_checks
 from conformance.report import load_expected_failures
+from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ZIPAPP = REPO_ROOT / "dist" / "shadowcode.pyz"
 RUN_TIMEOUT_SECONDS = 840
+PER_INTERPRETER_CHECKS = "packaging,python_client,node_stdio"
+"""The checks the zipapp runs under each non-default interpreter: start-up, both SDK clients."""
+PER_INTERPRETER_TIMEOUT_SECONDS = 300
 
 MUST_PASS = (
     "ENG-01 ENG-02 SRV-01 SRV-02 SRV-03 SRV-04 SRV-05 SRV-06 SRV-07 SRV-08 SRV-09 SRV-12 SRV-13 SRV-14 SRV-19 "
@@ -125,3 +130,23 @@ def test_suite_passes_the_same_ids_through_a_running_headless_engine(tmp_path: P
     checks = {c["name"]: c for c in report["checks"]}
     assert "engine attached" in checks["python_client:auto"]["detail"], checks["python_client:auto"]
     assert "relay into the headless engine" in checks["delegation:sigkill_cancels_task"]["detail"]
+
+
+@pytest.mark.req("CONF-04", "PKG-01")
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.timeout(PER_INTERPRETER_TIMEOUT_SECONDS + 60)
+@pytest.mark.parametrize("version", [v for v in ARCHIVE_PYTHONS if v != default_python_version()])
+def test_the_zipapp_passes_start_up_and_sdk_checks_under_each_other_interpreter(version: str, tmp_path: Path) -> None:
+    python = find_python(version)
+    if python is None:
+        pytest.skip(f"no CPython {version} on this machine (looked for python{version} on PATH and under pyenv)")
+    if not ZIPAPP.is_file():
+        pytest.fail("build it first: bash ci/build")
+    target = shlex.join([python, "dist/shadowcode.pyz"])
+    report, done = _run_suite(target, tmp_path / version, "--only", PER_INTERPRETER_CHECKS)
+    why = _explain(report, done)
+    assert done.returncode == 0, why
+    assert report["checks"] and all(c["status"] == "pass" for c in report["checks"]), why
+    statuses = {r["id"]: r["status"] for r in report["results"]}
+    assert statuses.get("PKG-01") == "pass", why
