@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.test_zipapp_entry import ZIPAPP, _archive, _put
-from tests.support.engine import cli_env
+from tests.packaging.test_zipapp_entry import ZIPAPP, _archive, _engine_mode, _put, _serve
+from tests.support.engine import cli_env, headless_engine
 from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
 
 pytestmark = pytest.mark.req("PKG-01")
@@ -133,6 +133,23 @@ def test_each_installed_interpreter_runs_help_and_status_from_its_own_cache(vers
     assert (folder / "complete").is_file()
     so = list((folder / "site-packages" / "pydantic_core").glob("*.so"))
     assert [p.name for p in so] == [f"_pydantic_core.cpython-{version.replace('.', '')}-x86_64-linux-gnu.so"]
+
+
+@pytest.mark.slow
+@pytest.mark.req("PKG-01", "SRV-21")
+@pytest.mark.parametrize("version", INSTALLED)
+def test_the_attached_fast_path_relays_without_unpacking_under_each_installed_interpreter(
+    version: str, tmp_path: Path
+) -> None:
+    python = _python(version)
+    home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
+    project.mkdir()
+    shiv_root.mkdir()
+    with headless_engine(home):
+        answers = _serve(home, project, shiv_root, python=python)
+
+    assert _engine_mode(answers) == "attached"
+    assert list(shiv_root.iterdir()) == []
 
 
 @pytest.mark.parametrize("args", [["--help"], ["status"], ["mcp", "serve"]])
