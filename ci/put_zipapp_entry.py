@@ -1,8 +1,10 @@
-"""Replace the ``__main__.py`` of a shiv zipapp with ``ci/zipapp_entry.py`` (issue 7).
+"""Replace the ``__main__.py`` of a shiv zipapp with ``ci/zipapp_entry.py`` (issue 7, PKG-01).
 
-Usage: ``python ci/put_zipapp_entry.py ARCHIVE``. The archive is rewritten beside itself
-and renamed over it: the same shebang, entries, order, dates and compression, with only the
-entry's bytes changed, so the build stays reproducible.
+Usage: ``python ci/put_zipapp_entry.py ARCHIVE [PLATLIB]``. The archive is rewritten beside
+itself and renamed over it: the same shebang, entries, order, dates and compression, with only
+the entry's bytes changed, so the build stays reproducible. With ``PLATLIB`` (the folder
+``ci/archive.py layout`` fills), its files are added after the others as ``_platlib/...``, in
+sorted order, with the entry's date, compressed, mode 0644 or 0755.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from pathlib import Path
 ENTRY = Path(__file__).with_name("zipapp_entry.py")
 
 
-def put_entry(archive: Path) -> None:
-    """Rewrite ``archive`` with ENTRY as its ``__main__.py``.
+def _added(platlib: Path | None) -> list[tuple[str, Path]]:
+    if platlib is None:
+        return []
+    files = sorted(p for p in platlib.rglob("*") if p.is_file())
+    return [("_platlib/" + p.relative_to(platlib).as_posix(), p) for p in files]
+
+
+def put_entry(archive: Path, platlib: Path | None = None) -> None:
+    """Rewrite ``archive`` with ENTRY as its ``__main__.py`` and ``platlib``'s files as ``_platlib/...``.
 
     Raises:
         SystemExit: the archive has no shebang line or no ``__main__.py``.
@@ -34,8 +43,13 @@ def put_entry(archive: Path) -> None:
             for info in src.infolist():
                 data = src.read(info)
                 if info.filename == "__main__.py":
-                    data, replaced = entry, True
+                    data, replaced, entry_info = entry, True, info
                 dst.writestr(info, data, compress_type=info.compress_type)
+            if replaced:
+                for name, path in _added(platlib):
+                    added = zipfile.ZipInfo(name, date_time=entry_info.date_time)
+                    added.external_attr = (0o100755 if path.stat().st_mode & 0o111 else 0o100644) << 16
+                    dst.writestr(added, path.read_bytes(), compress_type=zipfile.ZIP_DEFLATED)
     if not replaced:
         partial.unlink()
         sys.exit(f"put_zipapp_entry: {archive} has no __main__.py")
@@ -44,6 +58,6 @@ def put_entry(archive: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python ci/put_zipapp_entry.py ARCHIVE")
-    put_entry(Path(sys.argv[1]))
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: python ci/put_zipapp_entry.py ARCHIVE [PLATLIB]")
+    put_entry(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) == 3 else None)

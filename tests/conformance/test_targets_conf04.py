@@ -6,7 +6,8 @@ baselined checks cover it); ids that no check covers must be reported as not cov
 as passing. The zipapp is run twice: once as is, where each stdio server opens a temporary
 engine, and once with ``--attached``, where a headless engine runs in every check's profile
 and servers relay into it. Both must pass the same ids. CI builds the zipapp with ``bash
-ci/build`` before the tests.
+ci/build`` before the tests. Under every other carried CPython installed here the zipapp runs
+the bounded subset ``PER_INTERPRETER_CHECKS`` (PKG-01: one archive for every interpreter).
 """
 
 from __future__ import annotations
@@ -24,10 +25,15 @@ import pytest
 from conformance.cli import DEFAULT_EXPECTED_FAILURES
 from conformance.registry import load_checks
 from conformance.report import load_expected_failures
+from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ZIPAPP = REPO_ROOT / "dist" / "shadowcode.pyz"
 RUN_TIMEOUT_SECONDS = 840
+PER_INTERPRETER_CHECKS = "packaging,python_client,node_stdio"
+"""The checks the zipapp runs under each non-default interpreter: start-up, both SDK clients."""
+PER_INTERPRETER_TIMEOUT_SECONDS = 240
+"""The bound on each interpreter's subset run (about 40 s on an idle 2-core machine)."""
 
 MUST_PASS = (
     "ENG-01 ENG-02 SRV-01 SRV-02 SRV-03 SRV-04 SRV-05 SRV-06 SRV-07 SRV-08 SRV-09 SRV-12 SRV-13 SRV-14 SRV-19 "
@@ -125,3 +131,24 @@ def test_suite_passes_the_same_ids_through_a_running_headless_engine(tmp_path: P
     checks = {c["name"]: c for c in report["checks"]}
     assert "engine attached" in checks["python_client:auto"]["detail"], checks["python_client:auto"]
     assert "relay into the headless engine" in checks["delegation:sigkill_cancels_task"]["detail"]
+
+
+@pytest.mark.req("CONF-04", "PKG-01")
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.timeout(PER_INTERPRETER_TIMEOUT_SECONDS * (len(ARCHIVE_PYTHONS) - 1) + 60)
+def test_the_zipapp_passes_start_up_and_sdk_checks_under_each_other_interpreter(tmp_path: Path) -> None:
+    """One after the other, not side by side: two suites at once on a small machine time out each other."""
+    others = [v for v in ARCHIVE_PYTHONS if v != default_python_version()]
+    found = {v: p for v in others if (p := find_python(v)) is not None}
+    if not found:
+        pytest.skip(f"no other carried CPython on this machine (looked for {', '.join(others)} on PATH and pyenv)")
+    if not ZIPAPP.is_file():
+        pytest.fail("build it first: bash ci/build")
+    for version, python in found.items():
+        target = shlex.join([python, "dist/shadowcode.pyz"])
+        report, done = _run_suite(target, tmp_path / version, "--only", PER_INTERPRETER_CHECKS, "--jobs", "2")
+        why = f"CPython {version}: " + _explain(report, done)
+        assert done.returncode == 0, why
+        assert report["checks"] and all(c["status"] == "pass" for c in report["checks"]), why
+        assert {r["id"]: r["status"] for r in report["results"]}.get("PKG-01") == "pass", why

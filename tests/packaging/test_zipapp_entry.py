@@ -70,6 +70,35 @@ def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode(tmp
 
 
 @pytest.mark.req("PKG-01")
+def test_put_entry_adds_the_platlib_files_sorted_after_the_others_with_fixed_dates_and_modes(tmp_path: Path) -> None:
+    archive = tmp_path / "app.pyz"
+    names = {"__main__.py": b"import _bootstrap\n", "site-packages/a.py": b"a\n"}
+    _archive(archive, names)
+    platlib = tmp_path / "platlib"
+    (platlib / "w-1-cp312" / "pkg").mkdir(parents=True)
+    (platlib / "w-1-cp312" / "pkg" / "m.so").write_bytes(b"\x7fELF")
+    (platlib / "w-1-cp312" / "pkg" / "m.so").chmod(0o700)
+    (platlib / "manifest.json").write_text("{}", encoding="utf-8")
+
+    done = subprocess.run(
+        [sys.executable, str(PUT_ENTRY), str(archive), str(platlib)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(archive) as z:
+        infos = z.infolist()
+        assert [i.filename for i in infos] == [*names, "_platlib/manifest.json", "_platlib/w-1-cp312/pkg/m.so"]
+        assert z.read("_platlib/w-1-cp312/pkg/m.so") == b"\x7fELF"
+        assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+        assert [i.external_attr >> 16 for i in infos[2:]] == [0o100644, 0o100755]
+
+
+@pytest.mark.req("PKG-01")
 @pytest.mark.parametrize(
     ("names", "shebang", "said"),
     [
@@ -101,8 +130,8 @@ def _built() -> Path:
     return ZIPAPP
 
 
-def _serve(home: Path, project: Path, shiv_root: Path) -> list[dict[str, Any]]:
-    """``python3 shadowcode.pyz mcp serve`` for one initialize, tools/list and shadow_status; the answers."""
+def _serve(home: Path, project: Path, shiv_root: Path, python: str = sys.executable) -> list[dict[str, Any]]:
+    """``python shadowcode.pyz mcp serve`` for one initialize, tools/list and shadow_status; the answers."""
     frames = [
         {
             "jsonrpc": "2.0",
@@ -119,7 +148,7 @@ def _serve(home: Path, project: Path, shiv_root: Path) -> list[dict[str, Any]]:
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "shadow_status", "arguments": {}}},
     ]
     done = subprocess.run(
-        [sys.executable, str(_built()), "--workspace", str(project), "mcp", "serve"],
+        [python, str(_built()), "--workspace", str(project), "mcp", "serve"],
         input="".join(json.dumps(f) + "\n" for f in frames),
         env=dict(cli_env(home), SHIV_ROOT=str(shiv_root)),
         capture_output=True,

@@ -1,0 +1,265 @@
+"""One archive for every carried interpreter and platform (PKG-01).
+
+``dist/shadowcode.pyz`` carries its pure-Python dependencies in shiv's ``site-packages/`` and
+the compiled ones per wheel under ``_platlib/``; ``_platlib/manifest.json`` maps each tag
+(``cp312-manylinux_x86_64``) to its wheels. Tags this machine cannot run (aarch64, 3.14) are
+checked by reading the archive: the right compiled module, built for the right machine, is
+there for each. The interpreters that are installed run it; an older one, or a platform the
+archive lacks, gets one line on stderr and exit status 2. The unpack cache is keyed per
+interpreter, survives an interrupted first run, refuses an unwritable folder with one clear
+line, and takes two interpreters starting at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.packaging.test_zipapp_entry import ZIPAPP, _archive, _engine_mode, _put, _serve
+from tests.support.engine import cli_env, headless_engine
+from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
+
+pytestmark = pytest.mark.req("PKG-01")
+
+MACHINES = {"x86_64": 62, "aarch64": 183}
+"""The carried Linux machines and their ELF ``e_machine`` numbers."""
+RUN_TIMEOUT_SECONDS = 120
+COMPILED = (
+    "pydantic_core/_pydantic_core.cpython-{v}-{m}-linux-gnu.so",
+    "rpds/rpds.cpython-{v}-{m}-linux-gnu.so",
+    "_cffi_backend.cpython-{v}-{m}-linux-gnu.so",
+    "cryptography/hazmat/bindings/_rust.abi3.so",
+)
+"""Every compiled module the product loads, per tag (``v`` = ``312``, ``m`` = machine)."""
+INSTALLED = [v for v in ARCHIVE_PYTHONS if v != "3.14"]
+"""The carried versions that may be installed here (3.14 is checked by reading the archive only)."""
+
+
+def _built() -> Path:
+    if not ZIPAPP.is_file():
+        pytest.fail("build it first: bash ci/build")
+    return ZIPAPP
+
+
+def _python(version: str) -> str:
+    found = find_python(version)
+    if found is None:
+        pytest.skip(f"no CPython {version} on this machine (looked for python{version} on PATH and under pyenv)")
+    return found
+
+
+def _run(python: str, *args: str, shiv_root: Path, home: Path, archive: Path | None = None):
+    return subprocess.run(
+        [python, str(archive or _built()), *args],
+        env=dict(cli_env(home), SHIV_ROOT=str(shiv_root)),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+    )
+
+
+def _tag(version: str) -> str:
+    return f"cp{version.replace('.', '')}-manylinux_x86_64"
+
+
+def _folder_tag(folder: Path) -> str:
+    """``cp312-manylinux_x86_64`` from ``shadowcode.pyz_<build id>_cp312-manylinux_x86_64``."""
+    return folder.name.split("_", 2)[2]
+
+
+# --- the archive's contents -----------------------------------------------------------------
+
+
+def test_every_carried_tag_has_each_compiled_module_built_for_its_machine() -> None:
+    with zipfile.ZipFile(_built()) as z:
+        names = set(z.namelist())
+        tags = json.loads(z.read("_platlib/manifest.json"))["tags"]
+        expected = {f"cp{v.replace('.', '')}-manylinux_{m}" for v in ARCHIVE_PYTHONS for m in MACHINES}
+        assert set(tags) == expected
+        for tag, entry in tags.items():
+            version, machine = tag.split("-")[0][2:], tag.split("_", 1)[1]
+            assert entry["glibc"] == "2.17", tag
+            for module in COMPILED:
+                path = module.format(v=version, m=machine)
+                found = [f"_platlib/{w}/{path}" for w in entry["wheels"] if f"_platlib/{w}/{path}" in names]
+                assert len(found) == 1, f"{tag} lacks {path}"
+                elf = z.read(found[0])[:20]
+                assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == MACHINES[machine], found
+
+
+def test_shiv_site_packages_holds_no_compiled_module_and_yaml_runs_pure() -> None:
+    with zipfile.ZipFile(_built()) as z:
+        site = [n for n in z.namelist() if n.startswith("site-packages/")]
+    assert [n for n in site if n.endswith(".so")] == []
+    assert "site-packages/yaml/__init__.py" in site
+    assert "site-packages/cryptography/__init__.py" not in site  # compiled: under _platlib/, per machine
+
+
+def test_a_stable_abi_wheel_is_stored_once_per_machine() -> None:
+    with zipfile.ZipFile(_built()) as z:
+        rust = [n for n in z.namelist() if n.endswith("/cryptography/hazmat/bindings/_rust.abi3.so")]
+    assert len(rust) == len(MACHINES)
+
+
+# --- running it -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", INSTALLED)
+def test_each_installed_interpreter_runs_help_and_status_from_its_own_cache(version: str, tmp_path: Path) -> None:
+    python = _python(version)
+    project = tmp_path / "project"
+    project.mkdir()
+    shiv_root = tmp_path / "shiv"
+
+    helped = _run(python, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+    status = _run(python, "--workspace", str(project), "status", shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert helped.returncode == 0, helped.stderr
+    assert "mcp" in helped.stdout
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.strip()
+    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    assert _folder_tag(folder) == _tag(version)
+    assert (folder / "complete").is_file()
+    so = list((folder / "site-packages" / "pydantic_core").glob("*.so"))
+    assert [p.name for p in so] == [f"_pydantic_core.cpython-{version.replace('.', '')}-x86_64-linux-gnu.so"]
+
+
+@pytest.mark.slow
+@pytest.mark.req("PKG-01", "SRV-21")
+@pytest.mark.parametrize("version", INSTALLED)
+def test_the_attached_fast_path_relays_without_unpacking_under_each_installed_interpreter(
+    version: str, tmp_path: Path
+) -> None:
+    python = _python(version)
+    home, project, shiv_root = tmp_path / "home", tmp_path / "project", tmp_path / "shiv"
+    project.mkdir()
+    shiv_root.mkdir()
+    with headless_engine(home):
+        answers = _serve(home, project, shiv_root, python=python)
+
+    assert _engine_mode(answers) == "attached"
+    assert list(shiv_root.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["status"], ["mcp", "serve"]])
+def test_an_interpreter_older_than_the_archive_gets_one_line_and_exit_2(args: list[str], tmp_path: Path) -> None:
+    python = _python("3.10")
+    shiv_root = tmp_path / "shiv"
+
+    done = _run(python, *args, shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "CPython 3.10." in lines[0] and "x86_64" in lines[0]
+    assert "CPython 3.11, 3.12, 3.13, 3.14 on Linux aarch64, x86_64" in lines[0]
+    assert not shiv_root.exists()
+
+
+def test_a_platform_the_archive_lacks_gets_one_line_and_exit_2(tmp_path: Path) -> None:
+    archive = tmp_path / "other.pyz"
+    manifest = {"tags": {"cp311-manylinux_riscv64": {"python": "3.11", "machine": "riscv64", "glibc": "2.31"}}}
+    _archive(archive, {"__main__.py": b"", "_platlib/manifest.json": json.dumps(manifest).encode()})
+    assert _put(archive).returncode == 0
+
+    done = _run(sys.executable, "--help", shiv_root=tmp_path / "shiv", home=tmp_path / "home", archive=archive)
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.count("\n") == 1
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert f"does not run on CPython {version} on Linux x86_64 with glibc" in done.stderr
+    assert "it runs on CPython 3.11 on Linux riscv64 with glibc 2.31 or newer" in done.stderr
+
+
+# --- the unpack cache -----------------------------------------------------------------------
+
+
+def test_an_interrupted_first_run_is_unpacked_again_never_imported(tmp_path: Path) -> None:
+    shiv_root = tmp_path / "shiv"
+    first = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+    assert first.returncode == 0, first.stderr
+    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    # What a run killed half way leaves: a partial temporary folder, and (from an older writer)
+    # a folder in place without the marker, holding a module that must never be imported.
+    (folder / "complete").unlink()
+    poisoned = folder / "site-packages" / "pydantic_core" / "__init__.py"
+    poisoned.write_text("raise SystemExit('a half-written cache was imported')\n", encoding="utf-8")
+    partial = folder.with_name(folder.name + ".tmp")
+    (partial / "site-packages").mkdir(parents=True)
+    (partial / "site-packages" / "stray.py").write_text("x = 1\n", encoding="utf-8")
+
+    again = _run(sys.executable, "--workspace", str(tmp_path), "status", shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert again.returncode == 0, again.stderr
+    assert (folder / "complete").is_file()
+    assert "half-written" not in poisoned.read_text(encoding="utf-8")
+    assert not partial.exists()
+    assert not (folder / "site-packages" / "stray.py").exists()
+
+
+def test_an_unwritable_cache_folder_gets_one_clear_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "not a folder"
+    blocker.write_text("", encoding="utf-8")  # works as root too, where permission bits do not stop writes
+    shiv_root = blocker / "shiv"
+
+    done = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "cannot unpack the archive into" in done.stderr and "SHIV_ROOT" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permission bits")
+def test_a_read_only_cache_folder_gets_one_clear_line(tmp_path: Path) -> None:
+    shiv_root = tmp_path / "shiv"
+    shiv_root.mkdir(mode=0o555)
+    try:
+        done = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+    finally:
+        shiv_root.chmod(0o755)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "cannot unpack the archive into" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_two_interpreters_starting_at_once_on_an_empty_cache_each_get_their_own(tmp_path: Path) -> None:
+    other = next((v for v in INSTALLED if v != default_python_version() and find_python(v)), None)
+    if other is None:
+        pytest.skip("a second carried CPython is needed; only the default one is installed")
+    pythons = [sys.executable, sys.executable, _python(other)]  # the same one twice, and another
+    shiv_root = tmp_path / "shiv"
+    env = dict(cli_env(tmp_path / "home"), SHIV_ROOT=str(shiv_root))
+    procs = [
+        subprocess.Popen(
+            [p, str(_built()), "--workspace", str(tmp_path), "status"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        for p in pythons
+    ]
+    results = [p.communicate(timeout=RUN_TIMEOUT_SECONDS) for p in procs]
+
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _out, err in results]
+    folders = sorted(p for p in shiv_root.iterdir() if p.is_dir())
+    assert [_folder_tag(f) for f in folders] == sorted({_tag(default_python_version()), _tag(other)})
+    for folder in folders:
+        assert (folder / "complete").is_file()
+        found = {m[1] for p in (folder / "site-packages").rglob("*.so") if (m := re.search(r"cpython-(\d+)", p.name))}
+        assert found == {_folder_tag(folder).split("-")[0][2:]}
