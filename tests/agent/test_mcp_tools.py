@@ -27,6 +27,7 @@ from shadowcode.limits import MCP_INLINE_TOOLS_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES
 from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
 from shadowcode.profile import Profile
 from shadowcode.secrets import SecretStore
+from tests.support.engine import enable_server, trust_workspace
 from tests.support.mcp_client import (
     PY,
     PYTHON_SDK_SERVER,
@@ -55,17 +56,6 @@ LITERAL = "literal-value-0d4e8a"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def _trust(engine: LocalEngine, folder: Path) -> Project:
-    state = engine.state
-    return state.projects.trust(state.project_at(folder).path, PermissionLevel.WORKSPACE)
-
-
-def _enable(engine: LocalEngine, project: Project, def_id: str) -> None:
-    registry = engine.state.mcp_servers
-    definition = next(d for d in registry.definitions(project.path) if d.id == def_id)
-    registry.enable(project.path, def_id, definition.sha256, trusted=True)  # type: ignore[union-attr]
 
 
 def _calls(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -117,7 +107,7 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
 ) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
     SecretStore(engine.state.profile).set("MCP_TEST_TOKEN", SECRET)
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(
         project_dir,
         "pysdk",
@@ -128,7 +118,7 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
             "env": {"FIXTURE_LITERAL": LITERAL},
         },
     )
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(
         engine,
         tmp_path,
@@ -202,9 +192,9 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
 async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_only_for_a_call(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(
         engine,
         tmp_path,
@@ -234,9 +224,9 @@ async def test_the_next_task_reuses_the_catalog_of_the_same_hash_and_connects_on
 async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(
         engine,
         tmp_path,
@@ -261,10 +251,10 @@ async def test_plan_review_read_only_and_untrusted_tasks_open_no_mcp_connection(
 async def test_a_definition_edited_between_approval_and_call_is_refused_and_nothing_is_sent(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     doc = {"name": "h", "command": hostile_argv()}
     def_id = project_definition(project_dir, "h", doc)
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__record", {"text": "sent"}))}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
@@ -282,9 +272,9 @@ async def test_a_definition_edited_between_approval_and_call_is_refused_and_noth
 async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     project_definition(project_dir, "h", {"name": "h", "command": hostile_argv(), "description": "edited"})
     scripted(engine, tmp_path, [{"match": "", "turns": [{"content": "nothing to do"}]}])
     async with running(engine) as core:
@@ -299,9 +289,9 @@ async def test_a_changed_definition_is_left_out_of_new_tasks_until_reviewed(
 async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refused_unsent(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     fill = MCP_TOOL_ARGUMENTS_MAX_BYTES - len('{"text":""}')
     results = []
     async with running(engine) as core:
@@ -323,9 +313,9 @@ async def test_arguments_at_512_kib_ask_for_approval_and_one_byte_more_is_refuse
 async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_any_approval(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(
         engine,
         tmp_path,
@@ -360,9 +350,9 @@ async def test_unknown_tools_servers_and_invalid_arguments_are_refused_before_an
 async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_not_reconnected(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(
         engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__crash", {}), ("mcp__h__echo", {"text": "again"}))}]
     )
@@ -384,9 +374,9 @@ async def test_a_server_that_crashes_mid_call_gives_an_error_is_not_retried_and_
 async def test_a_denied_call_is_not_sent_and_the_task_goes_on(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__record", {"text": "no"}))}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
@@ -401,9 +391,9 @@ async def test_a_denied_call_is_not_sent_and_the_task_goes_on(
 async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_compact_tools_past_it(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, count: int, inline: bool
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("many_tools", str(count))})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(
         engine,
         tmp_path,
@@ -428,9 +418,9 @@ async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_com
 async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_before_it_reports(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("grandchild")})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp__h__echo", {"text": "x"}))}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
@@ -449,9 +439,9 @@ async def test_cancelling_a_task_waiting_on_an_mcp_approval_stops_the_server_bef
 async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_still_finishes(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv("no_init"), "timeout_sec": 0.5})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(("mcp_tools", {"server": "h"}))}])
     async with running(engine) as core:
         task_id = await _submit(core, project, "x")
@@ -466,9 +456,9 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
 async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it_is_unavailable(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     turns = _calls(
         ("mcp_tools", {}),
         ("mcp__h__crash", {}),
@@ -623,13 +613,13 @@ async def test_a_json_rpc_error_reply_reaches_the_model_redacted_and_the_next_ca
 ) -> None:
     monkeypatch.delenv("MCP_TEST_TOKEN", raising=False)
     SecretStore(engine.state.profile).set("MCP_TEST_TOKEN", SECRET)
-    project = _trust(engine, project_dir)
+    project = trust_workspace(engine, project_dir)
     def_id = project_definition(
         project_dir,
         "h",
         {"name": "h", "command": hostile_argv("rpc_error"), "env_refs": {"FIXTURE_TOKEN": "MCP_TEST_TOKEN"}},
     )
-    _enable(engine, project, def_id)
+    enable_server(engine, project, def_id)
     turns = _calls(
         ("mcp__h__echo", {"text": "-32000"}),
         ("mcp_call", {"server": "h", "tool": "echo", "arguments": {"text": "-32001"}}),
@@ -664,8 +654,8 @@ async def test_an_mcp_action_makes_the_task_read_a_file_again_before_editing_it(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
     (project_dir / "README.md").write_text("# Old title\n", encoding="utf-8")
-    project = _trust(engine, project_dir)
-    _enable(engine, project, project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()}))
+    project = trust_workspace(engine, project_dir)
+    enable_server(engine, project, project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()}))
     edit = ("edit_file", {"path": "README.md", "old": "Old", "new": "New"})
     read = ("read_file", {"path": "README.md"})
     scripted(engine, tmp_path, [{"match": "", "turns": _calls(read, ("mcp_tools", {}), edit, read, edit)}])

@@ -26,7 +26,7 @@ from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.projects import Project
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.secrets import SecretStore
-from tests.support.engine import cli_env, wait_for_sync
+from tests.support.engine import cli_env, enable_server, trust_workspace, wait_for_sync
 from tests.support.http_peer import Received, http_head, json_reply, peer, result
 from tests.support.mcp_client import (
     PY,
@@ -86,17 +86,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _trust(engine: LocalEngine, folder: Path) -> Project:
-    state = engine.state
-    return state.projects.trust(state.project_at(folder).path, PermissionLevel.WORKSPACE)
-
-
-def _enable(engine: LocalEngine, project: Project, def_id: str) -> None:
-    registry = engine.state.mcp_servers
-    definition = next(d for d in registry.definitions(project.path) if d.id == def_id)
-    registry.enable(project.path, def_id, definition.sha256, trusted=True)  # type: ignore[union-attr]
-
-
 def _script(engine: LocalEngine, tmp: Path, server: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
     turns: list[dict[str, Any]] = [
         {
@@ -132,10 +121,10 @@ async def test_a_build_task_calls_the_python_sdk_server_over_streamable_http(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, mode: str
 ) -> None:
     with serving([PY, str(PYTHON_SDK_SERVER), mode], r"PORT (\d+)", env=cli_env(tmp_path), tmp=tmp_path) as ready:
-        project = _trust(engine, project_dir)
+        project = trust_workspace(engine, project_dir)
         url = f"http://localhost:{ready.group(1)}/mcp"
         def_id = project_definition(project_dir, "web", {"name": "web", "url": url})
-        _enable(engine, project, def_id)
+        enable_server(engine, project, def_id)
         _script(
             engine,
             tmp_path,
@@ -169,10 +158,10 @@ async def test_a_build_task_calls_the_authenticated_gateway_with_the_stored_bear
     with serving([*argv, "--token-env", "GW_TOKEN"], pattern, env=env, tmp=tmp_path) as ready:
         monkeypatch.delenv("GW_SECRET", raising=False)
         SecretStore(engine.state.profile).set("GW_SECRET", TOKEN)
-        project = _trust(engine, project_dir)
+        project = trust_workspace(engine, project_dir)
         doc = {"name": "gw", "url": ready.group(1), "api_key_env": "GW_SECRET"}
         def_id = project_definition(project_dir, "gw", doc)
-        _enable(engine, project, def_id)
+        enable_server(engine, project, def_id)
         _script(engine, tmp_path, "gw", [("shadow_jobs", {"action": "list"})])
         task_id, results = await _run(engine, project, 1)
     assert results[0]["is_error"] is False, results
@@ -193,11 +182,11 @@ async def test_a_wrong_bearer_gets_a_clear_authentication_error_and_no_login(
     pattern = r"ready: (http://127\.0\.0\.1:\d+/mcp)"
     with serving([*argv, "--token-env", "GW_TOKEN"], pattern, env=env, tmp=tmp_path) as ready:
         monkeypatch.setenv("GW_SECRET", "not-the-token-1234")
-        project = _trust(engine, project_dir)
+        project = trust_workspace(engine, project_dir)
         def_id = project_definition(
             project_dir, "gw", {"name": "gw", "url": ready.group(1), "api_key_env": "GW_SECRET"}
         )
-        _enable(engine, project, def_id)
+        enable_server(engine, project, def_id)
         _script(engine, tmp_path, "gw", [("shadow_jobs", {"action": "list"})])
         task_id, _ = await _run(engine, project, 0)
     notes = [e.data["note"] for e in events_of(engine, task_id) if e.kind == "task.note"]
@@ -213,9 +202,9 @@ async def test_a_build_task_calls_server_everything_over_streamable_http(
     port = _free_port()
     env = {**os.environ, "PORT": str(port)}
     with serving(["node", str(EVERYTHING), "streamableHttp"], "listening on port", env=env, tmp=tmp_path):
-        project = _trust(engine, project_dir)
+        project = trust_workspace(engine, project_dir)
         def_id = project_definition(project_dir, "every", {"name": "every", "url": f"http://127.0.0.1:{port}/mcp"})
-        _enable(engine, project, def_id)
+        enable_server(engine, project, def_id)
         _script(engine, tmp_path, "every", [("echo", {"message": "Grüße"}), ("get-sum", {"a": 2, "b": 40})])
         task_id, results = await _run(engine, project, 2)
     echoed, summed = results
@@ -246,9 +235,9 @@ async def test_a_reflected_credential_never_reaches_history_the_store_or_the_mod
 
         p.routes["tools/call"] = handler
         monkeypatch.setenv("PEER_TOKEN", TOKEN)
-        project = _trust(engine, project_dir)
+        project = trust_workspace(engine, project_dir)
         def_id = project_definition(project_dir, "peer", {"name": "peer", "url": p.url, "api_key_env": "PEER_TOKEN"})
-        _enable(engine, project, def_id)
+        enable_server(engine, project, def_id)
         _script(engine, tmp_path, "peer", [("echo", {"text": t}) for t in ("result", "error", "status")])
         task_id, results = await _run(engine, project, 3)
     assert "[redacted]" in results[0]["content"][0]["text"] and results[0]["structured_content"] == {
@@ -278,11 +267,11 @@ async def test_a_network_host_without_permission_and_a_missing_credential_are_no
     monkeypatch.delenv("ABSENT_TOKEN", raising=False)
     async with peer() as p:
         monkeypatch.setattr(socket, "getaddrinfo", watched)
-        project = _trust(engine, project_dir)
+        project = trust_workspace(engine, project_dir)
         remote = project_definition(project_dir, "remote", {"name": "remote", "url": "https://mcp.example.com/mcp"})
         local = project_definition(project_dir, "local", {"name": "local", "url": p.url, "api_key_env": "ABSENT_TOKEN"})
-        _enable(engine, project, remote)
-        _enable(engine, project, local)
+        enable_server(engine, project, remote)
+        enable_server(engine, project, local)
         _script(engine, tmp_path, "remote", [])
         task_id, _ = await _run(engine, project, 0)
     notes = [e.data["note"] for e in events_of(engine, task_id) if e.kind == "task.note"]

@@ -22,8 +22,10 @@ from typing import Any
 import anyio
 
 from shadowcode.engine.approvals import Approvals
+from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.projects import Project
 from shadowcode.engine.tasks import TaskRecords
-from shadowcode.enums import TaskStatus
+from shadowcode.enums import PermissionLevel, TaskStatus
 from shadowcode.process_group import pids_alive
 from shadowcode.profile import Profile
 from shadowcode.store.approvals import ApprovalRecord
@@ -54,6 +56,19 @@ PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
 FINISHED = tuple(status for status in TaskStatus if not status.active)
 _POLL_SECONDS = 0.02
+
+
+def trust_workspace(engine: LocalEngine, folder: Path) -> Project:
+    """Trust ``folder`` at level ``workspace`` in ``engine``'s profile; returns the project."""
+    state = engine.state
+    return state.projects.trust(state.project_at(folder).path, PermissionLevel.WORKSPACE)
+
+
+def enable_server(engine: LocalEngine, project: Project, def_id: str) -> None:
+    """Enable the MCP definition ``def_id`` of ``project`` at its current hash."""
+    registry = engine.state.mcp_servers
+    definition = next(d for d in registry.definitions(project.path) if d.id == def_id)
+    registry.enable(project.path, def_id, definition.sha256, trusted=True)  # type: ignore[union-attr]
 
 
 def write_script(path: Path, tasks: list[dict[str, Any]]) -> Path:
