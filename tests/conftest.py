@@ -5,11 +5,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import os
+
 import pytest
 
 from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.state import EngineState
 from shadowcode.profile import Profile
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _child_pytest_temproot(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Point the pytest runs that tests start (a Build task's test command, the sample project's own
+    suite) at a temporary root of their own: at exit each deletes old numbered runs under its root,
+    which must not be the one this run and earlier runs keep their folders in."""
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(tmp_path_factory.mktemp("child-temproot"))
 
 
 @pytest.fixture
