@@ -514,3 +514,37 @@ server, the GET stream's hand-offs) or for a request slot; one more closes the c
 
 MCP_HTTP_SESSION_DELETE_SECONDS: Final = 1.0
 """Seconds the closing ``DELETE`` of a legacy HTTP session may take, also after cancellation (CLI-16)."""
+
+# -- catalog freshness and the resource and prompt helpers (CW-05, CW-06) --------------------
+
+__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
+    __all__
+    + [
+        "MCP_CATALOG_REVALIDATE_INTERVAL_SECONDS",
+        "MCP_CATALOG_TTL_MAX_SECONDS",
+        "MCP_CATALOG_TTL_MIN_SECONDS",
+        "MCP_HELPER_RESULT_MAX_BYTES",
+        "MCP_RESOURCES_PAGE_MAX",
+    ]
+)
+
+MCP_CATALOG_TTL_MIN_SECONDS: Final = 60.0
+"""Shortest time a server's list stays fresh when its pages carry ``ttlMs``; a smaller ``ttlMs``
+(0 included) is raised to this, so a server cannot make the client re-list without pause (CW-05)."""
+
+MCP_CATALOG_TTL_MAX_SECONDS: Final = 24 * 3600.0
+"""Longest time a server's list stays fresh when its pages carry ``ttlMs``; a larger ``ttlMs``
+(a year, say) is lowered to this (CW-05)."""
+
+MCP_CATALOG_REVALIDATE_INTERVAL_SECONDS: Final = 1.0
+"""Seconds between the end of one catalog revalidation of a connection and the start of the
+next; ``list_changed`` notices arriving meanwhile are folded into that next one, and never more
+than one revalidation runs at a time (CW-05)."""
+
+MCP_HELPER_RESULT_MAX_BYTES: Final = 2_000_000
+"""Bytes of one ``resources/read`` result (the UTF-8 text and base64 blob characters of its
+contents) or one ``prompts/get`` result (its messages as compact UTF-8 JSON); a larger result is
+refused whole, never cut, and the connection stays usable (CW-06: 2 MB, decimal, as a tool result)."""
+
+MCP_RESOURCES_PAGE_MAX: Final = 20
+"""Resources, resource templates and prompts one ``mcp_resources`` page lists of each server (CW-06)."""

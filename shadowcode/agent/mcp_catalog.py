@@ -38,6 +38,7 @@ class ServerState:
         conn: the task's connection, once started (never re-opened after a failure).
         unavailable: why the server offers no catalog or could not connect, or None.
         closed_recorded: whether ``mcp.closed`` was recorded for ``conn``.
+        generation: the connection's ``tools_generation`` that ``tools`` holds (CW-05).
     """
 
     definition: ServerDefinition
@@ -45,6 +46,7 @@ class ServerState:
     conn: Connection | None = None
     unavailable: str | None = None
     closed_recorded: bool = False
+    generation: int = 0
 
     @property
     def timeout_seconds(self) -> float:

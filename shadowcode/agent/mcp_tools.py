@@ -1,6 +1,6 @@
 """The external MCP tools of one Build task: tools, approvals, lazy connections.
 
-Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19.
+Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19, CW-05, CW-06.
 
 A :class:`TaskServers` is built from the snapshot of enabled servers taken when the task was
 submitted and lives exactly as long as the task's turn loop:
@@ -24,6 +24,13 @@ submitted and lives exactly as long as the task's turn loop:
   usable (CLI-14). Leaving the context closes every connection and waits for its cleanup;
   ``mcp.connected`` and ``mcp.closed`` events record the definition id, hash and cleanup
   outcome, never environment values. Server stderr never enters task events.
+- Freshness (CW-05): a connection revalidates its catalog in place; each model request first
+  takes the connection's current tools (``mcp.tools_changed`` records a change, the catalog
+  cache is updated, the inline tools are chosen again), so the next request carries the new
+  list. A call resolved against an older catalog is refused with "the server's tools changed:
+  retry the call" (before the approval, or after it when the change came meanwhile); a removed
+  tool can no longer run; a connection whose revalidation failed is lost like a failed one.
+- The resource and prompt helpers (CW-06) live in :mod:`shadowcode.agent.mcp_helpers`.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import anyio.abc
 
 from shadowcode.agent.mcp_catalog import ServerState, check_arguments, list_server, list_servers
 from shadowcode.agent.mcp_definitions import read_project_definition
+from shadowcode.agent.mcp_helpers import HELPER_TOOLS, ResourcePromptTools
 from shadowcode.agent.ports import CatalogCache, EventLog, ServerSnapshot
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
 from shadowcode.agent.toolbox import await_approval
@@ -45,7 +53,7 @@ from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolErr
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
 )
-from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
+from shadowcode.mcp.client.connection import CallRefused, CatalogChanged, Connection, ConnectionState
 from shadowcode.mcp.client.definitions import HttpSpec, StdioSpec
 from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.mcp.client.redaction import Redactor
@@ -75,8 +83,8 @@ def network_hosts_setting(settings: Any) -> frozenset[str]:
     return frozenset(str(h).lower().rstrip(".") for h in hosts or ())
 
 
-class TaskServers:
-    """The MCP servers of one Build task (CLI-07, CLI-08, CLI-09, CLI-10, CLI-19).
+class TaskServers(ResourcePromptTools):
+    """The MCP servers of one Build task (CLI-07, CLI-08, CLI-09, CLI-10, CLI-19, CW-05, CW-06).
 
     Args:
         snapshot: the enabled servers fixed at submission.
@@ -191,6 +199,11 @@ class TaskServers:
                     "task.note",
                     {"note": f"MCP server {definition.id} is unavailable: {server.unavailable}"},
                 )
+        self._choose_inline()
+
+    def _choose_inline(self) -> None:
+        """Offer every tool as a first-class function while all servers together offer at most ``inline_tools``."""
+        self._inline = {}
         total = sum(len(s.tools or ()) for s in self._servers.values())
         if 0 < total <= self.inline_tools:
             for server in self._servers.values():
@@ -206,7 +219,32 @@ class TaskServers:
         """
         if not self._servers:
             return ()
+        self.refresh()
         return COMPACT_MCP_TOOLS + tuple(n for n, (server, _) in self._inline.items() if server.lost is None)
+
+    def refresh(self) -> bool:
+        """Take each connection's current tool list when it changed since it was last taken (CW-05).
+
+        Records ``mcp.tools_changed``, updates the catalog cache and chooses the inline tools again.
+        Returns True when some server's tools changed.
+        """
+        changed = False
+        for server in self._servers.values():
+            conn = server.conn
+            if conn is None or conn.state is not ConnectionState.READY or conn.tools_generation == server.generation:
+                continue
+            server.generation = conn.tools_generation
+            server.tools = conn.tools
+            changed = True
+            self.catalog.save_tools(self.project, server.definition, conn.tools)
+            self.records.event(
+                self.task_id,
+                "mcp.tools_changed",
+                {"server": server.definition.id, "generation": conn.tools_generation, "tools": len(conn.tools)},
+            )
+        if changed:
+            self._choose_inline()
+        return changed
 
     def states(self) -> tuple[ServerState, ...]:
         """Each server's state (definition, catalog, connection) in snapshot order, for reports (CW-03, CW-04)."""
@@ -244,9 +282,13 @@ class TaskServers:
             if not args.get("server"):
                 return list_servers(list(self._servers.values()))
             return list_server(self._server(str(args["server"])), args)
+        if name in HELPER_TOOLS:
+            return await self.run_helper(env, name, args)
         if name == "mcp_call":
             arguments = args.get("arguments", {})
             return await self.call(env, str(args["server"]), str(args["tool"]), arguments)
+        if self.refresh():
+            raise ToolError("the server's tools changed: retry the call; nothing was sent")
         server, tool_name = self._inline[name]
         return await self.call(env, server.definition.name, tool_name, args)
 
@@ -284,6 +326,11 @@ class TaskServers:
             ``{"error", "approval_id"}`` when the user did not approve.
         """
         server = self._server(server_key)
+        if self.refresh():
+            raise ToolError(
+                f"MCP server {server.definition.name}: the server's tools changed: retry the call; nothing was sent"
+            )
+        resolved = server.generation
         checked = check_arguments(server, tool_name, arguments)
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
@@ -300,14 +347,21 @@ class TaskServers:
                 f"MCP server {server.definition.id} is not connected ({conn.error or conn.state.value}); "
                 "start a new task to reconnect"
             )
-        if not any(t.get("name") == tool_name for t in conn.tools):
+        outcome = {"server": server.definition.id, "tool": tool_name}
+        tools = await conn.fresh_tools()  # waits for a pending revalidation (CW-05)
+        if conn.tools_generation != resolved and self.refresh():
+            return outcome | {"error": f"{server.definition.id}: the server's tools changed: retry the call "
+                              "(nothing was sent)"}  # fmt: skip
+        if not any(t.get("name") == tool_name for t in tools):
             raise ToolError(f"MCP server {server.definition.name} no longer lists {tool_name!r}; nothing was sent")
         env.records.event(
             env.task_id, "mcp.call", {"server": server.definition.id, "tool": tool_name, "approval_id": approval_id}
         )
-        outcome = {"server": server.definition.id, "tool": tool_name}
         try:
-            result = await conn.call(tool_name, checked)
+            result = await conn.call(tool_name, checked, generation=resolved)
+        except CatalogChanged as exc:
+            self.refresh()
+            return outcome | {"error": exc.message}
         except CallRefused as exc:
             # The server's error reply is this call's answer, not a failed connection (CLI-14).
             code = exc.fields.get("error_code")
@@ -408,6 +462,7 @@ class TaskServers:
             },
         )
         self.catalog.save_tools(self.project, server.definition, conn.tools)
+        server.generation = conn.tools_generation
         if server.tools is not None and server.tools != conn.tools:
             self.records.event(
                 self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}

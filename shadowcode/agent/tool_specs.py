@@ -3,8 +3,9 @@
 Each :class:`ToolSpec` names a tool, the permission level a task needs for it, the text the
 model reads (``description``), the one line a person reads in the ``shadow_tools`` listing
 (``summary``) and the JSON schema of its arguments (``parameters``). The native tools
-(files, commands, tests, background processes) and the two compact MCP tools (``mcp_tools``,
-``mcp_call``) live here; the toolbox, the ``shadow_tools`` listing and the agent's MCP tools
+(files, commands, tests, background processes), the two compact MCP tools (``mcp_tools``,
+``mcp_call``) and the resource and prompt helpers (``mcp_resources``, ``mcp_read_resource``,
+``mcp_get_prompt``, CW-06) live here; the toolbox, the ``shadow_tools`` listing and the agent's MCP tools
 all read this table, in this order.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadowcode.enums import PermissionLevel, TaskMode
-from shadowcode.limits import MCP_TOOL_NAMES_PAGE_MAX
+from shadowcode.limits import MCP_RESOURCES_PAGE_MAX, MCP_TOOL_NAMES_PAGE_MAX
 
 __all__ = [
     "COMPACT_MCP_TOOLS",
@@ -103,13 +104,31 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
              "user's approval of this exact server, tool and arguments.",
              "Call an external MCP tool after an approval naming its exact arguments.",
              _open({"server": _STR, "tool": _STR, "arguments": {"type": "object"}}, ["server", "tool"]), mcp=True),
+    ToolSpec("mcp_resources", _WRITE,
+             "List the resources, resource templates and prompts of one enabled external MCP server (`server`) "
+             f"or of all of them, {MCP_RESOURCES_PAGE_MAX} of each a page (`page` from 0). Needs no approval.",
+             "List resources, templates and prompts of enabled external MCP servers (Build tasks).",
+             _open({"server": _STR, "page": {"type": "integer", "minimum": 0}}, []), mcp=True),
+    ToolSpec("mcp_read_resource", _WRITE,
+             "Read one resource of an enabled external MCP server by its exact URI (a listed one or one "
+             "built from a template). Each read waits for the user's approval of this exact server and URI.",
+             "Read an external MCP resource after an approval naming its exact URI.",
+             _open({"server": _STR, "uri": _STR}, ["server", "uri"]), mcp=True),
+    ToolSpec("mcp_get_prompt", _WRITE,
+             "Get one prompt of an enabled external MCP server with its string arguments, which must match "
+             "the prompt's declared arguments. Each request waits for the user's approval of this exact "
+             "server, prompt and arguments.",
+             "Get an external MCP prompt after an approval naming its exact arguments.",
+             _open({"server": _STR, "prompt": _STR, "arguments": {"type": "object"}}, ["server", "prompt"]),
+             mcp=True),
 )  # fmt: skip
 """Every tool, in the order the listing shows them and tasks are offered them."""
 
 _BY_NAME: dict[str, ToolSpec] = {s.name: s for s in TOOL_SPECS}
 
 COMPACT_MCP_TOOLS: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS if s.mcp)
-"""The two tools every Build task with enabled servers gets, ``mcp_tools`` then ``mcp_call`` (CLI-07)."""
+"""The tools every Build task with enabled servers gets: ``mcp_tools``, ``mcp_call`` (CLI-07), then the
+resource and prompt helpers ``mcp_resources``, ``mcp_read_resource`` and ``mcp_get_prompt`` (CW-06)."""
 
 
 def spec(name: str) -> ToolSpec | None:

@@ -1,6 +1,6 @@
 """The one registry of agent tool specs: the shadow_tools listing, the tools per mode and level, the schemas.
 
-Covers ENG-04, SRV-20, CLI-07.
+Covers ENG-04, SRV-20, CLI-07, CW-06.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ _LISTED = [
     ("background_stop", "elevated", "Stop a background process."),
     ("mcp_tools", "workspace", "Discover tools of enabled external MCP servers (Build tasks)."),
     ("mcp_call", "workspace", "Call an external MCP tool after an approval naming its exact arguments."),
+    ("mcp_resources", "workspace", "List resources, templates and prompts of enabled external MCP servers (Build tasks)."),
+    ("mcp_read_resource", "workspace", "Read an external MCP resource after an approval naming its exact URI."),
+    ("mcp_get_prompt", "workspace", "Get an external MCP prompt after an approval naming its exact arguments."),
 ]
 
 
@@ -50,9 +53,9 @@ def test_a_task_gets_the_native_tools_of_its_mode_and_level_in_registry_order(mo
     assert native_tools_for(mode, level) == tuple(names[: names.index(last) + 1])
 
 
-@pytest.mark.req("ENG-04", "CLI-07")
+@pytest.mark.req("ENG-04", "CLI-07", "CW-06")
 def test_function_schemas_carry_the_model_text_and_a_fresh_copy_of_the_arguments_schema() -> None:
-    assert COMPACT_MCP_TOOLS == ("mcp_tools", "mcp_call")
+    assert COMPACT_MCP_TOOLS == ("mcp_tools", "mcp_call", "mcp_resources", "mcp_read_resource", "mcp_get_prompt")
     assert [s.name for s in TOOL_SPECS] == [n for n, _, _ in _LISTED]
     read = function_schema(spec("read_file"))  # type: ignore[arg-type]
     assert read["function"]["description"] == "Read a text file of the project."

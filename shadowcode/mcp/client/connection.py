@@ -1,6 +1,6 @@
 """One connection to an external MCP server (stdio or Streamable HTTP), under the SDK's client session.
 
-Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19.
+Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19, CW-05, CW-06.
 
 A :class:`Connection` runs in a task of its own (started by :meth:`Connection.start`): it takes
 one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
@@ -20,12 +20,21 @@ A JSON-RPC error answering a call is that call's error (:class:`CallRefused`, wi
 redacted message): it is not a transport failure and the connection stays usable (CLI-14).
 Responses are not cached. Configured values are redacted from the catalog and from results;
 which values those are is decided above this package and passed in as a :class:`Redactor`.
+
+Freshness (CW-05): while READY, the catalog is revalidated in place (same bounds as at connect)
+when the server sends ``notifications/tools/list_changed`` (or the resource or prompt variant),
+or when the earliest ``ttlMs`` of a list's pages, clamped, has passed. One revalidation runs at
+a time, at least ``revalidate_interval_seconds`` after the previous one; notices arriving
+meanwhile are folded into it. A changed tool list bumps :attr:`Connection.tools_generation`;
+a call resolved against an older generation is refused with :class:`CatalogChanged`. A
+revalidation that fails retires the connection (FAILED): the stale catalog is never served.
+Resources, templates and prompts are listed on first use (:meth:`Connection.listing`) and read
+through :mod:`shadowcode.mcp.client.helpers` (CW-06).
 """
 
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -42,20 +51,15 @@ from mcp.shared.inbound import encode_header_value
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from shadowcode.errors import LimitExceeded, UpstreamServerError
-from shadowcode.limits import (
-    MCP_CATALOG_MAX_BYTES,
-    MCP_CATALOG_PAGES_MAX,
-    MCP_CATALOG_TOOLS_MAX,
-    MCP_CONNECTIONS_MAX,
-    MCP_CURSOR_MAX_BYTES,
-)
+from shadowcode.errors import UpstreamServerError
+from shadowcode.mcp.client.catalog import CatalogLimits
 from shadowcode.mcp.client.endpoint import Endpoint
+from shadowcode.mcp.client.freshness import CatalogFreshness
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
 from shadowcode.mcp.client.streamable_http import HttpLimits, StreamableHttpClient
 
-__all__ = ["CallRefused", "CatalogLimits", "Connection", "ConnectionState", "connections_open"]
+__all__ = ["CallRefused", "CatalogChanged", "CatalogLimits", "Connection", "ConnectionState", "connections_open"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +101,10 @@ class CallRefused(UpstreamServerError):
     """
 
 
+class CatalogChanged(UpstreamServerError):
+    """The server's tools changed after the call was resolved; nothing was sent (CW-05)."""
+
+
 class ConnectionState(enum.Enum):
     """Where a connection is in its life."""
 
@@ -104,17 +112,6 @@ class ConnectionState(enum.Enum):
     READY = "ready"
     FAILED = "failed"
     CLOSED = "closed"
-
-
-@dataclass(frozen=True)
-class CatalogLimits:
-    """The CLI-13 catalog limits; defaults come from ``shadowcode.limits``."""
-
-    tools_max: int = MCP_CATALOG_TOOLS_MAX
-    catalog_max_bytes: int = MCP_CATALOG_MAX_BYTES
-    pages_max: int = MCP_CATALOG_PAGES_MAX
-    cursor_max_bytes: int = MCP_CURSOR_MAX_BYTES
-    connections_max: int = MCP_CONNECTIONS_MAX
 
 
 class _Session(ClientSession):
@@ -137,7 +134,7 @@ async def _refuse_roots(context: ClientRequestContext) -> types.ErrorData:
 
 
 @dataclass(kw_only=True)
-class Connection:
+class Connection(CatalogFreshness):
     """A live connection to one stdio or HTTP server for one task.
 
     Attributes:
@@ -149,7 +146,11 @@ class Connection:
         redactor: removes configured values from the catalog, results and stderr.
         state: the lifecycle state.
         error: why it failed, once FAILED.
-        tools: the redacted catalog read at connection time (``tools/list`` entries as JSON).
+        tools: the redacted tool catalog (``tools/list`` entries as JSON), replaced in place by a
+            revalidation that finds it changed (CW-05).
+        tools_generation: 0 at connect, one more each time a revalidation changed ``tools``.
+        ttl_seconds: the clamped earliest ``ttlMs`` of the tool list's pages, or None (CW-05).
+        revalidations: revalidations run so far (CW-05).
         protocol_version: what ``initialize`` negotiated.
     """
 
@@ -166,6 +167,9 @@ class Connection:
     state: ConnectionState = ConnectionState.CONNECTING
     error: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
+    tools_generation: int = 0
+    ttl_seconds: float | None = None
+    revalidations: int = 0
     protocol_version: str | None = None
     pid: int | None = None
     cleanup: str | None = None
@@ -177,6 +181,7 @@ class Connection:
         self._done = anyio.Event()
         self._session: _Session | None = None
         self._server: StdioServer | StreamableHttpClient | None = None
+        self._init_freshness()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -246,6 +251,7 @@ class Connection:
                     elicitation_callback=_decline_elicitation,
                     list_roots_callback=_refuse_roots,
                     client_info=_CLIENT_INFO,
+                    message_handler=self._on_message,
                 )
                 async with session:
                     # Failures are returned, not raised, inside the session: its task group would
@@ -262,6 +268,7 @@ class Connection:
                                 self._set_failed(server.failure or "the connection failed")
 
                             watch.start_soon(watch_failure)
+                            watch.start_soon(self._supervise)
                             await self._close.wait()
                             watch.cancel_scope.cancel()
         finally:
@@ -292,61 +299,30 @@ class Connection:
         if failed is not None:
             return failed
         try:
-            self.tools = await self._discover(session, server)
+            await self._read(session, "tools")
         except UpstreamServerError as exc:
             return exc.message
         return None
 
-    async def _discover(self, session: _Session, server: StdioServer | StreamableHttpClient) -> list[dict[str, Any]]:
-        """Read every page of ``tools/list`` within one deadline, enforcing the catalog limits (CLI-13).
-
-        Raises:
-            UpstreamServerError: a limit was crossed, the listing failed or ran out of time.
-        """
-        lim = self.catalog_limits
-        tools: list[dict[str, Any]] = []
-        names: set[str] = set()
-        cursors: set[str] = set()
-        size = 0
-        cursor: str | None = None
-        failed: str | None = None
-        with anyio.move_on_after(self.timeout_seconds) as scope:
-            try:
-                for _page in range(lim.pages_max):
-                    params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-                    result = await session.list_tools(params=params)
-                    for tool in result.tools:
-                        doc = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-                        size += len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-                        if size > lim.catalog_max_bytes:
-                            raise LimitExceeded(f"the tool catalog is larger than {lim.catalog_max_bytes} bytes")
-                        if tool.name in names:
-                            raise LimitExceeded(f"the server lists the tool name {tool.name!r} twice")
-                        names.add(tool.name)
-                        tools.append(doc)
-                        if len(tools) > lim.tools_max:
-                            raise LimitExceeded(f"the server lists more than {lim.tools_max} tools")
-                    cursor = result.next_cursor
-                    if cursor is None:
-                        return [self.redactor.redact(t) for t in tools]
-                    if len(cursor.encode("utf-8")) > lim.cursor_max_bytes:
-                        raise LimitExceeded(f"the server sent a cursor longer than {lim.cursor_max_bytes} bytes")
-                    if cursor in cursors:
-                        raise LimitExceeded("the server repeated a pagination cursor")
-                    cursors.add(cursor)
-                raise LimitExceeded(f"the tool listing has more than {lim.pages_max} pages")
-            except MCPError as exc:
-                failed = server.failure or f"tools/list failed: {exc.error.message}"
-            except ValidationError:
-                failed = server.failure or "the server's tools/list result is malformed"
-        if scope.cancelled_caught:
-            failed = server.failure or f"the tool listing did not finish within {self.timeout_seconds} s"
-        raise UpstreamServerError(failed or "tool discovery failed", server=self.server_id)
+    def _require_ready(self) -> _Session:
+        session = self._session
+        if self.state is not ConnectionState.READY or session is None or self._server is None:
+            raise UpstreamServerError(
+                f"{self.server_id}: the connection is {self.state.value}"
+                + (f" ({self.error})" if self.error else "")
+                + "; start a new task to reconnect",
+                server=self.server_id,
+            )
+        return session
 
     # -- calls ---------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, tool: str, arguments: dict[str, Any], *, generation: int | None = None) -> dict[str, Any]:
         """Send one ``tools/call`` and return the redacted result; never retried (CLI-14, CLI-15).
+
+        With ``generation`` (the :attr:`tools_generation` the call was resolved against), a pending
+        revalidation is waited for first, and a changed catalog or a tool no longer listed
+        refuses the call before anything is sent (CW-05).
 
         Returns:
             ``{"is_error": bool, "content": [blocks], "structured_content": any | None}`` with
@@ -354,52 +330,23 @@ class Connection:
 
         Raises:
             CallRefused: the server answered with a JSON-RPC error (the connection stays usable).
+            CatalogChanged: the tools changed since ``generation``; nothing was sent (CW-05).
             UpstreamServerError: the connection is not ready or failed, the call timed out, the
                 server closed the connection, sent a malformed result or asked for more input.
         """
-        session, server = self._session, self._server
-        if self.state is not ConnectionState.READY or session is None or server is None:
-            raise UpstreamServerError(
-                f"{self.server_id}: the connection is {self.state.value}"
-                + (f" ({self.error})" if self.error else "")
-                + "; start a new task to reconnect",
-                server=self.server_id,
-            )
+        session = self._require_ready()
+        if generation is not None:
+            tools = await self.fresh_tools()
+            if generation != self.tools_generation or not any(t.get("name") == tool for t in tools):
+                raise CatalogChanged(
+                    f"{self.server_id}: the server's tools changed: retry the call (nothing was sent)",
+                    server=self.server_id,
+                )
+        server = self._server
         if isinstance(server, StreamableHttpClient):
             self._check_headers(session, server, tool, arguments)
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
-        result: types.CallToolResult | types.InputRequiredResult | None = None
-        try:
-            # The deadline is ours, not the SDK's: an error reply carrying the SDK's own timeout or
-            # closed code (-32001, -32000) must read as the server's answer, not as either event.
-            with anyio.move_on_after(self.timeout_seconds):
-                result = await session.send_request(request, _CALL_RESULT)
-        except MCPError as exc:
-            if server.failure or server.failed.is_set() or self._close.is_set():
-                reason = server.failure or "the server closed the connection"
-                self._set_failed(reason)
-                raise UpstreamServerError(
-                    f"{self.server_id}: {self.redactor.text(reason)} during the call; it may have had effects "
-                    "and is not retried",
-                    server=self.server_id,
-                ) from None
-            raise CallRefused(
-                f"{self.server_id}: the server answered the call with JSON-RPC error {exc.error.code}: "
-                + self.redactor.text(exc.error.message),
-                server=self.server_id,
-                error_code=exc.error.code,
-            ) from None
-        except ValidationError:
-            self._set_failed("the server sent a malformed tools/call result")
-            raise UpstreamServerError(
-                f"{self.server_id}: the server sent a malformed tools/call result", server=self.server_id
-            ) from None
-        if result is None:
-            raise UpstreamServerError(
-                f"{self.server_id}: the call did not finish within {self.timeout_seconds} s; it may have had "
-                "effects and is not retried",
-                server=self.server_id,
-            )
+        result = await self.send(request, _CALL_RESULT, "tools/call", "the call")
         if isinstance(result, types.InputRequiredResult) or result.result_type != "complete":
             raise UpstreamServerError(
                 f"{self.server_id}: the tool asked for further input (a task continuation); this client refuses it",
@@ -414,6 +361,51 @@ class Connection:
                 "structured_content": result.structured_content,
             }
         )
+
+    async def send(self, request: Any, adapter: TypeAdapter[Any], method: str, what: str) -> Any:
+        """Send one request within ``timeout_seconds`` and return its validated result; never retried.
+
+        Raises:
+            CallRefused: the server answered with a JSON-RPC error (the connection stays usable).
+            UpstreamServerError: the connection is not ready or failed, the request timed out, the
+                server closed the connection or sent a malformed result (which fails it).
+        """
+        session = self._require_ready()
+        server = self._server
+        assert server is not None
+        result: Any = None
+        try:
+            # The deadline is ours, not the SDK's: an error reply carrying the SDK's own timeout or
+            # closed code (-32001, -32000) must read as the server's answer, not as either event.
+            with anyio.move_on_after(self.timeout_seconds):
+                result = await session.send_request(request, adapter)
+        except MCPError as exc:
+            if server.failure or server.failed.is_set() or self._close.is_set():
+                reason = server.failure or "the server closed the connection"
+                self._set_failed(reason)
+                raise UpstreamServerError(
+                    f"{self.server_id}: {self.redactor.text(reason)} during {what}; it may have had effects "
+                    "and is not retried",
+                    server=self.server_id,
+                ) from None
+            raise CallRefused(
+                f"{self.server_id}: the server answered {what} with JSON-RPC error {exc.error.code}: "
+                + self.redactor.text(exc.error.message),
+                server=self.server_id,
+                error_code=exc.error.code,
+            ) from None
+        except ValidationError:
+            self._set_failed(f"the server sent a malformed {method} result")
+            raise UpstreamServerError(
+                f"{self.server_id}: the server sent a malformed {method} result", server=self.server_id
+            ) from None
+        if result is None:
+            raise UpstreamServerError(
+                f"{self.server_id}: {what} did not finish within {self.timeout_seconds} s; it may have had "
+                "effects and is not retried",
+                server=self.server_id,
+            )
+        return result
 
     def _check_headers(
         self, session: _Session, server: StreamableHttpClient, tool: str, arguments: dict[str, Any]

@@ -1,0 +1,171 @@
+"""Catalog freshness of one connection: ``list_changed`` notices, ``ttlMs`` expiry, in-place revalidation.
+
+Covers CW-05, CW-06.
+
+:class:`CatalogFreshness` is part of :class:`~shadowcode.mcp.client.connection.Connection`:
+it keeps the lists read on the connection (tools at connect; resources, templates and prompts
+on first use), marks them stale when the server sends ``notifications/tools/list_changed``,
+``notifications/resources/list_changed`` or ``notifications/prompts/list_changed`` or when
+their clamped ``ttlMs`` has passed, and revalidates them in place from one supervising task:
+one revalidation at a time, at least ``revalidate_interval_seconds`` apart, so a flood of
+notices costs at most one listing a interval. A changed tool list bumps ``tools_generation``.
+A revalidation that fails retires the connection (its catalog is no longer served).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+
+from shadowcode.errors import UpstreamServerError
+from shadowcode.mcp.client.catalog import LIST_KINDS, CatalogLimits, ListKind, read_list
+from shadowcode.mcp.client.redaction import Redactor
+
+__all__ = ["CatalogFreshness"]
+
+
+class CatalogFreshness:
+    """The freshness half of a connection; the attributes below are the connection's own."""
+
+    if TYPE_CHECKING:
+        server_id: str
+        timeout_seconds: float
+        redactor: Redactor
+        catalog_limits: CatalogLimits
+        tools: list[dict[str, Any]]
+        tools_generation: int
+        ttl_seconds: float | None
+        revalidations: int
+        _server: Any
+        _session: Any
+        _close: anyio.Event
+
+        def _set_failed(self, reason: str) -> None: ...
+
+        def _require_ready(self) -> Any: ...
+
+    def _init_freshness(self) -> None:
+        self._lists: dict[ListKind, list[dict[str, Any]]] = {}
+        self._expires: dict[ListKind, float] = {}
+        self._stale: set[ListKind] = set()
+        self._wake = anyio.Event()
+        self._fresh = anyio.Event()
+        self._fresh.set()
+        self._list_lock = anyio.Lock()
+
+    async def _read(self, session: Any, kind: ListKind) -> list[dict[str, Any]]:
+        """Read one list under the catalog limits, redact it, keep it and its expiry.
+
+        Raises:
+            UpstreamServerError: a limit was crossed, the listing failed or ran out of time.
+        """
+        server = self._server
+        listing = await read_list(
+            session,
+            kind,
+            self.catalog_limits,
+            timeout_seconds=self.timeout_seconds,
+            server_id=self.server_id,
+            failure=lambda: server.failure if server is not None else None,
+        )
+        items = [self.redactor.redact(item) for item in listing.items]
+        if kind == "tools":
+            if items != self.tools and kind in self._lists:
+                self.tools_generation += 1
+            self.tools = items
+            self.ttl_seconds = listing.ttl_seconds
+        self._lists[kind] = items
+        self._expires.pop(kind, None)
+        if listing.ttl_seconds is not None:
+            self._expires[kind] = anyio.current_time() + listing.ttl_seconds
+            self._wake.set()  # the supervisor recomputes its next expiry
+        return items
+
+    async def _on_message(self, message: Any) -> None:
+        """Mark the lists a ``list_changed`` notice names as stale and wake the supervisor (CW-05)."""
+        if isinstance(message, types.ToolListChangedNotification):
+            self._mark_stale("tools")
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._mark_stale("resources", "templates")
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._mark_stale("prompts")
+
+    def _mark_stale(self, *kinds: ListKind) -> None:
+        self._stale.update(kinds)
+        if "tools" in kinds and self._fresh.is_set():
+            self._fresh = anyio.Event()
+        self._wake.set()
+
+    async def _supervise(self) -> None:
+        """Revalidate stale or expired lists, one revalidation at a time, until the connection ends (CW-05)."""
+        session = self._session
+        assert session is not None
+        while not self._close.is_set():
+            due = min(self._expires.values(), default=None)
+            with anyio.move_on_after(None if due is None else max(0.0, due - anyio.current_time())):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            now = anyio.current_time()
+            expired = [kind for kind, at in self._expires.items() if at <= now]
+            if expired:
+                self._mark_stale(*expired)
+            kinds = [kind for kind in LIST_KINDS if kind in self._stale and kind in self._lists]
+            self._stale.clear()
+            try:
+                if kinds:
+                    self.revalidations += 1
+                    async with self._list_lock:
+                        for kind in kinds:
+                            await self._read(session, kind)
+            except UpstreamServerError as exc:
+                self._set_failed(f"revalidating the catalog failed ({exc.message}); the stale catalog is not served")
+                self._fresh.set()
+                return
+            if not self._stale:
+                self._fresh.set()
+            await anyio.sleep(self.catalog_limits.revalidate_interval_seconds)
+
+    async def fresh_tools(self) -> list[dict[str, Any]]:
+        """The tool list once no revalidation of it is pending, waiting at most ``timeout_seconds`` (CW-05).
+
+        Raises:
+            UpstreamServerError: the connection is not ready (a failed revalidation retires it) or
+                the pending revalidation did not finish in time.
+        """
+        with anyio.move_on_after(self.timeout_seconds):
+            await self._fresh.wait()
+        self._require_ready()
+        if not self._fresh.is_set():
+            raise UpstreamServerError(
+                f"{self.server_id}: the server's tools changed and were not listed again within "
+                f"{self.timeout_seconds} s; nothing was sent",
+                server=self.server_id,
+            )
+        return self.tools
+
+    async def listing(self, kind: ListKind) -> list[dict[str, Any]]:
+        """One list (read on first use, then kept fresh like the tools), or ``[]`` when the server
+        does not offer that capability (CW-05, CW-06).
+
+        Raises:
+            UpstreamServerError: the connection is not ready, or the listing failed (a first listing
+                that fails leaves the connection as it was; a failed revalidation retires it).
+        """
+        session = self._require_ready()
+        if kind == "tools":
+            return await self.fresh_tools()
+        capabilities = session.server_capabilities
+        offered = capabilities is not None and (
+            capabilities.prompts is not None if kind == "prompts" else capabilities.resources is not None
+        )
+        if not offered:
+            return []
+        async with self._list_lock:
+            if kind in self._lists and kind not in self._stale:
+                return self._lists[kind]
+            try:
+                return await self._read(session, kind)
+            except UpstreamServerError as exc:
+                raise UpstreamServerError(f"{self.server_id}: {exc.message}", server=self.server_id) from None
