@@ -279,6 +279,7 @@ class TaskServers(ResourcePromptTools):
             UpstreamServerError: the server failed; the call is not retried.
         """
         if name == "mcp_tools":
+            self.refresh()
             if not args.get("server"):
                 return list_servers(list(self._servers.values()))
             return list_server(self._server(str(args["server"])), args)
@@ -371,6 +372,8 @@ class TaskServers(ResourcePromptTools):
             if conn.state is not ConnectionState.READY:
                 await conn.wait_closed()
                 self._record_closed(server)
+        # A change the server announced before its answer reaches the model's next request (CW-05).
+        await conn.settled()
         env.records.event(
             env.task_id,
             "mcp.result",

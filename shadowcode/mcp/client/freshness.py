@@ -127,6 +127,11 @@ class CatalogFreshness:
                 self._fresh.set()
             await anyio.sleep(self.catalog_limits.revalidate_interval_seconds)
 
+    async def settled(self) -> None:
+        """Wait until no revalidation of the tool list is pending, at most ``timeout_seconds``; never raises."""
+        with anyio.move_on_after(self.timeout_seconds):
+            await self._fresh.wait()
+
     async def fresh_tools(self) -> list[dict[str, Any]]:
         """The tool list once no revalidation of it is pending, waiting at most ``timeout_seconds`` (CW-05).
 
@@ -134,8 +139,7 @@ class CatalogFreshness:
             UpstreamServerError: the connection is not ready (a failed revalidation retires it) or
                 the pending revalidation did not finish in time.
         """
-        with anyio.move_on_after(self.timeout_seconds):
-            await self._fresh.wait()
+        await self.settled()
         self._require_ready()
         if not self._fresh.is_set():
             raise UpstreamServerError(
