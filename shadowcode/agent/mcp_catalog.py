@@ -39,6 +39,8 @@ class ServerState:
         unavailable: why the server offers no catalog or could not connect, or None.
         closed_recorded: whether ``mcp.closed`` was recorded for ``conn``.
         generation: the connection's ``tools_generation`` that ``tools`` holds (CW-05).
+        offered: the ``generation`` the model last saw (its latest request or ``mcp_tools``
+            listing); a call made against an older one is refused (CW-05).
     """
 
     definition: ServerDefinition
@@ -47,6 +49,7 @@ class ServerState:
     unavailable: str | None = None
     closed_recorded: bool = False
     generation: int = 0
+    offered: int = 0
 
     @property
     def timeout_seconds(self) -> float:

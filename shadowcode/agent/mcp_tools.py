@@ -220,6 +220,8 @@ class TaskServers(ResourcePromptTools):
         if not self._servers:
             return ()
         self.refresh()
+        for server in self._servers.values():
+            server.offered = server.generation
         return COMPACT_MCP_TOOLS + tuple(n for n, (server, _) in self._inline.items() if server.lost is None)
 
     def refresh(self) -> bool:
@@ -245,6 +247,10 @@ class TaskServers(ResourcePromptTools):
         if changed:
             self._choose_inline()
         return changed
+
+    def _on_tools_changed(self) -> None:
+        """A connection's revalidation changed its tools: take them now (records ``mcp.tools_changed``)."""
+        self.refresh()
 
     def states(self) -> tuple[ServerState, ...]:
         """Each server's state (definition, catalog, connection) in snapshot order, for reports (CW-03, CW-04)."""
@@ -280,6 +286,8 @@ class TaskServers(ResourcePromptTools):
         """
         if name == "mcp_tools":
             self.refresh()
+            for server in self._servers.values():
+                server.offered = server.generation
             if not args.get("server"):
                 return list_servers(list(self._servers.values()))
             return list_server(self._server(str(args["server"])), args)
@@ -288,8 +296,6 @@ class TaskServers(ResourcePromptTools):
         if name == "mcp_call":
             arguments = args.get("arguments", {})
             return await self.call(env, str(args["server"]), str(args["tool"]), arguments)
-        if self.refresh():
-            raise ToolError("the server's tools changed: retry the call; nothing was sent")
         server, tool_name = self._inline[name]
         return await self.call(env, server.definition.name, tool_name, args)
 
@@ -327,11 +333,12 @@ class TaskServers(ResourcePromptTools):
             ``{"error", "approval_id"}`` when the user did not approve.
         """
         server = self._server(server_key)
-        if self.refresh():
+        self.refresh()
+        resolved = server.offered  # the catalog the model saw when it made this call (CW-05)
+        if server.generation != resolved:
             raise ToolError(
                 f"MCP server {server.definition.name}: the server's tools changed: retry the call; nothing was sent"
             )
-        resolved = server.generation
         checked = check_arguments(server, tool_name, arguments)
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
@@ -350,7 +357,8 @@ class TaskServers(ResourcePromptTools):
             )
         outcome = {"server": server.definition.id, "tool": tool_name}
         tools = await conn.fresh_tools()  # waits for a pending revalidation (CW-05)
-        if conn.tools_generation != resolved and self.refresh():
+        if conn.tools_generation != resolved:
+            self.refresh()
             return outcome | {"error": f"{server.definition.id}: the server's tools changed: retry the call "
                               "(nothing was sent)"}  # fmt: skip
         if not any(t.get("name") == tool_name for t in tools):
@@ -430,6 +438,7 @@ class TaskServers(ResourcePromptTools):
             endpoint.check()
             conn = Connection(
                 server_id=server.definition.id,
+                on_tools_changed=self._on_tools_changed,
                 endpoint=endpoint,
                 cwd=self.project,
                 timeout_seconds=server.timeout_seconds,
@@ -439,6 +448,7 @@ class TaskServers(ResourcePromptTools):
             env, redactor = self._child_env(spec)
             conn = Connection(
                 server_id=server.definition.id,
+                on_tools_changed=self._on_tools_changed,
                 argv=list(spec.command),
                 cwd=self.project,
                 env=env,
@@ -465,7 +475,7 @@ class TaskServers(ResourcePromptTools):
             },
         )
         self.catalog.save_tools(self.project, server.definition, conn.tools)
-        server.generation = conn.tools_generation
+        server.generation = server.offered = conn.tools_generation
         if server.tools is not None and server.tools != conn.tools:
             self.records.event(
                 self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}

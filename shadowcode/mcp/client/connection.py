@@ -37,6 +37,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,7 @@ class Connection(CatalogFreshness):
         tools_generation: 0 at connect, one more each time a revalidation changed ``tools``.
         ttl_seconds: the clamped earliest ``ttlMs`` of the tool list's pages, or None (CW-05).
         revalidations: revalidations run so far (CW-05).
+        on_tools_changed: called (in the connection's task) after a revalidation changed ``tools``.
         protocol_version: what ``initialize`` negotiated.
     """
 
@@ -170,6 +172,7 @@ class Connection(CatalogFreshness):
     tools_generation: int = 0
     ttl_seconds: float | None = None
     revalidations: int = 0
+    on_tools_changed: Callable[[], None] | None = None
     protocol_version: str | None = None
     pid: int | None = None
     cleanup: str | None = None

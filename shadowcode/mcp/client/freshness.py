@@ -14,6 +14,8 @@ A revalidation that fails retires the connection (its catalog is no longer serve
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,6 +26,8 @@ from shadowcode.mcp.client.catalog import LIST_KINDS, CatalogLimits, ListKind, r
 from shadowcode.mcp.client.redaction import Redactor
 
 __all__ = ["CatalogFreshness"]
+
+logger = logging.getLogger(__name__)
 
 
 class CatalogFreshness:
@@ -38,6 +42,7 @@ class CatalogFreshness:
         tools_generation: int
         ttl_seconds: float | None
         revalidations: int
+        on_tools_changed: Callable[[], None] | None
         _server: Any
         _session: Any
         _close: anyio.Event
@@ -71,9 +76,8 @@ class CatalogFreshness:
             failure=lambda: server.failure if server is not None else None,
         )
         items = [self.redactor.redact(item) for item in listing.items]
+        changed = kind == "tools" and kind in self._lists and items != self.tools
         if kind == "tools":
-            if items != self.tools and kind in self._lists:
-                self.tools_generation += 1
             self.tools = items
             self.ttl_seconds = listing.ttl_seconds
         self._lists[kind] = items
@@ -81,6 +85,13 @@ class CatalogFreshness:
         if listing.ttl_seconds is not None:
             self._expires[kind] = anyio.current_time() + listing.ttl_seconds
             self._wake.set()  # the supervisor recomputes its next expiry
+        if changed:
+            self.tools_generation += 1
+            if self.on_tools_changed is not None:
+                try:
+                    self.on_tools_changed()
+                except Exception:  # noqa: BLE001 - a listener's failure never fails the connection
+                    logger.exception("the tools-changed listener failed")
         return items
 
     async def _on_message(self, message: Any) -> None:
