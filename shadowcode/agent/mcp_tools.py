@@ -472,6 +472,7 @@ class TaskServers(ResourcePromptTools):
                 "pid": conn.pid,
                 "protocol_version": conn.protocol_version,
                 "tools": len(conn.tools),
+                "ttl_seconds": conn.ttl_seconds,
             },
         )
         self.catalog.save_tools(self.project, server.definition, conn.tools)
