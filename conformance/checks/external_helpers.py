@@ -142,10 +142,14 @@ async def everything(ctx: Context) -> CheckResult:
             (False, "requires 'city'"),
             (True, "Lisbon"),
             (True, "demo://resource/session/conformance.gz"),
-            (True, "demo://resource/session/conformance.gz"),
+            (True, '"resources": [{"uri": "demo://resource/'),
         ],
         problems,
     )
+    # The summaries are cut at 500 characters; the connection's own count shows the in-place relisting.
+    closed = [e["data"] for e in events if e["kind"] == "mcp.closed"]
+    if not closed or not closed[0].get("revalidations"):
+        problems.append(f"the resources/list_changed notice was not revalidated in place: {closed}")
     return _outcome(problems, "listed, read and got server-everything's resources and prompts; saw its new resource")
 
 
@@ -193,6 +197,9 @@ async def python_sdk(ctx: Context) -> CheckResult:
     if _LITERAL in json.dumps(events):
         problems.append("the configured value reached the task's events")
     changes = [e["data"].get("generation") for e in events if e["kind"] == "mcp.tools_changed"]
+    closed = [e["data"] for e in events if e["kind"] == "mcp.closed"]
+    if not closed or (closed[0].get("revalidations") or 0) < 2:
+        problems.append(f"expected at least two in-place revalidations: {closed}")
     if changes != [1, 2]:
         problems.append(f"expected mcp.tools_changed generations [1, 2], got {changes}")
     return _outcome(

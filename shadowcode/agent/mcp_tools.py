@@ -159,6 +159,7 @@ class TaskServers(ResourcePromptTools):
                 "hash": server.definition.sha256,
                 "cleanup": conn.cleanup,
                 "stragglers": conn.stragglers,
+                "revalidations": conn.revalidations,
                 "error": conn.error,
             },
         )
