@@ -13,10 +13,15 @@ from typing import Any
 import anyio
 import pytest
 
+from shadowcode.agent.mcp_catalog import ServerState
+from shadowcode.agent.mcp_helpers import ResourcePromptTools
 from shadowcode.engine.api import Access, ApprovalRecord, Caller, TaskRequest
 from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.projects import Project
 from shadowcode.enums import PermissionLevel, TaskMode
+from shadowcode.limits import MCP_RESOURCES_PAGE_MAX
+from shadowcode.mcp.client.connection import ConnectionState
+from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
 from tests.support.engine import enable_server, trust_workspace
 from tests.support.mcp_client import (
     PY,
@@ -191,3 +196,37 @@ async def test_a_build_task_whose_server_revalidation_fails_stops_offering_its_t
     assert json.loads(results[2]["summary"])["servers"][0]["tools"] is None
     closed = next(e.data for e in events_of(core, task_id) if e.kind == "mcp.closed")
     assert "revalidating the catalog failed" in (closed["error"] or "")
+
+
+class _Listed:
+    """A ready connection stand-in whose lists hold ``count`` entries each."""
+
+    state = ConnectionState.READY
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    async def listing(self, kind: str) -> list[dict[str, Any]]:
+        key = {"resources": "uri", "templates": "uriTemplate", "prompts": "name"}[kind]
+        return [{key: f"{kind}-{i}", "name": f"n{i}", "ignored": True} for i in range(self.count)]
+
+
+@pytest.mark.req("CW-06")
+@pytest.mark.parametrize("count", [MCP_RESOURCES_PAGE_MAX, MCP_RESOURCES_PAGE_MAX + 1])
+async def test_mcp_resources_pages_hold_the_page_limit_of_each_list(count: int) -> None:
+    spec = StdioSpec(name="p", command=("true",))
+    definition = ServerDefinition(id="config:p", scope="config", path=None, sha256="0" * 64, spec=spec)
+    server = ServerState(definition)
+    server.conn = _Listed(count)  # type: ignore[assignment]
+    helpers = ResourcePromptTools()
+    helpers._servers = {"p": server}  # noqa: SLF001 - what the mixin's host provides
+    helpers._server = lambda key: server  # type: ignore[method-assign]  # noqa: SLF001
+    first = await helpers.run_helper(None, "mcp_resources", {"server": "p"})  # type: ignore[arg-type]
+    assert [len(first[k]) for k in ("resources", "templates", "prompts")] == [MCP_RESOURCES_PAGE_MAX] * 3
+    assert first["resources"][0] == {"uri": "resources-0", "name": "n0"}
+    if count == MCP_RESOURCES_PAGE_MAX:
+        assert first["pages"] == 1 and first["next_page"] is None
+    else:
+        assert first["pages"] == 2 and first["next_page"] == 1
+        second = await helpers.run_helper(None, "mcp_resources", {"server": "p", "page": 1})  # type: ignore[arg-type]
+        assert second["resources"] == [{"uri": f"resources-{count - 1}", "name": f"n{count - 1}"}]

@@ -5,6 +5,7 @@ Covers CW-06.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ import pytest
 from shadowcode.engine.childenv import child_env
 from shadowcode.errors import ToolError, UpstreamServerError
 from shadowcode.limits import MCP_FRAME_MAX_BYTES, MCP_HELPER_RESULT_MAX_BYTES
+from shadowcode.mcp.client.catalog import CatalogLimits
 from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
 from shadowcode.mcp.client.helpers import check_prompt_arguments, get_prompt, read_resource
 from shadowcode.mcp.client.redaction import Redactor
@@ -127,3 +129,14 @@ async def test_server_everything_lists_and_reads_resources_templates_and_prompts
         assert "Lisbon" in str(got["messages"])
         with pytest.raises(ToolError, match="requires 'city'"):
             check_prompt_arguments(prompts["args-prompt"], {"state": "x"})
+
+
+async def test_a_prompt_result_at_the_limit_is_returned_and_one_byte_more_is_refused_whole() -> None:
+    async with connected(_fixture()) as conn:
+        whole = await get_prompt(conn, "review", {"code": "y" * 1000})
+        size = len(json.dumps(whole["messages"], ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    async with connected(_fixture(), catalog_limits=CatalogLimits(helper_result_max_bytes=size)) as conn:
+        assert (await get_prompt(conn, "review", {"code": "y" * 1000}))["messages"] == whole["messages"]
+        with pytest.raises(UpstreamServerError, match=f"is {size + 1} bytes; the limit is {size} bytes"):
+            await get_prompt(conn, "review", {"code": "y" * 1001})
+        assert conn.state is ConnectionState.READY
