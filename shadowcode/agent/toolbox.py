@@ -275,7 +275,7 @@ async def await_approval(env: TaskEnv, kind: str, action: dict[str, Any], shown:
 
     Args:
         env: the task.
-        kind: ``command``, ``test``, ``background`` or ``mcp_call``.
+        kind: ``command``, ``test``, ``background``, ``mcp_call``, ``mcp_read_resource`` or ``mcp_get_prompt``.
         action: the exact action, stored with the approval.
         shown: what the ``approval.waiting`` event tells a person (besides id and kind).
 

@@ -28,7 +28,7 @@ class ApprovalRecord(Record):
     Attributes:
         id: ``appr_<hex>``.
         owner: the task's owner, None for a detached CLI job.
-        kind: ``command``, ``test``, ``background`` or ``mcp_call``.
+        kind: ``command``, ``test``, ``background``, ``mcp_call``, ``mcp_read_resource`` or ``mcp_get_prompt``.
         action: the exact action (decoded JSON object).
         resolved_by: who resolved it (``cli``, ``mcp:<owner>``), None while pending or when expired.
     """

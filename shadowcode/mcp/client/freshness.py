@@ -8,7 +8,7 @@ on first use), marks them stale when the server sends ``notifications/tools/list
 ``notifications/resources/list_changed`` or ``notifications/prompts/list_changed`` or when
 their clamped ``ttlMs`` has passed, and revalidates them in place from one supervising task:
 one revalidation at a time, at least ``revalidate_interval_seconds`` apart, so a flood of
-notices costs at most one listing a interval. A changed tool list bumps ``tools_generation``.
+notices costs at most one listing an interval. A changed tool list bumps ``tools_generation``.
 A revalidation that fails retires the connection (its catalog is no longer served).
 """
 
