@@ -24,7 +24,11 @@ _LISTED = [
     ("background_stop", "elevated", "Stop a background process."),
     ("mcp_tools", "workspace", "Discover tools of enabled external MCP servers (Build tasks)."),
     ("mcp_call", "workspace", "Call an external MCP tool after an approval naming its exact arguments."),
-    ("mcp_resources", "workspace", "List resources, templates and prompts of enabled external MCP servers (Build tasks)."),
+    (
+        "mcp_resources",
+        "workspace",
+        "List resources, templates and prompts of enabled external MCP servers (Build tasks).",
+    ),
     ("mcp_read_resource", "workspace", "Read an external MCP resource after an approval naming its exact URI."),
     ("mcp_get_prompt", "workspace", "Get an external MCP prompt after an approval naming its exact arguments."),
 ]
