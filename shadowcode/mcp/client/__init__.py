@@ -1,7 +1,7 @@
 """ShadowCode as a client of external MCP servers: protocol and transports only.
 
 Implements parts of CLI-01, CLI-03, CLI-04, CLI-08, CLI-11, CLI-12, CLI-13, CLI-14, CLI-15, CLI-16,
-CLI-17, CLI-18, CLI-19.
+CLI-17, CLI-18, CLI-19, CW-05, CW-06.
 The protocol modules import nothing of the agent, the engine, the store, secrets or the
 profile: approvals, grants checks, secret resolution and the choice of values to redact live
 above, in :mod:`shadowcode.agent.mcp_tools`, and reach a connection as plain values; the
@@ -14,6 +14,12 @@ grants registry is :mod:`shadowcode.engine.mcp_servers`, its rows :mod:`shadowco
 - :mod:`~shadowcode.mcp.client.streamable_http`: the bounded Streamable HTTP transport.
 - :mod:`~shadowcode.mcp.client.sse`: the bounded, incremental event-stream parser it uses.
 - :mod:`~shadowcode.mcp.client.connection`: one connection (negotiation, bounded discovery, calls).
+- :mod:`~shadowcode.mcp.client.catalog`: bounded, paginated reading of a server's lists and the
+  ``ttlMs`` clamp (CW-05).
+- :mod:`~shadowcode.mcp.client.freshness`: in-place revalidation of a connection's lists on
+  ``list_changed`` notices and ``ttlMs`` expiry (CW-05).
+- :mod:`~shadowcode.mcp.client.helpers`: bounded, redacted ``resources/read`` and ``prompts/get``,
+  and the check of prompt arguments against their declaration (CW-06).
 - :mod:`~shadowcode.mcp.client.redaction`: removal of configured values from what servers return.
 """
 
