@@ -110,8 +110,10 @@ def register(
     Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
 
     The stdio form launches this executable with the canonical --workspace project (and
-    --profile when given); the HTTP form (--url with --token-env) names the token variable only.
+    --profile when given, and SHADOWCODE_HOME in its env when set, so the host opens the same
+    profile); the HTTP form (--url with --token-env) names the token variable only.
     """
+    import os
     import sys
 
     from shadowcode.errors import UsageError
@@ -132,6 +134,7 @@ def register(
         token_env=token_env,
         name=name,
         json_output=g.json,
+        home=os.environ.get("SHADOWCODE_HOME") or None,
     )
     sys.stdout.write(snippet.text)
 
