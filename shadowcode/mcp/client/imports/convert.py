@@ -174,7 +174,10 @@ def _stdio(plan: _Plan, entry: dict[str, Any]) -> None:
             )
     plan.doc["command"] = argv
     env, refs = _env(plan, entry.get("env", {}))
-    for item in entry.get("env_vars", []) or []:
+    env_vars = entry.get("env_vars", [])
+    if not isinstance(env_vars, list):
+        raise _Skip("field 'env_vars' is not a list of variable names")
+    for item in env_vars:  # pyright: ignore[reportUnknownVariableType]
         var = item.get("name") if isinstance(item, dict) else item
         if isinstance(var, str):
             refs[var] = var
@@ -287,12 +290,13 @@ def _header(plan: _Plan, where: str, key: str, value: Any, literal: dict[str, st
 
 def _other_fields(plan: _Plan, entry: dict[str, Any]) -> None:
     for key, value in entry.items():
-        if key in _HANDLED or (key, value) in {("enabled", True), ("disabled", False)}:
+        if key in _HANDLED or (key == "enabled" and value is True) or (key == "disabled" and value is False):
             continue
         rule = FIELDS.get(key)
         if rule is not None and rule.supported:
             plan.doc[rule.target] = rule.convert(value)
         elif rule is not None:
-            plan.note(key, f"{NOT_SUPPORTED} (it would become {rule.target})")
+            more = f"; {rule.consequence}" if rule.consequence else ""
+            plan.note(key, f"{NOT_SUPPORTED} (it would become {rule.target}){more}")
         else:
             plan.note(key, UNCARRIED.get(key, "not imported: unknown field"))

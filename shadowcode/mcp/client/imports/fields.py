@@ -16,6 +16,7 @@ from typing import Any
 __all__ = ["FIELDS", "FieldRule", "NOT_SUPPORTED", "UNCARRIED"]
 
 NOT_SUPPORTED = "not imported: not supported by this build"
+_UNFILTERED = "every tool of the server is offered: review its tools (`shadowcode mcp tools`) before relying on it"
 
 
 def _same(value: Any) -> Any:
@@ -34,19 +35,21 @@ class FieldRule:
         target: the definition field it becomes.
         supported: whether this build's definitions have ``target``.
         convert: the definition value of the source value.
+        consequence: what leaving it out means, said with the note (empty: nothing more).
     """
 
     target: str
     supported: bool
     convert: Callable[[Any], Any] = _same
+    consequence: str = ""
 
 
 FIELDS: dict[str, FieldRule] = {
     # source field: what it becomes (Codex spellings; JSON hosts share the names they have)
     "description": FieldRule("description", True),
     "bearer_token_env_var": FieldRule("api_key_env", True),
-    "enabled_tools": FieldRule("enabled_tools", False),
-    "disabled_tools": FieldRule("disabled_tools", False),
+    "enabled_tools": FieldRule("enabled_tools", False, consequence=_UNFILTERED),
+    "disabled_tools": FieldRule("disabled_tools", False, consequence=_UNFILTERED),
     "startup_timeout_sec": FieldRule("connect_timeout", False),
     "startup_timeout_ms": FieldRule("connect_timeout", False, _ms_to_seconds),
     "tool_timeout_sec": FieldRule("call_timeout", False),

@@ -104,7 +104,12 @@ def _toml_entries(text: str, source: str) -> list[tuple[str, Any]]:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}; nothing was imported") from None
+        message = str(exc)
+        if "at end of document" in message:
+            lines = text.split("\n")
+            where = f"at end of document: line {len(lines)}, column {len(lines[-1]) + 1}"
+            message = message.replace("at end of document", where)
+        raise ConfigError(f"{source}: not valid TOML: {message}; nothing was imported") from None
     servers = doc.get("mcp_servers", {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{source}: 'mcp_servers' is not a table")
