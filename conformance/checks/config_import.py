@@ -115,5 +115,5 @@ async def import_twice_enables_nothing(ctx: Context) -> CheckResult:
     return CheckResult(
         True,
         f"dry run listed 2 host files and wrote nothing; {len(hashes)} servers imported disabled, the SSE-only one "
-        "refused with its reason; importing again changed nothing; nothing started; bad TOML refused at line 4, column 3",
+        "refused with its reason; importing again changed nothing; nothing started; bad TOML refused (line 4, col 3)",
     )
