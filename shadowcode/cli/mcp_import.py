@@ -60,7 +60,8 @@ def _report_text(doc: McpImportReport) -> str:
 def import_(
     ctx: typer.Context,
     file: Annotated[
-        Path | None, typer.Argument(help="A host's MCP config; default: each host's well-known files.")
+        Path | None,
+        typer.Argument(metavar="[FILE]", help="A host's MCP config; default: each host's well-known files."),
     ] = None,
     from_: Annotated[
         str | None, typer.Option("--from", help="claude, cursor, codex, vscode or generic; default: from the name.")

@@ -64,13 +64,16 @@ def test_import_registers_disabled_definitions_and_a_second_import_changes_nothi
 
 def test_a_name_registered_with_other_content_is_kept(state: EngineState, tmp_path: Path) -> None:
     claude = _copy("claude.mcp.json", tmp_path / ".mcp.json")
+    codex = _copy("codex.config.toml", tmp_path / "config.toml")
     cursor = _copy("cursor.mcp.json", tmp_path / ".cursor" / "mcp.json")
     import_configs(state.mcp_servers, McpImport(str(claude)), None)
     before = _rows(state)
-    report = import_configs(state.mcp_servers, McpImport(str(cursor)), None)
-    assert [e.outcome for e in report.servers] == ["skipped", "skipped"]
+    same = import_configs(state.mcp_servers, McpImport(str(cursor)), None)
+    assert [e.outcome for e in same.servers] == ["unchanged", "unchanged"]  # configured alike in both hosts
+    report = import_configs(state.mcp_servers, McpImport(str(codex)), None)
+    assert [e.outcome for e in report.servers] == ["skipped", "imported", "unchanged"]
     assert "already registered with other content" in (report.servers[0].reason or "")
-    assert _rows(state) == before
+    assert {k: v for k, v in _rows(state).items() if k != "config:tools"} == before
 
 
 def test_a_dry_run_over_two_files_sees_its_own_names(state: EngineState, tmp_path: Path) -> None:

@@ -20,13 +20,18 @@ from shadowcode.mcp.client.imports.fields import FIELDS, NOT_SUPPORTED, UNCARRIE
 from shadowcode.mcp.client.imports.values import (
     Literal,
     Reference,
+    argument_looks_like_credential,
     classify,
     has_reference,
     looks_like_credential,
     variable_name,
 )
 
-__all__ = ["SSE_REASON", "FieldNote", "PlannedServer", "plan_server", "server_name"]
+__all__ = ["DESCRIPTION", "SSE_REASON", "FieldNote", "PlannedServer", "plan_server", "server_name"]
+
+DESCRIPTION = "imported from another MCP host's configuration"
+"""The description of an entry that has none: the same whichever host or file it came from, so
+one server configured alike in two hosts is one definition."""
 
 SSE_REASON = (
     "not importable: it speaks only the 2024 HTTP+SSE transport ('type: sse'), which ShadowCode does not "
@@ -93,13 +98,12 @@ def server_name(source_name: str) -> str | None:
     return name or None
 
 
-def plan_server(source_name: str, entry: Any, *, origin: str) -> PlannedServer:
+def plan_server(source_name: str, entry: Any) -> PlannedServer:
     """Convert one server entry of a host's config (CW-01).
 
     Args:
         source_name: the entry's key in the host's server map.
         entry: the entry (a JSON or TOML object).
-        origin: ``<host> (<file name>)``, written into the definition's default description.
 
     Returns:
         The definition bytes and notes, or the reason it is skipped: no object, no valid name,
@@ -110,7 +114,7 @@ def plan_server(source_name: str, entry: Any, *, origin: str) -> PlannedServer:
     name = server_name(source_name)
     if name is None:
         return PlannedServer(source_name, None, None, f"{source_name!r} cannot be made a server name")
-    plan = _Plan(name, {"name": name, "description": f"imported from {origin}"})
+    plan = _Plan(name, {"name": name, "description": DESCRIPTION})
     if name != source_name:
         plan.note("name", f"renamed to {name!r}: names use letters, digits, '-' or single '_' (at most 32)")
     try:
@@ -171,6 +175,13 @@ def _stdio(plan: _Plan, entry: dict[str, Any]) -> None:
             raise _Skip(
                 f"args[{index}] holds a variable reference: arguments are passed literally, never expanded; "
                 "write the value out, or let the server read it from a variable named in env_refs"
+            )
+    for index, arg in enumerate(argv[1:]):
+        if argument_looks_like_credential(argv[index] if index else None, arg):
+            raise _Skip(
+                f"args[{index}] looks like a literal credential: it is not copied, and arguments cannot reference "
+                "a secret; if the server reads it from an environment variable, add the server by hand with that "
+                "variable in env_refs (`shadowcode secret set NAME`)"
             )
     plan.doc["command"] = argv
     env, refs = _env(plan, entry.get("env", {}))

@@ -86,11 +86,10 @@ def parse_config(data: bytes, source: str, *, host: str, project: str | None = N
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start})") from None
     entries = _toml_entries(text, source) if host == "codex" else _json_entries(text, source, host, project)
-    origin = f"{HOST_LABELS[host]} ({PurePath(source).name})"
     seen: set[str] = set()
     servers: list[PlannedServer] = []
     for source_name, entry in entries:
-        planned = plan_server(source_name, entry, origin=origin)
+        planned = plan_server(source_name, entry)
         if planned.name is not None and planned.name in seen:
             planned = PlannedServer(source_name, planned.name, None, f"another server of this file is also named "
                                     f"{planned.name!r}; the first one is imported")  # fmt: skip

@@ -12,7 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Literal", "Mixed", "Reference", "classify", "has_reference", "looks_like_credential", "variable_name"]
+__all__ = [
+    "Literal",
+    "Mixed",
+    "Reference",
+    "argument_looks_like_credential",
+    "classify",
+    "has_reference",
+    "looks_like_credential",
+    "variable_name",
+]
 
 _REF = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]{0,127})(:-[^}]*)?\}")
 _INPUT = re.compile(r"\$\{input:([^}]{1,128})\}")
@@ -26,6 +35,10 @@ _SECRET_VALUE = re.compile(
     r"|AKIA[A-Z0-9]{12,}|AIza[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]+)$"
 )
 _OPAQUE = re.compile(r"^[A-Za-z0-9+/_=.-]{32,}$")
+_POINTERS = ("file", "path", "dir", "env", "var", "name", "url", "command", "cmd")
+_SECRET_FLAG = re.compile(
+    r"-{1,2}[A-Za-z0-9_-]*(?:token|secret|passw(?:or)?d|api[_-]?key|apikey|credential)[A-Za-z0-9_-]*", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -94,3 +107,23 @@ def looks_like_credential(key: str, value: str) -> bool:
     if _SECRET_KEY.search(key):
         return True
     return bool(_SECRET_VALUE.match(text) or (_OPAQUE.match(text) and not text.startswith(("http", "/", "."))))
+
+
+def _secret_flag(flag: str) -> bool:
+    """A flag named for a credential, not for where one is found (``--token-file``, ``--api-key-env``)."""
+    return bool(_SECRET_FLAG.fullmatch(flag)) and not flag.lower().endswith(_POINTERS)
+
+
+def argument_looks_like_credential(previous: str | None, arg: str) -> bool:
+    """Whether command argument ``arg`` looks like a literal credential.
+
+    True for ``--token=VALUE``-style arguments (a flag named like ``*token*``, ``*secret*``,
+    ``*api-key*``, ``*password*``), the value after such a flag, and a value shaped like a known
+    token (``sk-…``, ``ghp_…``, ``Bearer …``, a JWT) wherever it stands.
+    """
+    flag, equals, value = arg.partition("=")
+    if equals and value and _secret_flag(flag):
+        return True
+    if previous is not None and _secret_flag(previous) and not arg.startswith("-"):
+        return True
+    return bool(_SECRET_VALUE.match(arg.strip()))

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.req("CW-01")
 
 
 def _plan(entry: Any, name: str = "srv") -> PlannedServer:
-    return plan_server(name, entry, origin="a test (mcp.json)")
+    return plan_server(name, entry)
 
 
 def _doc(server: PlannedServer) -> dict[str, Any]:
@@ -139,3 +139,27 @@ def test_every_field_marked_unsupported_is_missing_from_the_definitions() -> Non
     known = set(StdioSpec.model_fields) | set(HttpSpec.model_fields)
     for source, rule in FIELDS.items():
         assert (rule.target in known) is rule.supported, source
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--api-key=sk-live-abcdefgh12345678"],
+        ["--token", "plainvalue"],
+        ["serve", "ghp_0123456789abcdef0123"],
+    ],
+)
+def test_a_credential_in_the_arguments_is_not_copied(args: list[str]) -> None:
+    server = _plan({"command": "srv", "args": args})
+    assert server.definition is None and "looks like a literal credential" in (server.reason or "")
+    assert args[-1] not in (server.reason or "")
+
+
+def test_ordinary_flags_are_kept() -> None:
+    args = ["-y", "@modelcontextprotocol/server-everything", "--token-file", "/etc/tok", "--port=8080"]
+    assert _doc(_plan({"command": "npx", "args": args}))["command"] == ["npx", *args]
+
+
+def test_flags_naming_where_a_credential_is_found_are_kept() -> None:
+    args = ["--api-key-env", "MY_KEY", "--password-file=/run/pw"]
+    assert _doc(_plan({"command": "srv", "args": args}))["command"] == ["srv", *args]

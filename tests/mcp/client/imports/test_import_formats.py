@@ -13,6 +13,7 @@ import pytest
 
 from shadowcode.errors import ConfigError
 from shadowcode.mcp.client.imports import NOT_SUPPORTED, SSE_REASON, PlannedServer, guess_host, parse_config
+from shadowcode.mcp.client.imports.convert import DESCRIPTION
 
 pytestmark = pytest.mark.req("CW-01")
 
@@ -36,7 +37,7 @@ def test_claude_code_project_file_written_by_its_cli() -> None:
         "name": "everything",
         "command": ["npx", "-y", "@modelcontextprotocol/server-everything"],
         "env_refs": {"API_KEY": "EVERYTHING_KEY"},
-        "description": "imported from Claude Code (claude.mcp.json)",
+        "description": DESCRIPTION,
     }
     fetch = servers["fetch"]
     assert _doc(fetch)["env_refs"] == {"LOG_LEVEL": "LOG_LEVEL"}
@@ -73,6 +74,8 @@ def test_codex_fields_not_in_this_build_are_reported_per_server() -> None:
 
 def test_cursor_and_vscode_files_as_their_docs_show_them() -> None:
     cursor = _parse("cursor.mcp.json", "cursor")
+    claude = _parse("claude.mcp.json", "claude")
+    assert cursor["everything"].definition == claude["everything"].definition  # one server, configured alike
     assert _doc(cursor["everything"])["env_refs"] == {"API_KEY": "EVERYTHING_KEY"}
     assert _doc(cursor["remote"])["api_key_env"] == "EXAMPLE_TOKEN"
     vscode = _parse("vscode.mcp.json", "vscode")
@@ -150,3 +153,8 @@ def test_claude_user_file_reads_the_projects_local_scope(tmp_path: Path) -> None
         ("shared", ["local-one"]),
         ("only-user", ["u"]),
     ]
+
+
+def test_a_toml_error_at_the_end_still_names_line_and_column() -> None:
+    with pytest.raises(ConfigError, match=r"at end of document: line 4, column 1"):
+        parse_config(b'[mcp_servers.a]\ncommand = "npx"\nargs = [\n', "config.toml", host="codex")
