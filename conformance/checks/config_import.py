@@ -34,10 +34,18 @@ async def _cli(ctx: Context, env: dict[str, str], *args: str) -> tuple[int, str,
     return code, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
 
+def _json(out: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def _outcomes(out: str) -> list[tuple[str, str]]:
     try:
-        return [(s["source_name"], s["outcome"]) for s in json.loads(out)["servers"]]
-    except (ValueError, KeyError, TypeError):
+        return [(s["source_name"], s["outcome"]) for s in _json(out).get("servers", [])]
+    except (KeyError, TypeError):
         return []
 
 
@@ -46,7 +54,11 @@ async def _catalog(ctx: Context, env: dict[str, str], problems: list[str]) -> di
     if code != 0:
         problems.append(f"`--json mcp` exited {code}: {tail(err)}")
         return {}
-    return {s["id"]: s for s in json.loads(out)["servers"] if s["id"].startswith("config:")}
+    servers = _json(out).get("servers")
+    if not isinstance(servers, list):
+        problems.append(f"`--json mcp` printed no catalog: {tail(out)}")
+        return {}
+    return {s["id"]: s for s in servers if str(s.get("id")).startswith("config:")}
 
 
 @check("config_import:import_twice_enables_nothing", covers=["CW-01"], timeout_seconds=240)
@@ -62,7 +74,7 @@ async def import_twice_enables_nothing(ctx: Context) -> CheckResult:
     claude = str(home / ".claude.json")
 
     code, out, err = await _cli(ctx, env, "--json", "mcp", "import", "--dry-run")
-    listed = [f.get("host") for f in json.loads(out).get("files", [])] if code in (0, 1) and out.strip() else []
+    listed = [f.get("host") for f in _json(out).get("files", [])]
     if code != 1 or listed != ["claude", "codex"]:
         problems.append(f"dry run without FILE: exit {code}, files {listed} (expected exit 1, claude and codex)")
     if await _catalog(ctx, env, problems):
@@ -70,7 +82,7 @@ async def import_twice_enables_nothing(ctx: Context) -> CheckResult:
 
     expected = [("everything", "imported"), ("fetch", "imported"), ("remote", "imported"), ("legacy", "skipped")]
     code, out, err = await _cli(ctx, env, "--json", "mcp", "import", claude, "--from", "claude")
-    first = json.loads(out) if out.strip() else {}
+    first = _json(out)
     if code != 1 or _outcomes(out) != expected:
         problems.append(f"import: exit {code}, {_outcomes(out)} (expected exit 1 and {expected}); {tail(err)}")
     legacy = [s for s in first.get("servers", []) if s.get("source_name") == "legacy"]
