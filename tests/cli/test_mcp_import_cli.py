@@ -144,3 +144,19 @@ def test_servers_that_cannot_be_imported_are_reported_one_by_one(home: Path, pro
     assert sorted(catalog) == ["config:literal", "config:ok"]
     assert catalog["config:literal"]["api_key_env"] == "LITERAL_TOKEN"
     assert "literal-secret-4f1c" not in json.dumps(catalog)
+
+
+@pytest.mark.slow
+def test_an_imported_server_connects_once_reviewed_and_enabled(home: Path, project_dir: Path, tmp_path: Path) -> None:
+    server = REPO / "fixtures" / "servers" / "python_sdk_server.py"
+    config = {"mcpServers": {"sdk": {"type": "stdio", "command": sys.executable, "args": [str(server)]}}}
+    path = _bad(tmp_path, ".mcp.json", json.dumps(config))
+    done = _cli(home, project_dir, "--json", "mcp", "import", str(path))
+    assert done.returncode == 0, done.stderr
+    digest = json.loads(done.stdout)["servers"][0]["hash"]
+    assert _cli(home, project_dir, "trust", "--level", "workspace").returncode == 0
+    enabled = _cli(home, project_dir, "mcp", "enable", "config:sdk", "--hash", digest)
+    assert enabled.returncode == 0, enabled.stderr
+    checked = _cli(home, project_dir, "mcp", "validate", "sdk")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("config:sdk: connected, protocol ")
