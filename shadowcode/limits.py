@@ -514,3 +514,15 @@ server, the GET stream's hand-offs) or for a request slot; one more closes the c
 
 MCP_HTTP_SESSION_DELETE_SECONDS: Final = 1.0
 """Seconds the closing ``DELETE`` of a legacy HTTP session may take, also after cancellation (CLI-16)."""
+
+# -- importing other hosts' MCP configs (CW-01) ---------------------------------------------
+
+__all__ = sorted(__all__ + ["MCP_IMPORT_FILE_MAX_BYTES", "MCP_IMPORT_SERVERS_MAX"])  # noqa: PLE0605
+
+MCP_IMPORT_FILE_MAX_BYTES: Final = 4 * 1024 * 1024
+"""Bytes of one host config read by ``mcp import``; Claude Code's ``~/.claude.json`` holds more
+than servers, hence larger than a definition. A larger file is refused unread, nothing imported (CW-01)."""
+
+MCP_IMPORT_SERVERS_MAX: Final = 100
+"""Server entries one ``mcp import`` reads over all its files; more are refused before anything
+is written, so one import cannot flood the registrations (CW-01)."""

@@ -17,7 +17,6 @@ from conformance.requirements import requirement_ids
 TESTS = Path(__file__).resolve().parent
 
 NOT_BUILT: dict[str, str] = {
-    "CW-01": "importing other hosts' MCP configurations (issue 14)",
     "CW-02": "per-server tool filters (issue 14)",
     "CW-05": "catalog freshness (issue 14)",
     "CW-06": "resource and prompt helpers for tasks (issue 14)",

@@ -42,7 +42,10 @@ __all__ = ["print_catalog", "register"]
 
 def register(app: typer.Typer) -> None:
     """Add the server-management verbs to the ``mcp`` typer app."""
+    from shadowcode.cli.mcp_import import import_
+
     app.command("add")(add)
+    app.command("import")(import_)
     app.command("enable")(enable)
     app.command("disable")(disable)
     app.command("remove")(remove)

@@ -1,6 +1,6 @@
 """The engine API: external MCP server definitions, their grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-05, CW-03, CW-04.
+Covers CLI-01, CLI-02, CLI-05, CW-01, CW-03, CW-04.
 
 The request and result types of this part, and its verbs as :class:`ServerVerbs` declares them;
 their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
@@ -27,6 +27,11 @@ __all__ = [
     "McpFinding",
     "McpGrantChange",
     "McpGrantState",
+    "McpImport",
+    "McpImportEntry",
+    "McpImportFile",
+    "McpImportNote",
+    "McpImportReport",
     "McpRef",
     "McpRemoval",
     "McpRemove",
@@ -255,6 +260,80 @@ class McpDoctorReport:
     problems: list[McpFinding]
 
 
+@dataclass(frozen=True, slots=True)
+class McpImport:
+    """Import other hosts' MCP configs as global definitions; enables, starts and contacts nothing (CW-01).
+
+    Attributes:
+        path: an absolute config file path; None: every well-known location of each host
+            for ``home`` and the caller's project.
+        host: ``claude``, ``cursor``, ``codex``, ``vscode`` or ``generic``; None: guessed from the
+            file's name (a well-known location names its own).
+        dry_run: report what would be imported, write nothing.
+        home: the user's home folder (the well-known user locations); None: the engine's.
+        codex_home: ``CODEX_HOME`` when it is set.
+    """
+
+    path: str | None = None
+    host: str | None = None
+    dry_run: bool = False
+    home: str | None = None
+    codex_home: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportNote:
+    """One field of an imported server not copied as it was, and why (a credential: how to reference it)."""
+
+    field: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportFile:
+    """One config file read: its path, host, scope (``user``, ``project`` or ``given``) and server entries."""
+
+    path: str
+    host: str
+    scope: str
+    servers: int
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportEntry:
+    """What became of one server entry (CW-01).
+
+    Attributes:
+        file: the config file it came from.
+        host: that file's host.
+        source_name: its name there.
+        outcome: ``imported``, ``would_import`` (a dry run), ``unchanged`` (registered with
+            these exact bytes already) or ``skipped``.
+        id: ``config:NAME`` when it was or would be imported or is unchanged, else None.
+        hash: the definition's hash (review it, then ``mcp enable ID --hash HASH``), else None.
+        reason: why it was skipped, else None.
+        notes: fields not copied as they were.
+    """
+
+    file: str
+    host: str
+    source_name: str
+    outcome: Literal["imported", "would_import", "unchanged", "skipped"]
+    id: str | None
+    hash: str | None
+    reason: str | None
+    notes: list[McpImportNote]
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportReport:
+    """The ``mcp import`` report: the files read, then one entry per server entry in file order (CW-01)."""
+
+    dry_run: bool
+    files: list[McpImportFile]
+    servers: list[McpImportEntry]
+
+
 class ServerVerbs(ApiBase):
     """The verbs of this part of :class:`~shadowcode.engine.api.EngineApi`."""
 
@@ -269,6 +348,18 @@ class ServerVerbs(ApiBase):
 
         Raises:
             ConfigError: an unreadable or invalid file. ConflictError: replacing without the current hash.
+        """
+        ...
+
+    @verb("mcp/import")
+    async def mcp_import(self, request: McpImport, caller: Caller = NOBODY) -> McpImportReport:
+        """Import other hosts' MCP configs as global definitions that still need review (CW-01).
+
+        Enables nothing, starts nothing, contacts nothing; importing the same file twice changes nothing.
+
+        Raises:
+            ConfigError: a file that cannot be read or parsed (nothing is imported), or more
+                than MCP_IMPORT_SERVERS_MAX entries. PolicyError: the caller may not write.
         """
         ...
 
