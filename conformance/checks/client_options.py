@@ -173,7 +173,7 @@ async def timeouts(ctx: Context) -> CheckResult:
         events = await _slow_task(ctx, "stdio", definition, ctx.scratch / "stdio" / "calls.log", problems)
         _leftovers(events, [], problems)
         out = bytearray()
-        async with ctx.spawn([_PY, str(server), "http"]) as proc, anyio.create_task_group() as tg:
+        async with ctx.spawn([_PY, str(server), "http", str(ctx.scratch)]) as proc, anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, bytearray())
             with anyio.move_on_after(30):
@@ -185,7 +185,7 @@ async def timeouts(ctx: Context) -> CheckResult:
             else:
                 url = f"http://127.0.0.1:{found.group(1).decode()}/mcp"
                 definition = {"name": "slowweb", "url": url, "call_timeout": 2, "timeout_sec": 60}
-                await _slow_task(ctx, "http", definition, ctx.cwd / "calls.log", problems)
+                await _slow_task(ctx, "http", definition, ctx.scratch / "calls.log", problems)
             tg.cancel_scope.cancel()
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
