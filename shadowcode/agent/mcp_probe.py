@@ -15,6 +15,7 @@ and discovery deadlines plus its cleanup.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,6 +26,7 @@ from shadowcode.agent.mcp_catalog import filter_warnings
 from shadowcode.agent.mcp_tools import TaskServers
 from shadowcode.agent.ports import ApprovalGate, Processes, WriteLog
 from shadowcode.agent.toolbox import TaskEnv
+from shadowcode.errors import UpstreamServerError
 from shadowcode.mcp.client.definitions import ServerDefinition
 
 if TYPE_CHECKING:
@@ -118,7 +120,9 @@ async def _probe_one(
         inline_tools=0,
     )
     async with servers:
-        await servers.prepare(task_env)
+        with suppress(UpstreamServerError):
+            # A required server that cannot connect stops a task; a probe reports it like any other.
+            await servers.prepare(task_env)
         (state,) = servers.states()
         conn = state.conn
         connected = state.unavailable is None and state.tools is not None and state.lost is None

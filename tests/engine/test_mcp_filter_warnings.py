@@ -70,3 +70,21 @@ async def test_doctor_warns_from_the_cached_listing_without_failing(api: LocalEn
     assert [(w.server, w.check, w.message) for w in after.warnings] == [
         (definition.id, "filter", "enabled_tools names 'no_such_tool', which the server does not list")
     ]
+
+
+@pytest.mark.req("CW-07")
+async def test_validate_reports_a_required_server_that_cannot_connect_like_any_other(
+    api: LocalEngine, project_dir: Path
+) -> None:
+    project = api.state.project_at(project_dir).path
+    api.state.projects.trust(project, PermissionLevel.WORKSPACE)
+    definition = {"name": "needed", "command": hostile_argv("no_init"), "required": True, "connect_timeout": 0.5}
+    def_id = project_definition(project, "needed", definition)
+    registry = api.state.mcp_servers
+    found = next(d for d in registry.definitions(project) if d.id == def_id)
+    registry.enable(project, def_id, found.sha256, trusted=True)
+    with anyio.fail_after(60):
+        report = await api.mcp_validate(McpValidate(), Caller(project=project, access=WRITE))
+    (server,) = report.servers
+    assert not report.ok and not server.connected
+    assert server.error == "the server did not finish initialization within 0.5 s"
