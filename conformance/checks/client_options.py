@@ -54,7 +54,7 @@ def _results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e["data"] for e in events if e["kind"] == "tool.result"]
 
 
-@check("client_options:filters", covers=["CW-02"], timeout_seconds=240)
+@check("client_options:filters", covers=["CW-02"], timeout_seconds=360)
 async def filters(ctx: Context) -> CheckResult:
     """Filtered tools of server-everything reach neither reports nor the model, and a call of one sends nothing."""
     problems: list[str] = []
@@ -161,7 +161,7 @@ async def _slow_task(
     return events
 
 
-@check("client_options:timeouts", covers=["CW-07"], timeout_seconds=300)
+@check("client_options:timeouts", covers=["CW-07"], timeout_seconds=480)
 async def timeouts(ctx: Context) -> CheckResult:
     """Out-of-range timeouts are refused; a call past call_timeout is cancelled and the connection kept."""
     problems: list[str] = []
