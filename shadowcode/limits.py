@@ -447,6 +447,28 @@ MCP_TIMEOUT_DEFAULT_SECONDS: Final = 30.0
 """Seconds used for initialization, discovery (all pages together) and each call when a
 definition gives no ``timeout_sec`` (CLI-13)."""
 
+MCP_CONNECT_TIMEOUT_MAX_SECONDS: Final = 600.0
+"""Largest ``connect_timeout`` a definition may choose for starting or reaching the server,
+initialization and discovery together (CW-07)."""
+
+MCP_LAUNCHER_CONNECT_TIMEOUT_SECONDS: Final = 120.0
+"""Seconds a server launched through ``npx``, ``pnpx``, ``bunx`` or ``uvx`` gets at least to
+start, initialize and list its tools when its definition sets no ``connect_timeout``: the
+first run downloads the package (CW-07)."""
+
+MCP_CALL_TIMEOUT_MAX_SECONDS: Final = 1800.0
+"""Largest ``call_timeout`` a definition may choose for each ``tools/call`` and ``prompts/get``,
+for long-running tools (CW-07)."""
+
+MCP_READ_TIMEOUT_MAX_SECONDS: Final = 120.0
+"""Largest ``read_timeout`` a definition may choose for each reply other than a call's (CW-07)."""
+
+MCP_TOOL_FILTER_NAMES_MAX: Final = 128
+"""Tool names one ``enabled_tools`` or ``disabled_tools`` list may hold (CW-02)."""
+
+MCP_TOOL_NAME_MAX_CHARS: Final = 128
+"""Characters of one tool name in ``enabled_tools`` or ``disabled_tools`` (CW-02)."""
+
 MCP_STDERR_CAPTURE_BYTES: Final = 16 * 1024
 """Bytes of an external server's stderr kept (the newest); the pipe keeps being drained past
 this, and the capture never enters task history (CLI-04, CLI-13)."""
@@ -479,6 +501,14 @@ __all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list abov
         "MCP_HTTP_SESSION_ID_MAX_BYTES",
         "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
         "MCP_HTTP_SSE_EVENT_MAX_BYTES",
+    ]
+    + [
+        "MCP_CALL_TIMEOUT_MAX_SECONDS",
+        "MCP_CONNECT_TIMEOUT_MAX_SECONDS",
+        "MCP_LAUNCHER_CONNECT_TIMEOUT_SECONDS",
+        "MCP_READ_TIMEOUT_MAX_SECONDS",
+        "MCP_TOOL_FILTER_NAMES_MAX",
+        "MCP_TOOL_NAME_MAX_CHARS",
     ]
 )
 

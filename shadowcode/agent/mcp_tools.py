@@ -1,13 +1,17 @@
 """The external MCP tools of one Build task: tools, approvals, lazy connections.
 
-Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19.
+Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19, CW-02, CW-07.
 
 A :class:`TaskServers` is built from the snapshot of enabled servers taken when the task was
 submitted and lives exactly as long as the task's turn loop:
 
 - :meth:`TaskServers.prepare` loads each server's tool catalog from the last connection with
   the same definition hash; without one it starts the server once to read it (and keeps that
-  connection for the task). Nothing else is started until a call is approved.
+  connection for the task). Nothing else is started until a call is approved. A server whose
+  definition says ``required: true`` is connected there even with a cached catalog; when it
+  cannot connect, :meth:`TaskServers.prepare` raises and the task fails before any model request.
+- The definition's ``enabled_tools`` / ``disabled_tools`` decide which listed tools exist for
+  the task at all (CW-02); connections get the definition's connect, call and read timeouts (CW-07).
 - The model gets ``mcp_tools`` (servers; tool names in pages of MCP_TOOL_NAMES_PAGE_MAX; one
   exact schema) and ``mcp_call``, plus ``mcp__<server>__<tool>`` functions carrying the
   servers' own input schemas while the enabled servers offer at most ``inline_tools`` tools
@@ -41,7 +45,7 @@ from shadowcode.agent.mcp_definitions import read_project_definition
 from shadowcode.agent.ports import CatalogCache, EventLog, ServerSnapshot
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
 from shadowcode.agent.toolbox import await_approval
-from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError
+from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError, UpstreamServerError
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
 )
@@ -161,13 +165,19 @@ class TaskServers:
         """Load every server's tool catalog (cache, else one launch) and choose the inline tools.
 
         Idempotent. A server that cannot provide its catalog is noted in the task's events and
-        offers no tools; the task goes on.
+        offers no tools; the task goes on, unless the server is required. Required servers are
+        connected first, whatever the cache holds.
+
+        Raises:
+            UpstreamServerError: a required server could not connect (its reason; nothing else
+                was started).
         """
         if self._prepared:
             return
         self._prepared = True
         self._base_env = dict(env.env)
-        for server in self._servers.values():
+        ordered = sorted(self._servers.values(), key=lambda s: not s.definition.spec.required)
+        for server in ordered:
             definition = server.definition
             try:
                 if isinstance(definition.spec, HttpSpec):
@@ -175,22 +185,27 @@ class TaskServers:
             except ShadowcodeError as exc:
                 server.unavailable = exc.message
             else:
-                cached = self.catalog.cached_tools(self.project, definition)
+                cached = None if definition.spec.required else self.catalog.cached_tools(self.project, definition)
                 if cached is not None:
-                    server.tools = cached
+                    server.tools = server.offer(cached)
                     continue
                 try:
                     conn = await self._connect(server)
                 except ShadowcodeError as exc:
                     server.unavailable = exc.message
                 else:
-                    server.tools = conn.tools
+                    server.tools = server.offer(conn.tools)
             if server.unavailable is not None:
                 self.records.event(
                     self.task_id,
                     "task.note",
                     {"note": f"MCP server {definition.id} is unavailable: {server.unavailable}"},
                 )
+                if definition.spec.required:
+                    raise UpstreamServerError(
+                        f"the required MCP server {definition.id} could not connect: {server.unavailable}",
+                        server=definition.id,
+                    )
         total = sum(len(s.tools or ()) for s in self._servers.values())
         if 0 < total <= self.inline_tools:
             for server in self._servers.values():
@@ -375,7 +390,8 @@ class TaskServers:
                 server_id=server.definition.id,
                 endpoint=endpoint,
                 cwd=self.project,
-                timeout_seconds=server.timeout_seconds,
+                timeouts=server.timeouts,
+                tool_filter=spec.allows,
                 redactor=Redactor([bearer] if bearer else []),
             )
         else:
@@ -385,7 +401,8 @@ class TaskServers:
                 argv=list(spec.command),
                 cwd=self.project,
                 env=env,
-                timeout_seconds=server.timeout_seconds,
+                timeouts=server.timeouts,
+                tool_filter=spec.allows,
                 redactor=redactor,
             )
         server.conn = conn
@@ -408,9 +425,10 @@ class TaskServers:
             },
         )
         self.catalog.save_tools(self.project, server.definition, conn.tools)
-        if server.tools is not None and server.tools != conn.tools:
+        offered = server.offer(conn.tools)
+        if server.tools is not None and server.tools != offered:
             self.records.event(
                 self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}
             )
-        server.tools = conn.tools
+        server.tools = offered
         return conn

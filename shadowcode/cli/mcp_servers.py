@@ -154,7 +154,8 @@ def _naming(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
 
 def _connect_line(report: McpConnectReport) -> str:
     if report.connected:
-        return f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
+        line = f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
+        return "\n".join([line, *(f"  warning: {w}" for w in report.warnings)])
     return f"{report.id}: {'' if report.skipped else 'failed: '}{report.error}"
 
 
@@ -224,6 +225,7 @@ def validate(
 def _doctor_text(doc: McpDoctorReport) -> str:
     lines = [f"{len(doc.servers)} MCP server definitions checked for {doc.project}"]
     lines += [f"  {p.server or 'project'}: {p.check}: {p.message}" for p in doc.problems]
+    lines += [f"  {w.server or 'project'}: warning: {w.check}: {w.message}" for w in doc.warnings]
     lines.append(f"{len(doc.problems)} problems found" if doc.problems else "no problem found")
     return "\n".join(lines)
 

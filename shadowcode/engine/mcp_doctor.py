@@ -14,6 +14,10 @@ grant whose definition is gone:
   (also applied when a file is read) and a host off loopback the network permission does not cover (CLI-11);
 - ``limit``: more grants than MCP_ENABLED_SERVERS_MAX (CLI-02).
 
+Warnings (they do not fail the check), check ``filter``: an ``enabled_tools`` entry naming no
+tool of the server's last listing cached for this definition hash (CW-02); without a cached
+listing nothing is said.
+
 Looking a name up reads the environment and the secret store and checking a command reads file
 metadata; no server runs and nothing is contacted.
 """
@@ -24,6 +28,7 @@ import os
 import shutil
 from pathlib import Path
 
+from shadowcode.agent.mcp_catalog import filter_warnings
 from shadowcode.agent.mcp_tools import network_hosts_setting
 from shadowcode.engine.api import McpDoctorReport, McpFinding
 from shadowcode.engine.childenv import child_env
@@ -103,6 +108,7 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
     network_hosts = network_hosts_setting(profile.settings())
     found = entries(registry, project)
     problems: list[McpFinding] = []
+    warnings: list[McpFinding] = []
     for entry in found:
         item, sid = entry.item, entry.id
         if item is None:
@@ -116,6 +122,10 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
                 McpFinding(sid, "grant", "changed since it was enabled: review it and enable it again, or disable it")
             )
         spec = item.spec
+        cached = registry.cached_tools(project.path, item) if spec.enabled_tools else None
+        if cached is not None:
+            listed = [str(t.get("name")) for t in cached]
+            warnings += [McpFinding(sid, "filter", message) for message in filter_warnings(spec, listed)]
         if isinstance(spec, StdioSpec):
             why = command_problem(spec.command[0], project.path, _server_path(spec, profile, path))
             if why is not None:
@@ -136,4 +146,4 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
                 "(disable some)",
             )
         )
-    return McpDoctorReport(str(project.path), project.trusted, [e.id for e in found], problems)
+    return McpDoctorReport(str(project.path), project.trusted, [e.id for e in found], problems, warnings)

@@ -127,6 +127,7 @@ async def _probe(
                     tools=len(outcome.tools) if outcome.tools is not None else None,
                     error=outcome.error,
                     cleanup=outcome.cleanup,
+                    warnings=list(outcome.warnings),
                 ),
                 outcome.tools if connected else None,
             )

@@ -8,7 +8,7 @@ their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NotRequired
 
 from pydantic import JsonValue
@@ -71,6 +71,12 @@ class McpServerInfo(TypedDict):
     transport: NotRequired[str]
     description: NotRequired[str | None]
     timeout_sec: NotRequired[float | None]
+    enabled_tools: NotRequired[list[str] | None]
+    disabled_tools: NotRequired[list[str]]
+    connect_timeout: NotRequired[float | None]
+    call_timeout: NotRequired[float | None]
+    read_timeout: NotRequired[float | None]
+    required: NotRequired[bool]
     command: NotRequired[list[str]]
     env_names: NotRequired[list[str]]
     env_refs: NotRequired[dict[str, str]]
@@ -170,6 +176,8 @@ class McpConnectReport:
         skipped: True when it was not started because a Build task would not start it (not
             enabled at its current hash, missing, invalid, or the project is untrusted or
             read_only); ``error`` says which.
+        warnings: what deserves a look but is no failure: ``enabled_tools`` entries naming no
+            tool the server listed (CW-02).
     """
 
     id: str
@@ -182,6 +190,7 @@ class McpConnectReport:
     error: str | None = None
     cleanup: str | None = None
     skipped: bool = False
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,12 +261,15 @@ class McpDoctorReport:
         trusted: whether the project is trusted.
         servers: every definition id checked (global, project files, granted ones that are missing).
         problems: what was found, in server order; empty when all is well.
+        warnings: findings that are no problem (check ``filter``: an ``enabled_tools`` entry
+            naming no tool of the server's last cached listing, CW-02); they do not fail the check.
     """
 
     project: str
     trusted: bool
     servers: list[str]
     problems: list[McpFinding]
+    warnings: list[McpFinding] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """One connection to an external MCP server (stdio or Streamable HTTP), under the SDK's client session.
 
-Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19.
+Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19, CW-02, CW-07.
 
 A :class:`Connection` runs in a task of its own (started by :meth:`Connection.start`): it takes
 one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
@@ -18,6 +18,14 @@ result asking for more input (a task continuation) is refused. A failed call is 
 never retried; a connection that failed stays failed, and its old catalog is never served.
 A JSON-RPC error answering a call is that call's error (:class:`CallRefused`, with its code and
 redacted message): it is not a transport failure and the connection stays usable (CLI-14).
+
+Timeouts (CW-07, :class:`~shadowcode.mcp.client.timeouts.Timeouts`): ``connect`` bounds starting
+or reaching the server, initialization and discovery together; ``read`` bounds each
+``tools/list`` reply within it; ``call`` bounds each ``tools/call``. A call that runs out of
+time is abandoned: ``notifications/cancelled`` goes out for its request id, the connection stays
+READY, and a reply arriving later is dropped (its request id is no longer awaited; ids are never
+reused). A tool the definition's filters hide (``tool_filter``, CW-02) is refused before
+anything is sent.
 Responses are not cached. Configured values are redacted from the catalog and from results;
 which values those are is decided above this package and passed in as a :class:`Redactor`.
 """
@@ -28,6 +36,7 @@ import enum
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,18 +51,20 @@ from mcp.shared.inbound import encode_header_value
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from shadowcode.errors import LimitExceeded, UpstreamServerError
+from shadowcode.errors import LimitExceeded, ToolError, UpstreamServerError
 from shadowcode.limits import (
     MCP_CATALOG_MAX_BYTES,
     MCP_CATALOG_PAGES_MAX,
     MCP_CATALOG_TOOLS_MAX,
     MCP_CONNECTIONS_MAX,
     MCP_CURSOR_MAX_BYTES,
+    MCP_TIMEOUT_DEFAULT_SECONDS,
 )
 from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
 from shadowcode.mcp.client.streamable_http import HttpLimits, StreamableHttpClient
+from shadowcode.mcp.client.timeouts import Timeouts
 
 __all__ = ["CallRefused", "CatalogLimits", "Connection", "ConnectionState", "connections_open"]
 
@@ -95,6 +106,10 @@ class CallRefused(UpstreamServerError):
     ``fields`` carries ``server`` (the definition id) and ``error_code`` (the JSON-RPC code);
     the message names the code and the server's message, redacted.
     """
+
+
+class _LatePage(Exception):
+    """One ``tools/list`` reply did not come within the read timeout."""
 
 
 class ConnectionState(enum.Enum):
@@ -145,7 +160,10 @@ class Connection:
         argv: the literal command; cwd: the canonical project; env: the complete child environment
             (stdio).
         endpoint: the reviewed URL, credential and network permission (HTTP; then ``argv`` is unused).
-        timeout_seconds: deadline for initialization, for discovery (all pages) and for each call.
+        timeout_seconds: the one deadline for everything when ``timeouts`` is not given (``timeout_sec``).
+        timeouts: the connect, call and read deadlines (CW-07); default: ``timeout_seconds`` for each.
+        tool_filter: the definition's tool filters (CW-02): a call of a tool it rejects is refused
+            before anything is sent. ``tools`` stays the server's whole listing.
         redactor: removes configured values from the catalog, results and stderr.
         state: the lifecycle state.
         error: why it failed, once FAILED.
@@ -158,7 +176,9 @@ class Connection:
     cwd: Path = field(default_factory=Path)
     env: dict[str, str] = field(default_factory=dict)
     endpoint: Endpoint | None = None
-    timeout_seconds: float
+    timeout_seconds: float = MCP_TIMEOUT_DEFAULT_SECONDS
+    timeouts: Timeouts | None = None
+    tool_filter: Callable[[str], bool] | None = None
     redactor: Redactor = field(default_factory=Redactor)
     limits: ClientLimits = field(default_factory=ClientLimits)
     http_limits: HttpLimits = field(default_factory=HttpLimits)
@@ -172,6 +192,9 @@ class Connection:
     stragglers: int = 0
 
     def __post_init__(self) -> None:
+        if self.timeouts is None:
+            self.timeouts = Timeouts.single(self.timeout_seconds)
+        self._limits: Timeouts = self.timeouts
         self._ready = anyio.Event()
         self._close = anyio.Event()
         self._done = anyio.Event()
@@ -230,7 +253,7 @@ class Connection:
         server: StdioServer | StreamableHttpClient
         if self.endpoint is not None:
             server = StreamableHttpClient(
-                self.endpoint, timeout_seconds=self.timeout_seconds, limits=self.http_limits, label=self.server_id
+                self.endpoint, timeout_seconds=self._limits.connect, limits=self.http_limits, label=self.server_id
             )
         else:
             server = StdioServer(self.argv, self.cwd, self.env, limits=self.limits, label=self.server_id)
@@ -276,7 +299,9 @@ class Connection:
     async def _negotiate(self, session: _Session, server: StdioServer | StreamableHttpClient) -> str | None:
         """Negotiate and read the catalog; returns why it failed, or None."""
         failed: str | None = None
-        with anyio.move_on_after(self.timeout_seconds) as scope:
+        connect = self._limits.connect
+        deadline = anyio.current_time() + connect
+        with anyio.move_on_after(connect) as scope:
             try:
                 if isinstance(server, StreamableHttpClient):
                     await negotiate_auto(session)
@@ -288,17 +313,19 @@ class Connection:
             except (ValidationError, RuntimeError) as exc:
                 failed = server.failure or f"initialization failed: {type(exc).__name__}"
         if scope.cancelled_caught:
-            failed = server.failure or f"the server did not finish initialization within {self.timeout_seconds} s"
+            failed = server.failure or f"the server did not finish initialization within {connect} s"
         if failed is not None:
             return failed
         try:
-            self.tools = await self._discover(session, server)
+            self.tools = await self._discover(session, server, deadline)
         except UpstreamServerError as exc:
             return exc.message
         return None
 
-    async def _discover(self, session: _Session, server: StdioServer | StreamableHttpClient) -> list[dict[str, Any]]:
-        """Read every page of ``tools/list`` within one deadline, enforcing the catalog limits (CLI-13).
+    async def _discover(
+        self, session: _Session, server: StdioServer | StreamableHttpClient, deadline: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Read every page of ``tools/list`` before ``deadline``, each reply within the read timeout (CLI-13, CW-07).
 
         Raises:
             UpstreamServerError: a limit was crossed, the listing failed or ran out of time.
@@ -310,11 +337,20 @@ class Connection:
         size = 0
         cursor: str | None = None
         failed: str | None = None
-        with anyio.move_on_after(self.timeout_seconds) as scope:
+        read = self._limits.read
+        if deadline is None:
+            deadline = anyio.current_time() + self._limits.connect
+        late_page = False
+        with anyio.CancelScope(deadline=deadline) as scope:
             try:
                 for _page in range(lim.pages_max):
                     params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-                    result = await session.list_tools(params=params)
+                    result = None
+                    with anyio.move_on_after(read):
+                        result = await session.list_tools(params=params)
+                    if result is None:
+                        late_page = True
+                        raise _LatePage
                     for tool in result.tools:
                         doc = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
                         size += len(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
@@ -339,8 +375,13 @@ class Connection:
                 failed = server.failure or f"tools/list failed: {exc.error.message}"
             except ValidationError:
                 failed = server.failure or "the server's tools/list result is malformed"
-        if scope.cancelled_caught:
-            failed = server.failure or f"the tool listing did not finish within {self.timeout_seconds} s"
+            except _LatePage:
+                pass
+        if late_page:
+            failed = server.failure or f"a tools/list reply did not come within {read} s (read_timeout)"
+        elif scope.cancelled_caught:
+            connect = self._limits.connect
+            failed = server.failure or f"the tool listing did not finish within {connect} s"
         raise UpstreamServerError(failed or "tool discovery failed", server=self.server_id)
 
     # -- calls ---------------------------------------------------------------------------
@@ -354,8 +395,10 @@ class Connection:
 
         Raises:
             CallRefused: the server answered with a JSON-RPC error (the connection stays usable).
-            UpstreamServerError: the connection is not ready or failed, the call timed out, the
-                server closed the connection, sent a malformed result or asked for more input.
+            ToolError: the definition's tool filters hide ``tool`` (nothing is sent, CW-02).
+            UpstreamServerError: the connection is not ready or failed, the call timed out (it was
+                cancelled; the connection stays usable, CW-07), the server closed the connection,
+                sent a malformed result or asked for more input.
         """
         session, server = self._session, self._server
         if self.state is not ConnectionState.READY or session is None or server is None:
@@ -365,6 +408,11 @@ class Connection:
                 + "; start a new task to reconnect",
                 server=self.server_id,
             )
+        if self.tool_filter is not None and not self.tool_filter(tool):
+            raise ToolError(
+                f"{self.server_id}: the tool {tool!r} is hidden by the definition's enabled_tools or "
+                "disabled_tools; nothing was sent"
+            )
         if isinstance(server, StreamableHttpClient):
             self._check_headers(session, server, tool, arguments)
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments))
@@ -372,7 +420,9 @@ class Connection:
         try:
             # The deadline is ours, not the SDK's: an error reply carrying the SDK's own timeout or
             # closed code (-32001, -32000) must read as the server's answer, not as either event.
-            with anyio.move_on_after(self.timeout_seconds):
+            # Abandoning the request sends notifications/cancelled for its id and drops a late
+            # reply (the SDK's courtesy cancel); the connection stays usable (CW-07).
+            with anyio.move_on_after(self._limits.call):
                 result = await session.send_request(request, _CALL_RESULT)
         except MCPError as exc:
             if server.failure or server.failed.is_set() or self._close.is_set():
@@ -396,8 +446,8 @@ class Connection:
             ) from None
         if result is None:
             raise UpstreamServerError(
-                f"{self.server_id}: the call did not finish within {self.timeout_seconds} s; it may have had "
-                "effects and is not retried",
+                f"{self.server_id}: the call did not finish within {self._limits.call} s; it may have had effects "
+                "and is not retried (call_timeout: the request was cancelled, the connection is kept)",
                 server=self.server_id,
             )
         if isinstance(result, types.InputRequiredResult) or result.result_type != "complete":

@@ -5,7 +5,11 @@ A definition is a small JSON or YAML object naming one server:
 - stdio: ``name``, ``command`` (an array of literal arguments, never a shell string),
   optional ``description``, ``timeout_sec``, ``env_refs`` (child variable → secret or
   environment name) and the legacy literal ``env`` (child variable → value);
-- Streamable HTTP: ``name``, ``url``, optional ``api_key_env``, ``timeout_sec``, ``description``.
+- Streamable HTTP: ``name``, ``url``, optional ``api_key_env``, ``timeout_sec``, ``description``;
+- either transport: optional ``enabled_tools`` / ``disabled_tools`` (tool filters, CW-02),
+  ``connect_timeout``, ``call_timeout``, ``read_timeout`` (CW-07) and ``required``
+  (:class:`ServerOptions`). They are part of the bytes, hence of the hash: changing one needs
+  review like any other change.
 
 Unknown fields, a definition with both ``command`` and ``url`` (or neither), and ``env`` /
 ``env_refs`` on an HTTP definition are refused with the source and the field named.
@@ -26,11 +30,29 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from shadowcode.errors import ConfigError
-from shadowcode.limits import MCP_DEFINITION_MAX_BYTES, MCP_TIMEOUT_MAX_SECONDS, MCP_TIMEOUT_MIN_SECONDS
+from shadowcode.limits import (
+    MCP_CALL_TIMEOUT_MAX_SECONDS,
+    MCP_CONNECT_TIMEOUT_MAX_SECONDS,
+    MCP_DEFINITION_MAX_BYTES,
+    MCP_READ_TIMEOUT_MAX_SECONDS,
+    MCP_TIMEOUT_MAX_SECONDS,
+    MCP_TIMEOUT_MIN_SECONDS,
+    MCP_TOOL_FILTER_NAMES_MAX,
+    MCP_TOOL_NAME_MAX_CHARS,
+)
 from shadowcode.mcp.client.endpoint import check_url
 
 __all__ = [
@@ -38,6 +60,7 @@ __all__ = [
     "DefinitionProblem",
     "HttpSpec",
     "ServerDefinition",
+    "ServerOptions",
     "StdioSpec",
     "parse_definition",
     "sha256_hex",
@@ -69,7 +92,76 @@ def _check_vars(value: dict[str, str], what: str) -> dict[str, str]:
     return value
 
 
-class StdioSpec(BaseModel):
+_TIMEOUT_RANGES: dict[str, float] = {
+    "connect_timeout": MCP_CONNECT_TIMEOUT_MAX_SECONDS,
+    "call_timeout": MCP_CALL_TIMEOUT_MAX_SECONDS,
+    "read_timeout": MCP_READ_TIMEOUT_MAX_SECONDS,
+}
+
+
+class ServerOptions(BaseModel):
+    """What every definition may add, whatever its transport: tool filters, timeouts, required (CW-02, CW-07).
+
+    Timeouts are seconds from MCP_TIMEOUT_MIN_SECONDS up to their own maximum; an out-of-range
+    value is refused naming the allowed range. Tool names are 1-MCP_TOOL_NAME_MAX_CHARS characters,
+    at most MCP_TOOL_FILTER_NAMES_MAX a list, no repeats.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled_tools: tuple[str, ...] | None = None
+    """Allowlist of tool names; None: every listed tool (CW-02)."""
+    disabled_tools: tuple[str, ...] = ()
+    """Denylist of tool names, applied after ``enabled_tools`` (CW-02)."""
+    connect_timeout: float | None = None
+    """Seconds to start or reach the server, initialize and list its tools (CW-07); None: see
+    :func:`shadowcode.mcp.client.timeouts.timeouts_of`."""
+    call_timeout: float | None = None
+    """Seconds for each ``tools/call`` and ``prompts/get`` (CW-07); None: ``timeout_sec``."""
+    read_timeout: float | None = None
+    """Seconds for each other reply (CW-07); None: ``timeout_sec``."""
+    required: StrictBool = False
+    """A Build task fails at start, before any model request, when this server cannot connect."""
+
+    @field_validator("connect_timeout", "call_timeout", "read_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return value
+        top = _TIMEOUT_RANGES[str(info.field_name)]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (MCP_TIMEOUT_MIN_SECONDS <= value <= top)
+        ):
+            raise ValueError(f"must be a number of seconds from {MCP_TIMEOUT_MIN_SECONDS:g} to {top:g} (got {value!r})")
+        return float(value)
+
+    @field_validator("enabled_tools", "disabled_tools", mode="before")
+    @classmethod
+    def _tool_names(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, list | tuple):
+            raise ValueError("must be an array of tool names")
+        items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        if len(items) > MCP_TOOL_FILTER_NAMES_MAX:
+            raise ValueError(f"lists {len(items)} tool names; the limit is {MCP_TOOL_FILTER_NAMES_MAX}")
+        for item in items:
+            if not isinstance(item, str) or not item or len(item) > MCP_TOOL_NAME_MAX_CHARS or "\x00" in item:
+                raise ValueError(f"every tool name must be a string of 1-{MCP_TOOL_NAME_MAX_CHARS} characters")
+        if len(set(items)) != len(items):
+            raise ValueError("names a tool twice")
+        return tuple(items)
+
+    def allows(self, tool: str) -> bool:
+        """True when the filters let ``tool`` through: in ``enabled_tools`` (when set) and not disabled (CW-02)."""
+        if self.enabled_tools is not None and tool not in self.enabled_tools:
+            return False
+        return tool not in self.disabled_tools
+
+
+class StdioSpec(ServerOptions):
     """A stdio server: the literal command and what its environment gets (CLI-03, CLI-12)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -117,7 +209,7 @@ class StdioSpec(BaseModel):
         return _check_vars(value, "value")
 
 
-class HttpSpec(BaseModel):
+class HttpSpec(ServerOptions):
     """A Streamable HTTP server (CLI-03, CLI-11); URL rules: :func:`~shadowcode.mcp.client.endpoint.check_url`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -187,7 +279,8 @@ class ServerDefinition:
 
         Returns:
             ``{"id", "name", "scope", "path", "hash", "transport", "description", "timeout_sec",
-            "command" | "url", "env_names": [str], "env_refs": {var: reference name},
+            "enabled_tools", "disabled_tools", "connect_timeout", "call_timeout", "read_timeout",
+            "required", "command" | "url", "env_names": [str], "env_refs": {var: reference name},
             "api_key_env"}`` (transport-specific keys only where they apply).
         """
         spec = self.spec
@@ -200,6 +293,12 @@ class ServerDefinition:
             "transport": self.transport,
             "description": spec.description,
             "timeout_sec": spec.timeout_sec,
+            "enabled_tools": None if spec.enabled_tools is None else list(spec.enabled_tools),
+            "disabled_tools": list(spec.disabled_tools),
+            "connect_timeout": spec.connect_timeout,
+            "call_timeout": spec.call_timeout,
+            "read_timeout": spec.read_timeout,
+            "required": spec.required,
         }
         if isinstance(spec, StdioSpec):
             doc["command"] = list(spec.command)

@@ -48,12 +48,12 @@ FIELDS: dict[str, FieldRule] = {
     # source field: what it becomes (Codex spellings; JSON hosts share the names they have)
     "description": FieldRule("description", True),
     "bearer_token_env_var": FieldRule("api_key_env", True),
-    "enabled_tools": FieldRule("enabled_tools", False, consequence=_UNFILTERED),
-    "disabled_tools": FieldRule("disabled_tools", False, consequence=_UNFILTERED),
-    "startup_timeout_sec": FieldRule("connect_timeout", False),
-    "startup_timeout_ms": FieldRule("connect_timeout", False, _ms_to_seconds),
-    "tool_timeout_sec": FieldRule("call_timeout", False),
-    "required": FieldRule("required", False),
+    "enabled_tools": FieldRule("enabled_tools", True, consequence=_UNFILTERED),
+    "disabled_tools": FieldRule("disabled_tools", True, consequence=_UNFILTERED),
+    "startup_timeout_sec": FieldRule("connect_timeout", True),
+    "startup_timeout_ms": FieldRule("connect_timeout", True, _ms_to_seconds),
+    "tool_timeout_sec": FieldRule("call_timeout", True),
+    "required": FieldRule("required", True),
     "http_headers": FieldRule("headers", False),
     "env_http_headers": FieldRule("env_headers", False),
     # JSON ``headers`` are split: literal ones become ``headers``, ``${VAR}`` ones ``env_headers``
