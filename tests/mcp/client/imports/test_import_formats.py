@@ -57,19 +57,19 @@ def test_codex_config_written_by_its_cli() -> None:
     assert all(not s.notes for s in servers.values())
 
 
-def test_codex_fields_not_in_this_build_are_reported_per_server() -> None:
+@pytest.mark.req("CW-01", "CW-02", "CW-07")
+def test_codex_filters_and_timeouts_become_definition_fields() -> None:
     servers = _parse("codex.fields.config.toml", "codex")
     docs = servers["docs"]
-    assert _doc(docs)["env_refs"] == {"DOCS_TOKEN": "DOCS_TOKEN"}
-    notes = {n.field: n.message for n in docs.notes}
-    assert set(notes) == {"startup_timeout_sec", "tool_timeout_sec", "enabled_tools", "disabled_tools"}
-    assert all(m.startswith(NOT_SUPPORTED) for m in notes.values())
-    assert "every tool of the server is offered" in notes["enabled_tools"]
-    for field in ("enabled_tools", "disabled_tools", "connect_timeout", "call_timeout"):
-        assert field not in _doc(docs)
+    definition = _doc(docs)
+    assert definition["env_refs"] == {"DOCS_TOKEN": "DOCS_TOKEN"}
+    assert definition["enabled_tools"] == ["search", "read"] and definition["disabled_tools"] == ["delete"]
+    assert definition["connect_timeout"] == 20 and definition["call_timeout"] == 90
+    assert not docs.notes
     figma = servers["figma"]
     assert _doc(figma)["api_key_env"] == "FIGMA_OAUTH_TOKEN"
     assert {n.field for n in figma.notes} == {"headers.X-Figma-Region", "env_headers.X-Api-Key"}
+    assert all(n.message.startswith(NOT_SUPPORTED) for n in figma.notes)
 
 
 def test_cursor_and_vscode_files_as_their_docs_show_them() -> None:
