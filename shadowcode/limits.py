@@ -514,3 +514,14 @@ server, the GET stream's hand-offs) or for a request slot; one more closes the c
 
 MCP_HTTP_SESSION_DELETE_SECONDS: Final = 1.0
 """Seconds the closing ``DELETE`` of a legacy HTTP session may take, also after cancellation (CLI-16)."""
+
+# -- modern discovery on stdio (CLI-16) -----------------------------------------------------
+
+__all__ = sorted(__all__ + ["MCP_STDIO_PROBE_SECONDS"])  # noqa: PLE0605 - appended like the list above
+
+MCP_STDIO_PROBE_SECONDS: Final = 5.0
+"""Seconds a stdio server has to answer the 2026-07-28 ``server/discover`` probe (counted from
+the probe being sent, so the server's start-up is included; never more than the connection's own
+timeout). Past it the client falls back to ``initialize``: a legacy server that ignores unknown
+requests costs at most this long, and a modern server that starts slower is still found, because
+it answers that ``initialize`` with an unsupported-version error that names its versions (CLI-16)."""
