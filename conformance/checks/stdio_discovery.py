@@ -69,7 +69,7 @@ async def _validate(ctx: Context, workspace: Path, problems: list[str]) -> dict[
         return {}
 
 
-@check("external_servers:stdio_discovery", covers=["CLI-16", "CW-03"], timeout_seconds=240)
+@check("external_servers:stdio_discovery", covers=["CLI-16", "CW-03"], timeout_seconds=300)
 async def stdio_discovery(ctx: Context) -> CheckResult:
     """Stdio servers connect at 2026-07-28 when modern and fall back to initialize when legacy."""
     problems: list[str] = []
