@@ -3,15 +3,18 @@
 Covers CLI-16, CW-03.
 
 The target is driven only through its command line (``trust``, ``mcp enable``, ``--json mcp
-validate``). Stdio servers that speak different eras are enabled in two projects (a project
-enables at most four) and validated live; each must connect with the revision its era gives:
+validate``). Four stdio servers of both eras (a project enables at most four) are validated
+live; each must connect with the revision its era gives:
 
 * the Python SDK server (``fixtures/servers/python_sdk_server.py``) and the hostile fixture in
   ``modern`` mode (which refuses ``initialize``): 2026-07-28 through ``server/discover``;
-* ``@modelcontextprotocol/server-everything`` (pinned in ``node_probes/``) and the hostile
-  fixture answering the probe with an error, an unrelated result, silence, or by exiting: the
-  legacy ``initialize`` revision 2025-11-25. The exiting one is started again for
-  ``initialize`` and is probed only once.
+* ``@modelcontextprotocol/server-everything`` (pinned in ``node_probes/``), which answers the
+  probe "method not found", and the hostile fixture that exits when probed: the legacy
+  ``initialize`` revision 2025-11-25. The exiting one is started again for ``initialize`` and
+  is probed only once.
+
+The other ways of meeting the probe (an error, an unrelated result, silence) are proven by the
+unit tests (tests/mcp/client/test_negotiation.py); one project keeps this check short.
 
 The revisions are shown in the check's detail. They are not recorded as protocol revisions of
 the run: those are the SRV-03 evidence about the target's own server, and these connections are
@@ -38,7 +41,7 @@ _PY = sys.executable
 
 
 def _servers(ctx: Context) -> list[list[tuple[str, list[str], str]]]:
-    """Two projects' worth of (name, command, expected revision)."""
+    """Each project's (name, command, expected revision)."""
     hostile = str(ctx.repo_root / "fixtures/servers/hostile_server.py")
     pysdk = str(ctx.repo_root / "fixtures/servers/python_sdk_server.py")
     everything = ctx.repo_root / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -47,12 +50,7 @@ def _servers(ctx: Context) -> list[list[tuple[str, list[str], str]]]:
             ("pysdk", [_PY, pysdk], _MODERN),
             ("everything", ["node", str(everything), "stdio"], _LEGACY),
             ("exits-when-probed", [_PY, hostile, "discover_exit"], _LEGACY),
-            ("silent-probe", [_PY, hostile, "discover_silent"], _LEGACY),
-        ],
-        [
             ("modern", [_PY, hostile, "modern"], _MODERN),
-            ("probe-error", [_PY, hostile, "discover_error"], _LEGACY),
-            ("unrelated-probe", [_PY, hostile, "discover_unrelated"], _LEGACY),
         ],
     ]
 
@@ -69,7 +67,7 @@ async def _validate(ctx: Context, workspace: Path, problems: list[str]) -> dict[
         return {}
 
 
-@check("external_servers:stdio_discovery", covers=["CLI-16", "CW-03"], timeout_seconds=300)
+@check("external_servers:stdio_discovery", covers=["CLI-16", "CW-03"], timeout_seconds=360)
 async def stdio_discovery(ctx: Context) -> CheckResult:
     """Stdio servers connect at 2026-07-28 when modern and fall back to initialize when legacy."""
     problems: list[str] = []
