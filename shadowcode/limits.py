@@ -556,3 +556,14 @@ than servers, hence larger than a definition. A larger file is refused unread, n
 MCP_IMPORT_SERVERS_MAX: Final = 100
 """Server entries one ``mcp import`` reads over all its files; more are refused before anything
 is written, so one import cannot flood the registrations (CW-01)."""
+
+# -- modern discovery on stdio (CLI-16) -----------------------------------------------------
+
+__all__ = sorted(__all__ + ["MCP_STDIO_PROBE_SECONDS"])  # noqa: PLE0605 - appended like the list above
+
+MCP_STDIO_PROBE_SECONDS: Final = 5.0
+"""Seconds a stdio server has to answer the 2026-07-28 ``server/discover`` probe (counted from
+the probe being sent, so the server's start-up is included; never more than the connection's own
+timeout). Past it the client falls back to ``initialize``: a legacy server that ignores unknown
+requests costs at most this long, and a modern server that starts slower is still found, because
+it answers that ``initialize`` with an unsupported-version error that names its versions (CLI-16)."""

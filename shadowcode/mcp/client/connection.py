@@ -6,9 +6,11 @@ A :class:`Connection` runs in a task of its own (started by :meth:`Connection.st
 one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
 :class:`~shadowcode.mcp.client.stdio.StdioServer` (``argv``) or connects through
 :class:`~shadowcode.mcp.client.streamable_http.StreamableHttpClient` (``endpoint``), negotiates
-(stdio: the legacy ``initialize`` handshake; HTTP: the 2026-07-28 ``server/discover`` probe
-first, falling back to ``initialize`` when the server answers it with anything but a modern
-discovery result), reads the tool catalog within one deadline (bounded pages, cursors, tools and
+(both transports: the 2026-07-28 ``server/discover`` probe first, falling back to ``initialize``
+when the server answers it with anything but a modern discovery result, see
+:mod:`~shadowcode.mcp.client.negotiation`; on stdio the probe is bounded by the limits'
+``probe_seconds``, and a server whose transport fails during the probe is started once more
+and goes straight to ``initialize``), reads the tool catalog within one deadline (bounded pages, cursors, tools and
 bytes; duplicate names and repeated cursors fail) and then serves calls from any task until
 :meth:`Connection.close`. The permit is released only after cleanup.
 
@@ -44,8 +46,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as types
-from mcp.client._probe import negotiate_auto
-from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import encode_header_value
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -61,6 +62,7 @@ from shadowcode.limits import (
     MCP_TIMEOUT_DEFAULT_SECONDS,
 )
 from shadowcode.mcp.client.endpoint import Endpoint
+from shadowcode.mcp.client.negotiation import BoundedSession, ProbeEnded, negotiate
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits, StdioServer
 from shadowcode.mcp.client.streamable_http import HttpLimits, StreamableHttpClient
@@ -132,13 +134,6 @@ class CatalogLimits:
     connections_max: int = MCP_CONNECTIONS_MAX
 
 
-class _Session(ClientSession):
-    """The SDK session with an empty capability advertisement, whatever callbacks are set (CLI-15)."""
-
-    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
-        return types.ClientCapabilities()
-
-
 async def _refuse_sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.ErrorData:
     return types.ErrorData(code=types.INVALID_REQUEST, message="sampling is not offered by this client")
 
@@ -168,7 +163,11 @@ class Connection:
         state: the lifecycle state.
         error: why it failed, once FAILED.
         tools: the redacted catalog read at connection time (``tools/list`` entries as JSON).
-        protocol_version: what ``initialize`` negotiated.
+        protocol_version: the revision negotiated (``2026-07-28`` after discovery, else what
+            ``initialize`` agreed).
+        fallback: why a connection that probed ended up on ``initialize`` (None when it did not).
+        restarted: True when a stdio server's transport failed during the probe and the server
+            was started once more for ``initialize``.
     """
 
     server_id: str
@@ -187,6 +186,8 @@ class Connection:
     error: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
     protocol_version: str | None = None
+    fallback: str | None = None
+    restarted: bool = False
     pid: int | None = None
     cleanup: str | None = None
     stragglers: int = 0
@@ -198,7 +199,7 @@ class Connection:
         self._ready = anyio.Event()
         self._close = anyio.Event()
         self._done = anyio.Event()
-        self._session: _Session | None = None
+        self._session: BoundedSession | None = None
         self._server: StdioServer | StreamableHttpClient | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -250,6 +251,28 @@ class Connection:
             self._done.set()
 
     async def _serve(self) -> None:
+        probe_failure = await self._serve_once(probe=True)
+        if probe_failure is None or self._close.is_set():
+            return
+        # The server's transport failed while the probe was pending (it exited when probed,
+        # say): start it once more, without the probe (CLI-16).
+        logger.info(
+            "MCP server %s: %s during server/discover; starting it again for initialize", self.server_id, probe_failure
+        )
+        self.restarted = True
+        self.fallback = f"the server failed during server/discover ({probe_failure}) and was started again"
+        await self._serve_once(probe=False)
+
+    async def _serve_once(self, *, probe: bool) -> str | None:
+        """One server process (or HTTP connection) from start to cleanup.
+
+        Returns:
+            Why the transport failed during the stdio probe (the caller starts the server again),
+            else None.
+
+        Raises:
+            UpstreamServerError: it could not start, negotiate or list its tools.
+        """
         server: StdioServer | StreamableHttpClient
         if self.endpoint is not None:
             server = StreamableHttpClient(
@@ -259,10 +282,11 @@ class Connection:
             server = StdioServer(self.argv, self.cwd, self.env, limits=self.limits, label=self.server_id)
         self._server = server
         failed: str | None = None
+        probe_ended: str | None = None
         try:
             async with server as (read, write):
                 self.pid = server.pid
-                session = _Session(
+                session = BoundedSession(
                     read,
                     write,
                     sampling_callback=_refuse_sampling,
@@ -273,8 +297,10 @@ class Connection:
                 async with session:
                     # Failures are returned, not raised, inside the session: its task group would
                     # wrap them in an exception group.
-                    failed = await self._negotiate(session, server)
-                    if failed is None:
+                    failed = await self._negotiate(session, server, probe=probe)
+                    if isinstance(failed, ProbeEnded):
+                        probe_ended, failed = str(failed), None
+                    elif failed is None:
                         self._session = session
                         self.state = ConnectionState.READY
                         self._ready.set()
@@ -290,24 +316,40 @@ class Connection:
         finally:
             self._session = None
             self.cleanup = server.cleanup
-            self.stragglers = server.stragglers
-            if server.failure:
+            self.stragglers += server.stragglers
+            if server.failure and probe_ended is None:
                 self._set_failed(server.failure)
         if failed is not None:
             raise UpstreamServerError(failed, server=self.server_id)
+        return probe_ended
 
-    async def _negotiate(self, session: _Session, server: StdioServer | StreamableHttpClient) -> str | None:
-        """Negotiate and read the catalog; returns why it failed, or None."""
+    async def _negotiate(
+        self, session: BoundedSession, server: StdioServer | StreamableHttpClient, *, probe: bool
+    ) -> str | ProbeEnded | None:
+        """Negotiate and read the catalog; returns why it failed (ProbeEnded: during the stdio probe), or None."""
         failed: str | None = None
         connect = self._limits.connect
-        deadline = anyio.current_time() + connect
-        with anyio.move_on_after(connect) as scope:
+        stdio_probe = probe and isinstance(server, StdioServer)
+        # On stdio the probe has its own bound; the handshake's deadline starts once it is settled.
+        probe_seconds = min(self.limits.probe_seconds, connect) if stdio_probe else 0.0
+        deadline = anyio.current_time() + connect + probe_seconds
+        with anyio.move_on_after(connect + probe_seconds) as scope:
+            if stdio_probe:
+                session.probe_seconds = probe_seconds
+                session.transport_failure = lambda: server.failure if server.failed.is_set() else None
+
+                def settled() -> None:
+                    nonlocal deadline
+                    deadline = anyio.current_time() + connect
+                    scope.deadline = deadline
+
+                session.on_probe_settled = settled
             try:
-                if isinstance(server, StreamableHttpClient):
-                    await negotiate_auto(session)
-                else:
-                    await session.initialize()
+                await negotiate(session, probe=probe)
                 self.protocol_version = session.protocol_version
+                self.fallback = self.fallback or session.fallback
+            except ProbeEnded as exc:
+                return exc
             except MCPError as exc:
                 failed = server.failure or f"initialization failed: {exc.error.message}"
             except (ValidationError, RuntimeError) as exc:
@@ -323,7 +365,7 @@ class Connection:
         return None
 
     async def _discover(
-        self, session: _Session, server: StdioServer | StreamableHttpClient, deadline: float | None = None
+        self, session: BoundedSession, server: StdioServer | StreamableHttpClient, deadline: float | None = None
     ) -> list[dict[str, Any]]:
         """Read every page of ``tools/list`` before ``deadline``, each reply within the read timeout (CLI-13, CW-07).
 
@@ -466,7 +508,7 @@ class Connection:
         )
 
     def _check_headers(
-        self, session: _Session, server: StreamableHttpClient, tool: str, arguments: dict[str, Any]
+        self, session: BoundedSession, server: StreamableHttpClient, tool: str, arguments: dict[str, Any]
     ) -> None:
         """Refuse a call whose protocol headers would pass MCP_HTTP_HEADERS_MAX_BYTES; nothing is sent (CLI-17)."""
         extra = {"mcp-method": "tools/call", "mcp-name": encode_header_value(tool)}
