@@ -9,7 +9,7 @@ their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
 from pydantic import JsonValue
 from typing_extensions import TypedDict
@@ -71,6 +71,11 @@ class McpServerInfo(TypedDict):
     env_refs: NotRequired[dict[str, str]]
     url: NotRequired[str]
     api_key_env: NotRequired[str | None]
+    bearer_token_env_var: NotRequired[str | None]
+    env_headers: NotRequired[dict[str, str]]
+    header_names: NotRequired[list[str]]
+    oauth: NotRequired[dict[str, Any] | None]
+    oauth_resource: NotRequired[str | None]
     error: NotRequired[str]
     grant: NotRequired[McpGrantState]
 
