@@ -75,10 +75,6 @@ class _GitOutput:
     truncated: bool
 
 
-
-
-
-
 class _Git:
     """One review's git: a scratch HOME and hooks folder, a clean environment, the overrides.
 
