@@ -152,7 +152,8 @@ def _naming(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
 def _connect_line(report: McpConnectReport) -> str:
     if report.connected:
         return f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
-    return f"{report.id}: {'' if report.skipped else 'failed: '}{report.error}"
+    state = f"{report.auth}: " if report.auth else ""
+    return f"{report.id}: {'' if report.skipped else 'failed: '}{state}{report.error}"
 
 
 def _tools_text(doc: McpServerTools) -> str:

@@ -170,6 +170,8 @@ class McpConnectReport:
         skipped: True when it was not started because a Build task would not start it (not
             enabled at its current hash, missing, invalid, or the project is untrusted or
             read_only); ``error`` says which.
+        auth: ``"authorization_required"`` when the server asked for a sign-in (HTTP 401) or
+            the stored sign-in cannot be used: run ``shadowcode mcp login`` (CW-08); else None.
     """
 
     id: str
@@ -182,6 +184,7 @@ class McpConnectReport:
     error: str | None = None
     cleanup: str | None = None
     skipped: bool = False
+    auth: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
