@@ -3,8 +3,9 @@
 :class:`CallbackListener` listens on ``127.0.0.1`` only (a fixed port when the definition
 names one, else any free port) and answers ``GET /callback?...``: a ``code`` and ``state``, or
 the ``error`` an authorization server reports when the user denied. Anything else is answered
-404 and waited past. Requests are read with h11, at most MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES
-each, within a few seconds; the whole wait is bounded by the deadline the caller gives.
+404 (another path) or 400 (neither a code nor an error) and waited past; a request over
+MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES is answered 431. Requests are read with h11 within a few
+seconds each; the whole wait is bounded by the deadline the caller gives.
 """
 
 from __future__ import annotations
@@ -101,10 +102,18 @@ class CallbackListener:
         async with stream:
             with anyio.move_on_after(_REQUEST_SECONDS), suppress(Exception):
                 conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES)
+                received = 0
                 while True:
                     event = conn.next_event()
                     if event is h11.NEED_DATA:
-                        conn.receive_data(await stream.receive(4096))
+                        data = await stream.receive(4096)
+                        received += len(data)
+                        if received > MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES:
+                            await stream.send(
+                                b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\n\r\n"
+                            )
+                            return
+                        conn.receive_data(data)
                         continue
                     break
                 if not isinstance(event, h11.Request):
@@ -134,8 +143,7 @@ class CallbackListener:
             )
             return 200, "The sign-in did not complete."
         if "code" not in query:
-            self._finish(SignInError("the callback carried neither an authorization code nor an error"))
-            return 400, "The sign-in did not complete."
+            return 400, "This address expects an authorization code or an error."
         self._finish(AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss")))
         return 200, "Signed in to the MCP server."
 
