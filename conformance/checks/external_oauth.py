@@ -103,7 +103,7 @@ def _leaks(ctx: Context, tokens: list[str], outputs: list[str]) -> list[str]:
     return sorted(set(found))
 
 
-@check("external_oauth:sign_in", covers=["CW-08"], timeout_seconds=600)
+@check("external_oauth:sign_in", covers=["CW-08"], timeout_seconds=900)
 async def sign_in(ctx: Context) -> CheckResult:
     """mcp login plays through a loopback OAuth server; tasks use, refresh and drop the sign-in as they must."""
     problems: list[str] = []
