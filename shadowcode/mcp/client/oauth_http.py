@@ -70,6 +70,7 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         if request.url.query:
             target = f"{target}?{request.url.query.decode('ascii')}"
         headers = httpx2.Headers(request.headers)
+        headers["accept-encoding"] = "identity"  # the cap counts the bytes that are parsed
         if host_header is not None:
             headers["host"] = host_header
         sent = httpx2.Request(
