@@ -48,6 +48,7 @@ class Globals:
         except OSError as exc:
             raise UsageError(f"the current directory cannot be read ({exc.strerror}); pass --workspace DIR") from exc
 
+
     def caller(self, *, project: bool = True, owner: OwnerHandle | None = None) -> Caller:
         """The CLI as the engine sees it: interactive, so writes and approvals are its own to make,
         and it acts for the whole profile (ENG-07, ENG-08).

@@ -27,6 +27,8 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+
+
 class MemoryNotes:
     """Reads and writes notes; callers check write policy first."""
 

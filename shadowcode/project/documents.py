@@ -14,7 +14,9 @@ from typing_extensions import TypedDict
 __all__ = ["ProjectMapDocument", "Review", "ReviewChange", "SqliteRows", "SqliteTable", "SqliteTables"]
 
 
-ReviewChange = TypedDict("ReviewChange", {"path": str, "status": str, "staged": bool, "from": NotRequired[str]})
+ReviewChange = TypedDict(
+    "ReviewChange", {"path": str, "status": str, "staged": bool, "from": NotRequired[str]}
+)
 """One changed path of a review; ``from`` names a rename's source."""
 
 

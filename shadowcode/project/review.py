@@ -75,6 +75,10 @@ class _GitOutput:
     truncated: bool
 
 
+
+
+
+
 class _Git:
     """One review's git: a scratch HOME and hooks folder, a clean environment, the overrides.
 

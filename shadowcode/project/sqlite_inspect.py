@@ -211,6 +211,10 @@ def _package_parent() -> str:
     return os.path.dirname(os.path.dirname(shadowcode.__file__ or ""))
 
 
+
+
+
+
 def _in_worker(request: dict[str, Any], shown: str, timeout_seconds: float, reply_max_bytes: int) -> dict[str, Any]:
     """Run one request in a fresh worker process, killed with its group at the deadline (SRV-13).
 

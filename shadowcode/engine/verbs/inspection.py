@@ -196,3 +196,4 @@ async def plan(state: EngineState, request: Empty, caller: Caller) -> JsonValue:
 @handles(EngineApi.saved_map)
 async def saved_map(state: EngineState, request: Empty, caller: Caller) -> SavedMap | None:
     return state.history.saved_map(state.project(caller).path)
+

@@ -259,3 +259,4 @@ async def rollback(state: EngineState, request: Rollback, caller: Caller) -> Rol
     state.records.get(request.task_id, project.path)
     result: RollbackResult = await run_blocking(state.checkpoints.rollback, project.path, request.task_id)
     return result
+
