@@ -177,3 +177,8 @@ def test_authorization_urls_other_than_https_or_loopback_http_are_refused(url: s
     with pytest.raises(SignInError, match="refused the authorization URL"):
         check_browser_url(url)
     assert check_browser_url("https://auth.example.com/a?b=1") and check_browser_url("http://127.0.0.1:5/a")
+
+
+async def test_the_scopes_asked_for_are_sent_and_recorded(fixture: OAuthFixture) -> None:
+    record = await _login(fixture, OAuthSettings(scopes=("read", "write")))
+    assert record.token["scope"] == "read write"
