@@ -167,9 +167,16 @@ class _Memory:
 
 
 class _Provider(OAuthClientProvider):
-    """The SDK's provider with the configured issuer of a pre-registered client enforced."""
+    """The SDK's provider with the configured issuer of a pre-registered client enforced, and the
+    configured scopes asked for instead of the ones the SDK would pick from the challenge."""
 
     pinned_issuer: str | None = None
+    configured_scope: str | None = None
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        if self.configured_scope:
+            self.context.client_metadata.scope = self.configured_scope
+        return await super()._perform_authorization_code_grant()
 
     def _select_authorization_server(self, advertised: list[str]) -> str:
         if self.pinned_issuer is None:
@@ -294,6 +301,7 @@ async def login(
             validate_resource_url=validate_resource,
         )
         provider.pinned_issuer = settings.issuer if settings.client_id is not None else None
+        provider.configured_scope = " ".join(settings.scopes) or None
         holder.append(provider)
         body = (
             '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"' + _PROTOCOL + '",'

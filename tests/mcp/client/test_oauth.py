@@ -180,5 +180,15 @@ def test_authorization_urls_other_than_https_or_loopback_http_are_refused(url: s
 
 
 async def test_the_scopes_asked_for_are_sent_and_recorded(fixture: OAuthFixture) -> None:
-    record = await _login(fixture, OAuthSettings(scopes=("read", "write")))
+    shown: list[str] = []
+    async with anyio.create_task_group() as tg:
+
+        def announce(url: str, callback: str) -> None:
+            shown.append(url)
+            tg.start_soon(play_browser, url)
+
+        with anyio.fail_after(60):
+            settings = OAuthSettings(scopes=("read", "write"))
+            record = await login(fixture.url, "config:secure", settings, frozenset(), announce=announce)
+    assert "scope=read+write" in shown[0]
     assert record.token["scope"] == "read write"
