@@ -567,3 +567,40 @@ the probe being sent, so the server's start-up is included; never more than the 
 timeout). Past it the client falls back to ``initialize``: a legacy server that ignores unknown
 requests costs at most this long, and a modern server that starts slower is still found, because
 it answers that ``initialize`` with an unsupported-version error that names its versions (CLI-16)."""
+
+# -- signing in to HTTP servers (CW-08) ------------------------------------------------------
+
+__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
+    __all__
+    + [
+        "MCP_OAUTH_BODY_MAX_BYTES",
+        "MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES",
+        "MCP_OAUTH_HTTP_SECONDS",
+        "MCP_OAUTH_LOGIN_SECONDS",
+        "MCP_OAUTH_RECORD_MAX_BYTES",
+        "MCP_OAUTH_REFRESH_EARLY_SECONDS",
+    ]
+)
+
+MCP_OAUTH_BODY_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of one reply during sign-in or refresh (metadata documents, registration, tokens),
+counted before parsing; a longer reply ends the sign-in (CW-08)."""
+
+MCP_OAUTH_HTTP_SECONDS: Final = 10.0
+"""Seconds one sign-in or refresh request may take, its whole reply read, so a slow metadata
+server cannot hold a login or a connection start (CW-08)."""
+
+MCP_OAUTH_LOGIN_SECONDS: Final = 300.0
+"""Seconds ``mcp login`` waits for the browser's redirect to reach its loopback callback before
+it gives up; nothing is stored (CW-08)."""
+
+MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES: Final = 16 * 1024
+"""Bytes of one request the loopback callback listener reads; a longer one is answered 431 (CW-08)."""
+
+MCP_OAUTH_RECORD_MAX_BYTES: Final = 64 * 1024
+"""UTF-8 bytes of one stored sign-in (tokens, client registration, issuer and resource) in the
+profile's secret store (CW-08)."""
+
+MCP_OAUTH_REFRESH_EARLY_SECONDS: Final = 30.0
+"""Seconds before its stated expiry an access token counts as expired, so a connection start
+refreshes it instead of sending a token about to lapse (CW-08)."""

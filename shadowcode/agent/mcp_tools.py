@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from shadowcode.agent.mcp_auth import http_endpoint
 from shadowcode.agent.mcp_catalog import ServerState, check_arguments, list_server, list_servers
 from shadowcode.agent.mcp_definitions import read_project_definition
 from shadowcode.agent.ports import CatalogCache, EventLog, ServerSnapshot
@@ -181,7 +182,7 @@ class TaskServers:
             definition = server.definition
             try:
                 if isinstance(definition.spec, HttpSpec):
-                    self._endpoint(definition.spec, None).check()
+                    self._endpoint(definition.spec).check()
             except ShadowcodeError as exc:
                 server.unavailable = exc.message
             else:
@@ -357,23 +358,13 @@ class TaskServers:
         env.update(extra)
         return env, Redactor(extra.values())
 
-    def _endpoint(self, spec: HttpSpec, bearer: str | None) -> Endpoint:
-        """The reviewed endpoint with the network permission of the profile (CLI-11)."""
-        return Endpoint(spec.url, bearer=bearer, network_hosts=network_hosts_setting(self.profile.settings()))
-
-    def _bearer(self, spec: HttpSpec) -> str | None:
-        """The ``api_key_env`` credential, resolved now from the environment or the secret store (CLI-04)."""
-        from shadowcode.secrets import resolve
-
-        if spec.api_key_env is None:
-            return None
-        value = resolve(self.profile, spec.api_key_env)
-        if not value:
-            raise ConfigError(
-                f"api_key_env: {spec.api_key_env} is neither set in the environment nor stored "
-                f"(store it with `shadowcode secret set {spec.api_key_env}`)"
-            )
-        return value
+    def _endpoint(self, spec: HttpSpec) -> Endpoint:
+        """The reviewed endpoint with the network permission of the profile, no value resolved (CLI-11)."""
+        return Endpoint(
+            spec.url,
+            network_hosts=network_hosts_setting(self.profile.settings()),
+            sends_credentials=spec.sends_credentials,
+        )
 
     async def _connect(self, server: ServerState) -> Connection:
         """Start the server under the task's task group and wait until it is ready (CLI-08, CLI-12)."""
@@ -383,16 +374,16 @@ class TaskServers:
         self._recheck(server)
         spec = server.definition.spec
         if isinstance(spec, HttpSpec):
-            bearer = self._bearer(spec)
-            endpoint = self._endpoint(spec, bearer)
-            endpoint.check()
+            endpoint, redactor = await http_endpoint(
+                self.profile, server.definition, network_hosts_setting(self.profile.settings())
+            )
             conn = Connection(
                 server_id=server.definition.id,
                 endpoint=endpoint,
                 cwd=self.project,
                 timeouts=server.timeouts,
                 tool_filter=spec.allows,
-                redactor=Redactor([bearer] if bearer else []),
+                redactor=redactor,
             )
         else:
             env, redactor = self._child_env(spec)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from shadowcode.cli import mcp_servers
+from shadowcode.cli import mcp_login, mcp_servers
 from shadowcode.cli.context import globals_of
 
 __all__ = ["app"]
@@ -140,3 +140,4 @@ def register(
 
 
 mcp_servers.register(app)
+mcp_login.register(app)

@@ -156,7 +156,8 @@ def _connect_line(report: McpConnectReport) -> str:
     if report.connected:
         line = f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
         return "\n".join([line, *(f"  warning: {w}" for w in report.warnings)])
-    return f"{report.id}: {'' if report.skipped else 'failed: '}{report.error}"
+    state = f"{report.auth}: " if report.auth else ""
+    return f"{report.id}: {'' if report.skipped else 'failed: '}{state}{report.error}"
 
 
 def _tools_text(doc: McpServerTools) -> str:

@@ -128,6 +128,7 @@ async def _probe(
                     error=outcome.error,
                     cleanup=outcome.cleanup,
                     warnings=list(outcome.warnings),
+                    auth="authorization_required" if "`shadowcode mcp login" in (outcome.error or "") else None,
                 ),
                 outcome.tools if connected else None,
             )

@@ -9,7 +9,7 @@ their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
 from pydantic import JsonValue
 from typing_extensions import TypedDict
@@ -82,6 +82,11 @@ class McpServerInfo(TypedDict):
     env_refs: NotRequired[dict[str, str]]
     url: NotRequired[str]
     api_key_env: NotRequired[str | None]
+    bearer_token_env_var: NotRequired[str | None]
+    env_headers: NotRequired[dict[str, str]]
+    header_names: NotRequired[list[str]]
+    oauth: NotRequired[dict[str, Any] | None]
+    oauth_resource: NotRequired[str | None]
     error: NotRequired[str]
     grant: NotRequired[McpGrantState]
 
@@ -178,6 +183,8 @@ class McpConnectReport:
             read_only); ``error`` says which.
         warnings: what deserves a look but is no failure: ``enabled_tools`` entries naming no
             tool the server listed (CW-02).
+        auth: ``"authorization_required"`` when the server asked for a sign-in (HTTP 401) or
+            the stored sign-in cannot be used: run ``shadowcode mcp login`` (CW-08); else None.
     """
 
     id: str
@@ -191,6 +198,7 @@ class McpConnectReport:
     cleanup: str | None = None
     skipped: bool = False
     warnings: list[str] = field(default_factory=list)
+    auth: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,11 +54,11 @@ FIELDS: dict[str, FieldRule] = {
     "startup_timeout_ms": FieldRule("connect_timeout", True, _ms_to_seconds),
     "tool_timeout_sec": FieldRule("call_timeout", True),
     "required": FieldRule("required", True),
-    "http_headers": FieldRule("headers", False),
-    "env_http_headers": FieldRule("env_headers", False),
+    "http_headers": FieldRule("headers", True),
+    "env_http_headers": FieldRule("env_headers", True),
     # JSON ``headers`` are split: literal ones become ``headers``, ``${VAR}`` ones ``env_headers``
-    "headers": FieldRule("headers", False),
-    "env_headers": FieldRule("env_headers", False),
+    "headers": FieldRule("headers", True),
+    "env_headers": FieldRule("env_headers", True),
 }
 """Source field → rule. Fields handled apart: ``command``/``args``/``url``/``type``/``env``/``env_vars``."""
 

@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 import pytest
 
 from shadowcode.errors import ConfigError
-from shadowcode.mcp.client.imports import NOT_SUPPORTED, SSE_REASON, PlannedServer, guess_host, parse_config
+from shadowcode.mcp.client.imports import SSE_REASON, PlannedServer, guess_host, parse_config
 from shadowcode.mcp.client.imports.convert import DESCRIPTION
 
 pytestmark = pytest.mark.req("CW-01")
@@ -57,8 +57,8 @@ def test_codex_config_written_by_its_cli() -> None:
     assert all(not s.notes for s in servers.values())
 
 
-@pytest.mark.req("CW-01", "CW-02", "CW-07")
-def test_codex_filters_and_timeouts_become_definition_fields() -> None:
+@pytest.mark.req("CW-01", "CW-02", "CW-07", "CW-08")
+def test_codex_filters_timeouts_and_headers_become_definition_fields() -> None:
     servers = _parse("codex.fields.config.toml", "codex")
     docs = servers["docs"]
     definition = _doc(docs)
@@ -68,8 +68,9 @@ def test_codex_filters_and_timeouts_become_definition_fields() -> None:
     assert not docs.notes
     figma = servers["figma"]
     assert _doc(figma)["api_key_env"] == "FIGMA_OAUTH_TOKEN"
-    assert {n.field for n in figma.notes} == {"headers.X-Figma-Region", "env_headers.X-Api-Key"}
-    assert all(n.message.startswith(NOT_SUPPORTED) for n in figma.notes)
+    assert _doc(figma)["headers"] == {"X-Figma-Region": "us-east-1"}
+    assert _doc(figma)["env_headers"] == {"X-Api-Key": "FIGMA_API_KEY"}
+    assert not figma.notes
 
 
 def test_cursor_and_vscode_files_as_their_docs_show_them() -> None:
