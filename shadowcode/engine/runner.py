@@ -153,7 +153,7 @@ class JobRunner:
         why = self._reasons.pop(task_id, CANCELLED)
         if while_queued:
             why += " while it was queued"
-        self.approvals.expire(task_id)
+        self.approvals.expire(task_id, f"its job was cancelled: {why}")
         if self.records.get(task_id).status.active:
             self.records.set_status(task_id, TaskStatus.CANCELLED, error=why)
             self.records.event(task_id, "task.cancelled", {"reason": why})
@@ -183,7 +183,7 @@ class JobRunner:
             self.records.event(task_id, "task.done", {"answer": answer})
         finally:
             self._reasons.pop(task_id, None)
-            self.approvals.expire(task_id)
+            self.approvals.expire(task_id, "its job ended")
 
     def _task_env(self, task: Any) -> TaskEnv:
         # The agent's stack loads with the first job, not with every engine (a CLI verb opens one).
