@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from shadowcode.cli import engine as engine_cli
+from shadowcode.cli import history as history_cli
 from shadowcode.cli import mcp as mcp_cli
 from shadowcode.cli import projects as projects_cli
 from shadowcode.cli import secrets as secrets_cli
@@ -47,6 +48,7 @@ def _globals(
 
 projects_cli.register(app)
 tasks_cli.register(app)
+history_cli.register(app)
 app.add_typer(mcp_cli.app, name="mcp")
 app.add_typer(engine_cli.engine_app, name="engine")
 app.add_typer(engine_cli.bg_app, name="bg")
