@@ -134,6 +134,7 @@ class JobRunner:
             True when the job was queued or running here and finished its cleanup in time.
         """
         self._reasons.setdefault(task_id, reason)
+        self._expire_cancelled(task_id)
         return await self.scheduler.cancel(task_id, wait_seconds=CLEANUP_DEADLINE_SECONDS)
 
     def stop_starting(self) -> None:
@@ -147,7 +148,13 @@ class JobRunner:
             return
         for task_id in [*self._scheduler.queued(), *self._scheduler.running()]:
             self._reasons.setdefault(task_id, reason)
+            self._expire_cancelled(task_id)
         await self._scheduler.cancel_all(wait_seconds=CLEANUP_DEADLINE_SECONDS)
+
+    def _expire_cancelled(self, task_id: str) -> None:
+        """Expire the job's pending approvals with its cancellation reason, before the job itself
+        stops waiting for them (ENG-07): a later approve or deny then says why."""
+        self.approvals.expire(task_id, f"its job was cancelled: {self._reasons[task_id]}")
 
     def _finish_cancelled(self, task_id: str, *, while_queued: bool = False) -> None:
         why = self._reasons.pop(task_id, CANCELLED)
