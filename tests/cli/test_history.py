@@ -1,19 +1,22 @@
 """``shadowcode rollback``, ``checkpoint`` and ``why`` as a person uses them (cli/history.py).
 
 Covers ENG-06, SRV-18, SRV-19: a Build task delegated from the terminal is rolled back from the
-terminal after a preview; refusals change nothing.
+terminal after a preview (on a terminal it asks; elsewhere --yes is needed); refusals change nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from shadowcode.profile import Profile
-from tests.support.engine import cli, scripted_model
+from tests.support.engine import PY, cli, cli_env, scripted_model, wait_for_sync
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses unix sockets and /proc")
 
@@ -122,3 +125,55 @@ def test_checkpoint_of_an_unknown_task_fails_clearly(home: Path, project: Path) 
     assert missing.returncode == 1 and "no checkpoint" in missing.stderr and missing.stdout == ""
     empty = cli(home, "why", "nothing.txt", workspace=project)
     assert empty.returncode == 0 and "no recorded changes" in empty.stdout
+
+
+def _on_a_terminal(home: Path, project: Path, answer: bytes, *args: str) -> tuple[int, str]:
+    """Run ``shadowcode ARGS`` with a pseudo-terminal as stdin, answer its question; returns (status, stderr)."""
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [PY, "-m", "shadowcode", "--workspace", str(project), *args],
+            env=cli_env(home),
+            stdin=terminal,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert proc.stderr is not None
+            os.set_blocking(proc.stderr.fileno(), False)
+            seen = bytearray()
+
+            def asked() -> bool:
+                seen.extend(proc.stderr.read() or b"")  # type: ignore[union-attr]
+                if proc.poll() is not None:
+                    raise AssertionError(f"exited {proc.returncode} before asking: {seen.decode()}")
+                return b"Roll back" in seen
+
+            wait_for_sync(asked, timeout=30, what="the question")
+            os.write(controller, answer)
+            proc.wait(timeout=30)
+            os.set_blocking(proc.stderr.fileno(), True)
+            seen.extend(proc.stderr.read())
+            return proc.returncode, seen.decode("utf-8", "replace")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stderr is not None:
+                proc.stderr.close()
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+
+@pytest.mark.req("ENG-06", "SRV-18")
+def test_on_a_terminal_rollback_asks_and_only_yes_rolls_back(
+    home: Path, profile: Profile, project: Path, tmp_path: Path
+) -> None:
+    job = build_task(home, profile, project, tmp_path)
+    status, err = _on_a_terminal(home, project, b"n\n", "rollback", job)
+    assert status == 1 and "nothing was rolled back" in err
+    assert (project / "a.txt").read_text(encoding="utf-8") == "after\n" and (project / "b.txt").exists()
+    status, err = _on_a_terminal(home, project, b"y\n", "rollback", job)
+    assert status == 0, err
+    assert (project / "a.txt").read_text(encoding="utf-8") == "before\n" and not (project / "b.txt").exists()
