@@ -155,6 +155,18 @@ def _session_ids(data: Mapping[str, Any]) -> list[str]:
     return [str(x.get("id")) for x in found if isinstance(x, dict)] if isinstance(found, list) else []
 
 
+async def _foreign_task_refused(a: McpSession, own: str, foreign: str) -> None:
+    """A's server takes its own task id for a task note but refuses B's, for notes, checkpoints and rollback."""
+    await a.ok("shadow_memory", {"action": "append", "scope": "task", "task_id": own, "text": "own task note"})
+    append = {"action": "append", "scope": "task", "task_id": foreign, "text": "from project A"}
+    await refused(a, "shadow_memory", append)
+    await refused(a, "shadow_memory", {"action": "read", "scope": "task", "task_id": foreign})
+    await refused(a, "shadow_rollback", {"task_id": foreign, "confirm": True})
+    is_error, _, data = await call_raw(a, "shadow_checkpoint", {"task_id": foreign})
+    if not is_error and data.get("checkpoints"):
+        a.problems.append(f"shadow_checkpoint listed checkpoints of project B's task: {data}")
+
+
 @check("boundaries:sessions_filtered_before_limit", covers=["SRV-08"], timeout_seconds=120)
 async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
     """Sessions are filtered by project before the listing limit (SRV-08).
@@ -163,6 +175,10 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
     ``shadow_sessions`` with ``limit`` 1 and 3 must list exactly A's session: a listing that
     took the newest sessions of the profile first and filtered afterwards shows none. In B,
     ``limit`` 2 must list B's two newest and ``limit`` 50 B's three, never A's.
+
+    Tasks are checked against the canonical project too: A's server takes its own task id
+    for a task note but refuses B's (append, read, rollback; ``shadow_checkpoint`` lists no
+    checkpoint of it), and B's task note is unchanged afterwards.
     """
     problem, _ = await configure_model(ctx)
     if problem:
@@ -192,6 +208,13 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
             listed = _session_ids(await read_resource(a, "shadow://sessions") or {})
             if listed != own:
                 a.problems.append(f"shadow://sessions listed {listed}, expected {own}")
+            await _foreign_task_refused(a, own[0], theirs[0])
+    if not a.problems and not b.problems and theirs:
+        async with serve(ctx, other) as b2:
+            note = await b2.ok("shadow_memory", {"action": "read", "scope": "task", "task_id": theirs[0]})
+            if "from project A" in json.dumps(note):
+                b2.problems.append(f"project A's refused append reached the note of B's task: {note}")
+        b.problems += b2.problems
     problems = [f"project A: {p}" for p in a.problems] + [f"project B: {p}" for p in b.problems]
     return _result(problems, "A's listing at limit 1 and 3 showed its own session under B's three newer ones")
 
