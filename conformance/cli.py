@@ -26,6 +26,7 @@ import anyio
 from conformance.context import EngineMode
 from conformance.errors import ConformanceError, UsageError
 from conformance.fixture import default_fixture_path, load_project_factory
+from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
 from conformance.registry import Check, load_checks, select
 from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
@@ -80,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         help="run only checks whose name or module matches (wildcards or substring; repeat or comma-separate)",
     )
+    p.add_argument("--junit", metavar="FILE", help="also write the run as JUnit XML to FILE (for CI test reports)")
     p.add_argument("--jobs", type=int, default=JOBS_DEFAULT, help=f"checks run at once (default: {JOBS_DEFAULT})")
     p.add_argument(
         "--fixture", help="a Python file defining make_sample_project(dest) (default: fixtures/sample_project.py)"
@@ -190,6 +192,8 @@ def _run(argv: Sequence[str]) -> int:
     json_path, md_path = write_report(out_dir, report)
     _summarize(report)
     sys.stderr.write(f"conformance: wrote {json_path} and {md_path}\n")
+    if args.junit:
+        sys.stderr.write(f"conformance: wrote {write_junit(Path(args.junit), report)}\n")
     return 1 if report_failed(report) else 0
 
 
