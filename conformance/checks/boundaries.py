@@ -155,6 +155,42 @@ def _session_ids(data: Mapping[str, Any]) -> list[str]:
     return [str(x.get("id")) for x in found if isinstance(x, dict)] if isinstance(found, list) else []
 
 
+def _log_lines(log: Path) -> int:
+    try:
+        return len(log.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return 0
+
+
+async def _no_agent_unasked(a: McpSession, log: Path, own: list[str]) -> tuple[list[str], list[str]]:
+    """Goals start no agent (SRV-14); shadow_doctor asks the model only with ``probe_model`` (SRV-19).
+
+    Returns:
+        ``(goal problems, doctor problems)``, read from the model's request log and the listing.
+    """
+    goals: list[str] = []
+    doctor: list[str] = []
+    before = _log_lines(log)
+    goal = (await a.ok("shadow_goal", {"action": "create", "title": "conformance goal"})).get("goal") or {}
+    if goal.get("id"):
+        await a.ok("shadow_goal", {"action": "advance", "goal_id": goal["id"], "note": "step one"})
+        await a.ok("shadow_goal", {"action": "abandon", "goal_id": goal["id"], "note": "done with it"})
+    if (grew := _log_lines(log) - before) != 0:
+        goals.append(f"goal create, advance and abandon made {grew} model request(s)")
+    if (listed := _session_ids(await a.ok("shadow_sessions", {"limit": 50}))) != own:
+        goals.append(f"after the goal calls the sessions are {listed}, expected only {own}")
+    before = _log_lines(log)
+    await a.ok("shadow_doctor", {})
+    await a.ok("shadow_doctor", {"probe_model": False})
+    if (grew := _log_lines(log) - before) != 0:
+        doctor.append(f"shadow_doctor without probe_model made {grew} model request(s)")
+    before = _log_lines(log)
+    await a.ok("shadow_doctor", {"probe_model": True})
+    if (grew := _log_lines(log) - before) != 1:
+        doctor.append(f"shadow_doctor with probe_model made {grew} model request(s), expected exactly 1")
+    return goals, doctor
+
+
 async def _foreign_task_refused(a: McpSession, own: str, foreign: str) -> None:
     """A's server takes its own task id for a task note but refuses B's, for notes, checkpoints and rollback."""
     await a.ok("shadow_memory", {"action": "append", "scope": "task", "task_id": own, "text": "own task note"})
@@ -180,7 +216,7 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
     for a task note but refuses B's (append, read, rollback; ``shadow_checkpoint`` lists no
     checkpoint of it), and B's task note is unchanged afterwards.
     """
-    problem, _ = await configure_model(ctx)
+    problem, log = await configure_model(ctx)
     if problem:
         return CheckResult(False, problem)
     other = ctx.scratch / "other-project"
@@ -189,6 +225,7 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
     (other / "README.md").write_text("# another project of the same profile\n", encoding="utf-8")
     if problem := await trust(ctx, other):
         return CheckResult(False, problem)
+    asked: tuple[list[str], list[str]] | None = None
     async with serve(ctx, ctx.project, "--allow-write") as a:
         own = await _quick_jobs(a, ["conformance quick: a session of project A"])
         async with serve(ctx, other, "--allow-write") as b:
@@ -209,6 +246,7 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
             if listed != own:
                 a.problems.append(f"shadow://sessions listed {listed}, expected {own}")
             await _foreign_task_refused(a, own[0], theirs[0])
+            asked = await _no_agent_unasked(a, log, own)
     if not a.problems and not b.problems and theirs:
         async with serve(ctx, other) as b2:
             note = await b2.ok("shadow_memory", {"action": "read", "scope": "task", "task_id": theirs[0]})
@@ -216,6 +254,26 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
                 b2.problems.append(f"project A's refused append reached the note of B's task: {note}")
         b.problems += b2.problems
     problems = [f"project A: {p}" for p in a.problems] + [f"project B: {p}" for p in b.problems]
+    if not problems and asked:
+        goal_problems, doctor_problems = asked
+        subs = [
+            SubResult(
+                "boundaries:goals_start_no_agent",
+                ("SRV-14",),
+                not goal_problems,
+                "; ".join(goal_problems) or "goal create, advance and abandon made no model request and no session",
+            ),
+            SubResult(
+                "boundaries:doctor_probes_only_when_asked",
+                ("SRV-19",),
+                not doctor_problems,
+                "; ".join(doctor_problems)
+                or "shadow_doctor sent no model request unasked, exactly one with probe_model",
+            ),
+        ]
+        return CheckResult(
+            True, "A's listing at limit 1 and 3 showed its own session under B's three newer ones", subresults=subs
+        )
     return _result(problems, "A's listing at limit 1 and 3 showed its own session under B's three newer ones")
 
 
