@@ -271,9 +271,9 @@ async def sessions_filtered_before_limit(ctx: Context) -> CheckResult:
                 or "shadow_doctor sent no model request unasked, exactly one with probe_model",
             ),
         ]
-        return CheckResult(
-            True, "A's listing at limit 1 and 3 showed its own session under B's three newer ones", subresults=subs
-        )
+        failed = [sub.name for sub in subs if not sub.ok]
+        detail = "A's listing at limit 1 and 3 showed its own session under B's three newer ones"
+        return CheckResult(not failed, f"{detail}; failed: {', '.join(failed)}" if failed else detail, subresults=subs)
     return _result(problems, "A's listing at limit 1 and 3 showed its own session under B's three newer ones")
 
 
