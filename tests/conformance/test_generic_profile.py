@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import anyio
@@ -42,11 +43,12 @@ def test_unknown_profile_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> Non
         check("test:bad_profile", covers=["SRV-01"], profile="nope")
 
 
-def test_server_everything_baseline_names_only_generic_checks() -> None:
+@pytest.mark.parametrize("baseline", sorted((REPO_ROOT / "conformance/baselines").glob("*.yml")))
+def test_shipped_generic_baselines_name_only_generic_checks(baseline: Path) -> None:
     load_checks()
-    names = {e.check for e in load_expected_failures(BASELINE)}
+    names = {e.check for e in load_expected_failures(baseline)}
     generic = {c.name for c in CHECKS.values() if c.profile == "generic"}
-    assert names - {"report:protocol_revisions"} <= generic
+    assert names and names - {"report:protocol_revisions"} <= generic
 
 
 def _run(fn, target: list[str]):
@@ -75,13 +77,8 @@ def test_generic_checks_pass_a_plain_server_and_catch_a_banner(fake_target) -> N
     assert not record.ok and "not JSON-RPC" in record.detail
 
 
-@pytest.mark.req("SRV-01", "SRV-03")
-@pytest.mark.slow
-@pytest.mark.node
-def test_generic_profile_against_server_everything_matches_its_baseline(tmp_path: Path) -> None:
-    node = shutil.which("node")
-    if node is None or not EVERYTHING.is_file():
-        pytest.fail("needs node and server-everything: (cd node_probes && npm ci)")
+def _generic_run(tmp_path: Path, target: str, baseline: Path, racy: frozenset[str] = frozenset()) -> None:
+    """Run the generic profile; ``racy`` names baseline entries the server fails only most of the time."""
     out = tmp_path / "out"
     junit = tmp_path / "junit.xml"
     code = main(
@@ -89,9 +86,9 @@ def test_generic_profile_against_server_everything_matches_its_baseline(tmp_path
             "--profile",
             "generic",
             "--target",
-            f"{node} {EVERYTHING} stdio",
+            target,
             "--expected-failures",
-            str(BASELINE),
+            str(baseline),
             "--out",
             str(out),
             "--junit",
@@ -102,6 +99,27 @@ def test_generic_profile_against_server_everything_matches_its_baseline(tmp_path
     )
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     failing = [(c["name"], c["detail"]) for c in report["checks"] if c["status"] == "fail"]
-    assert code == 0, (failing, report["expected_failures"])
-    assert all(e["outcome"] == "failed_as_expected" for e in report["expected_failures"])
+    outcomes = {e["check"]: e["outcome"] for e in report["expected_failures"]}
+    assert not failing, failing
+    assert all(o == "failed_as_expected" or (c in racy and o == "stale") for c, o in outcomes.items()), outcomes
+    assert code == (1 if "stale" in outcomes.values() else 0)
     assert junit.is_file()
+
+
+@pytest.mark.req("SRV-01", "SRV-03")
+@pytest.mark.slow
+@pytest.mark.node
+def test_generic_profile_against_server_everything_matches_its_baseline(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.is_file():
+        pytest.fail("needs node and server-everything: (cd node_probes && npm ci)")
+    _generic_run(tmp_path, f"{node} {EVERYTHING} stdio", BASELINE)
+
+
+@pytest.mark.req("SRV-01", "SRV-03")
+@pytest.mark.slow
+def test_generic_profile_against_a_bare_python_sdk_server_matches_its_baseline(tmp_path: Path) -> None:
+    server = REPO_ROOT / "fixtures/servers/python_sdk_server.py"
+    baseline = REPO_ROOT / "conformance/baselines/python-sdk-server.yml"
+    # The SDK server races its own shutdown at EOF: now and then the last request is answered.
+    _generic_run(tmp_path, f"{sys.executable} {server}", baseline, frozenset({"generic:eof_flushes_answers"}))
