@@ -25,7 +25,7 @@ import anyio
 import anyio.to_thread
 
 from conformance.checks.boundaries import call_raw, serve
-from conformance.checks.delegation import McpSession, configure_model, job_status, kill_commands, pending_approval
+from conformance.checks.delegation import McpSession, configure_model, kill_commands, pending_approval
 from conformance.context import Context
 from conformance.engine import headless_engine
 from conformance.processes import tail
@@ -136,7 +136,7 @@ async def _cancel_first_queued(s: McpSession, parked: list[str], queued: list[st
 @check(
     "owner_queue:eof_cancels_queued_tasks",
     covers=["SRV-22", "SRV-21"],
-    timeout_seconds=180,
+    timeout_seconds=240,
     own_engine=True,
 )
 async def eof_cancels_queued_tasks(ctx: Context) -> CheckResult:
@@ -189,8 +189,10 @@ async def _scenario(ctx: Context, log: Any, problems: list[str]) -> None:
         return
     async with serve(ctx, ctx.project, "--allow-write") as s:
         parked, queued = await _fill(s)
+        first_started = False
         if queued:
             await _cancel_first_queued(s, parked, queued)
+            first_started = _started(await s.job(queued[0]))
         await s.close_stdin()
         code = await s.wait_exit(_EXIT_WAIT_SECONDS)
         if code is None:
@@ -198,13 +200,25 @@ async def _scenario(ctx: Context, log: Any, problems: list[str]) -> None:
     problems += s.problems
     if problems or not queued:
         return
+    statuses = await _statuses(ctx)
     for job in [*parked, *queued]:
-        if (status := await job_status(ctx, job)) != "cancelled":
+        if (status := statuses.get(job, "?")) != "cancelled":
             problems.append(f"after EOF the owner's job {job} is {status!r}, expected 'cancelled'")
+    if _started(await _job_doc(ctx, queued[-1])) or first_started:
+        problems.append("a queued job started before it was cancelled")
     for job in queued:
-        if _started(await _job_doc(ctx, job)):
-            problems.append(f"the queued job {job} started before it was cancelled")
         if requests := await anyio.to_thread.run_sync(_model_requests, log, job):
             problems.append(f"the queued job {job} made {requests} model request(s) before it was cancelled")
-    if (status := await job_status(ctx, other)) in _FINISHED or await pending_approval(ctx, other) != approval:
-        problems.append(f"the other owner's detached job {other} is {status!r} without its approval after the EOF")
+    if statuses.get(other, "?") in _FINISHED or await pending_approval(ctx, other) != approval:
+        problems.append(f"the other owner's detached job {other} is {statuses.get(other)!r} without its approval")
+
+
+async def _statuses(ctx: Context) -> dict[str, str]:
+    """Job id to status from one ``<target> --json jobs --limit 50``."""
+    argv = ctx.target_argv("--json", "jobs", "--limit", "50")
+    done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    try:
+        found = json.loads(done.stdout.decode("utf-8")).get("jobs") or []
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return {}
+    return {str(j.get("id")): str(j.get("status")) for j in found if isinstance(j, dict)}
