@@ -36,7 +36,7 @@ __all__ = ["SUBMISSIONS_MAX", "eof_cancels_queued_tasks"]
 SUBMISSIONS_MAX = 12
 """Tasks the owner submits at most while looking for two queued ones."""
 
-QUEUED_CANCEL_SECONDS = 5.0
+QUEUED_CANCEL_SECONDS = 10.0
 """Seconds the explicit cancellation of a queued task may take: it waits behind nothing."""
 
 _COMMAND_TIMEOUT_SECONDS = 30.0
