@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -137,6 +138,21 @@ class _Stdout:
         started = self.write_started
         return started is not None and time.monotonic() - started > STDIO_WRITE_DEADLINE_SECONDS
 
+    def broken(self) -> bool:
+        """Whether the client closed its end of stdout (a pipe reports an error before any write fails)."""
+        if self.failed is not None:
+            return True
+        try:
+            poller = select.poll()
+            poller.register(1, 0)  # errors and hang-ups are reported whatever is asked for
+            events = poller.poll(0)
+        except (OSError, ValueError):
+            return False
+        if events and events[0][1] & (select.POLLERR | select.POLLNVAL):
+            self.failed = "Broken pipe"
+            return True
+        return False
+
 
 def _frame(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
@@ -188,7 +204,7 @@ class _Front:
         deadline = time.monotonic() + self.start_seconds
         stop_sent: float | None = None
         while True:
-            if self.out.stuck() or self.out.failed is not None:
+            if self.out.stuck() or self.out.broken():
                 return self._stdout_gone()
             code = self.child.poll()
             if code is not None:

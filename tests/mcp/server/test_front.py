@@ -341,3 +341,36 @@ def test_the_recorded_answers_are_what_the_server_answers() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.req("SRV-25", "SRV-01")
+def test_a_client_closing_its_end_of_stdout_ends_the_front_and_the_server(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(CHILD, encoding="utf-8")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_FRONT, "60", str(child), "wait", str(logs)],
+        stdin=subprocess.PIPE,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    os.close(write_end)
+    try:
+        proc.stdin.write(json.dumps(INIT).encode() + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        with os.fdopen(read_end, "rb") as answers:
+            assert b'"protocolVersion"' in answers.readline()
+            pid = int(_wait_for(lambda: (logs / "pid").exists() and (logs / "pid").read_text(encoding="utf-8") or None))
+        assert proc.wait(ANSWER_SECONDS) == 0  # the child never said ready: the front noticed by itself
+        assert b"stdout failed" in proc.stderr.read()  # type: ignore[union-attr]
+        _wait_for(lambda: not _alive(pid))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(ANSWER_SECONDS)
+        for stream in (proc.stdin, proc.stderr):
+            if stream is not None:
+                stream.close()
