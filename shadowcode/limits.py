@@ -27,6 +27,8 @@ __all__ = [
     "FILE_LIST_ENTRIES_MAX",
     "FILE_READ_MAX_BYTES",
     "FILE_WRITE_MAX_BYTES",
+    "FRONT_ENGINE_START_SECONDS",
+    "FRONT_STOP_GRACE_SECONDS",
     "GATEWAY_BODY_DEADLINE_SECONDS",
     "GATEWAY_CONNECTIONS_MAX",
     "GATEWAY_HEADER_DEADLINE_SECONDS",
@@ -132,6 +134,15 @@ STDIO_INIT_DEADLINE_SECONDS: Final = 10.0
 
 STDIO_WRITE_DEADLINE_SECONDS: Final = 5.0
 """Seconds one response write may take before the client is dropped (SRV-25)."""
+
+FRONT_ENGINE_START_SECONDS: Final = 120.0
+"""Seconds the stdio front of ``mcp serve`` waits for the full server behind it to be ready
+before it stops it and answers every request that needs the engine with an error; discovery
+is answered meanwhile (issue 15, SRV-07)."""
+
+FRONT_STOP_GRACE_SECONDS: Final = 10.0
+"""Seconds the stdio front gives the full server behind it to end after ``SIGTERM`` (its
+engine closes the owner and stops what it started) before ``SIGKILL`` (SRV-07)."""
 
 RELAY_ATTACH_DEADLINE_SECONDS: Final = 10.0
 """Seconds the relay of ``mcp serve`` gives the engine to accept it and answer ``mcp/attach``
