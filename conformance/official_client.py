@@ -39,11 +39,14 @@ from typing import Any
 
 __all__ = ["CALLS", "main"]
 
-CALLS: dict[str, tuple[str, dict[str, Any], str | None]] = {
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}, "The sum of 5 and 3 is 8"),
-    "sse-retry": ("test_reconnection", {}, None),
+CALLS: dict[str, tuple[str, dict[str, Any], str, bool]] = {
+    "tools_call": ("add_numbers", {"a": 5, "b": 3}, "The sum of 5 and 3 is 8", True),
+    "sse-retry": ("test_reconnection", {}, "Reconnection test completed", False),
 }
-"""Scenario → (tool, arguments, text its answer must hold, or None when the call may fail)."""
+"""Scenario → (tool, arguments, a text of the tool's answer, whether that answer must come back).
+
+``sse-retry`` sends its answer only on a resumed stream, so there it must never arrive (CLI-18).
+"""
 
 _SERVER = "conformance"
 _COMMAND_SECONDS = 60.0
@@ -190,10 +193,12 @@ def run_scenario(scenario: str, url: str, target: list[str]) -> str:
             return _validate(cli, server_id)
         if scenario not in CALLS:
             raise AdapterError(f"no client behaviour for scenario {scenario!r}; known: initialize, {', '.join(CALLS)}")
-        tool, arguments, expected = CALLS[scenario]
+        tool, arguments, expected, answered = CALLS[scenario]
         status, events = _call(cli, scratch, server_id, tool, arguments)
-        if expected is None:
-            return f"{tool} called once; task {status}"
+        if not answered:
+            if expected in events:
+                raise AdapterError(f"{tool} was answered on a resumed stream, which CLI-18 forbids")
+            return f"{tool} called once and not resumed after its stream closed; task {status}"
         if expected not in events:
             raise AdapterError(f"the answer of {tool} ({expected!r}) is not in the task's events: {events[-500:]}")
         if status != "done":
@@ -213,9 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run_scenario(args.scenario, args.url, shlex.split(args.target))
     except AdapterError as exc:
-        print(f"{args.scenario}: {exc}", file=sys.stderr)
+        sys.stderr.write(f"{args.scenario}: {exc}\n")
         return 1
-    print(f"{args.scenario}: {summary}")
+    sys.stdout.write(f"{args.scenario}: {summary}\n")
     return 0
 
 
