@@ -1,7 +1,7 @@
 """``python -m bench``: measure ShadowCode's MCP servers beside their peers, print a table, write JSON.
 
 Run from the repository root with the project's virtualenv (``bash ci/bench`` does both).
-Exit status: 0 when every available target was measured, 1 when a target or the gateway
+Exit status: 0 when every available target was measured, 1 when a target, the gateway or the HTTP client
 figure produced nothing (the table and the JSON are written either way), 2 on bad usage.
 Every process the run starts (servers, drivers, the headless engine, the HTTP servers) is
 stopped before it exits, on failure, Ctrl-C and SIGTERM too.
