@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -141,14 +142,14 @@ def _call(cli: _Cli, scratch: Path, server_id: str, tool: str, arguments: dict[s
     cli.run("models", "add", "scripted", "--provider", "scripted", "--script", str(script), "--default")
     want = {"server": server_id, "tool": tool, "arguments": arguments}
     seen: list[dict[str, Any]] = []
-    out = scratch / "run.out"
-    with out.open("w", encoding="utf-8") as sink:
+    out, err = scratch / "run.out", scratch / "run.err"
+    with out.open("w", encoding="utf-8") as sink, err.open("w", encoding="utf-8") as errors:
         proc = subprocess.Popen(
             cli.argv("--json", "run", "--level", "workspace", prompt),
             env=cli.env,
             stdin=subprocess.DEVNULL,
             stdout=sink,
-            stderr=subprocess.DEVNULL,
+            stderr=errors,
             start_new_session=True,
         )
     try:
@@ -163,14 +164,15 @@ def _call(cli: _Cli, scratch: Path, server_id: str, tool: str, arguments: dict[s
                 pass
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, 15)
+            os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=10)
     if [a.get("action") for a in seen] != [want]:
         raise AdapterError(f"expected one approval for {json.dumps(want)}, got {json.dumps(seen)[:500]}")
     try:
         job_id = str(json.loads(out.read_text(encoding="utf-8"))["id"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise AdapterError(f"run printed no job: {out.read_text(encoding='utf-8')[:300]!r}") from exc
+        printed = out.read_text(encoding="utf-8")[:300]
+        raise AdapterError(f"run printed no job: {printed!r}; {err.read_text(encoding='utf-8')[-500:]}") from exc
     shown = cli.json("jobs", job_id)
     return str(shown["job"].get("status")), json.dumps([e["data"] for e in shown["events"]], ensure_ascii=False)
 
@@ -215,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.scenario:
         parser.error("no --scenario and MCP_CONFORMANCE_SCENARIO is not set")
+    # The package ends a client past its timeout with SIGTERM: unwind, so the task's process
+    # group is stopped and the temporary profile removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         summary = run_scenario(args.scenario, args.url, shlex.split(args.target))
     except AdapterError as exc:
