@@ -1,7 +1,7 @@
 """``python -m bench``: measure ShadowCode's MCP servers beside their peers, print a table, write JSON.
 
 Run from the repository root with the project's virtualenv (``bash ci/bench`` does both).
-Exit status: 0 when every available target was measured, 1 when a target or the gateway
+Exit status: 0 when every available target was measured, 1 when a target, the gateway or the HTTP client
 figure produced nothing (the table and the JSON are written either way), 2 on bad usage.
 Every process the run starts (servers, drivers, the headless engine, the HTTP servers) is
 stopped before it exits, on failure, Ctrl-C and SIGTERM too.
@@ -29,6 +29,13 @@ from typing import Any, Final
 from bench.driver import BenchError, CallOptions
 from bench.engine import headless_engine
 from bench.gateway import GATEWAY_PENDING_REASON, GatewayOptions, gateway_figures, pending_gateway_figures
+from bench.http_client import (
+    HTTP_CLIENT_NAME,
+    HTTP_CLIENT_PENDING_REASON,
+    HttpClientOptions,
+    http_client_figures,
+    pending_http_client_figures,
+)
 from bench.report import compute_ratios, render_table, summarize_target, write_results
 from bench.runner import BenchOptions, Samples, run_rounds
 from bench.targets import ATTACHED_TARGETS, Layout, Target, base_python, build_targets, engine_argv
@@ -48,6 +55,11 @@ SCHEMA_VERSION: Final = 2
 
 GATEWAY_NAME: Final = "gateway"
 """The name that selects the gateway figure in ``--targets``."""
+
+CLIENT_WINDOW_CALLS: Final = 48
+"""HTTP client calls per pacing window by default. ShadowCode's client accepts at most 128 SSE
+events per connection in any one second (CLI-17); every call's reply is at least one event and
+server-everything may send notifications beside them, so this stays well under the bound."""
 
 
 def _frames_per_second_bound() -> int:
@@ -93,10 +105,21 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP requests per pacing window, the same for both servers (0: no pacing; the gateway then "
         "answers 429 past its per-second bound)",
     )
+    p.add_argument("--client-rounds", type=int, default=3, help="HTTP client rounds per client (0: no figure)")
+    p.add_argument("--client-calls", type=int, default=300, help="timed sequential calls per HTTP client round")
+    p.add_argument("--client-warmup", type=int, default=10, help="untimed calls before each HTTP client round")
+    p.add_argument(
+        "--client-window-requests",
+        type=int,
+        default=CLIENT_WINDOW_CALLS,
+        help="HTTP client calls per pacing window, the same for both clients (0: no pacing; ShadowCode's "
+        "client then closes a connection past 128 SSE events in one second)",
+    )
     p.add_argument(
         "--targets",
         default="",
-        help=f"comma-separated target names to run, `{GATEWAY_NAME}` for the HTTP figure (default: all)",
+        help=f"comma-separated target names to run, `{GATEWAY_NAME}` for the HTTP gateway figure, "
+        f"`{HTTP_CLIENT_NAME}` for the HTTP client figure (default: all)",
     )
     p.add_argument("--pyz", type=Path, default=REPO / "dist" / "shadowcode.pyz", help="the zipapp under test")
     p.add_argument("--pyz-python", type=Path, default=None, help="interpreter for the zipapp (default: base python)")
@@ -140,6 +163,8 @@ def _check_counts(args: argparse.Namespace) -> str | None:
         return "--calls must be at least 1"
     if args.inflight < 1:
         return "--inflight must be at least 1"
+    if args.client_calls < 1:
+        return "--client-calls must be at least 1"
     if args.gateway_requests < 1 or args.gateway_callers < 1:
         return "--gateway-requests and --gateway-callers must be at least 1"
     if args.window_frames and args.window_frames <= 3:
@@ -193,14 +218,16 @@ def main(argv: list[str] | None = None) -> int:
         )
         targets = build_targets(layout)
         run_gateway = args.gateway_rounds > 0
+        run_client = args.client_rounds > 0
         if args.targets:
             wanted = {n.strip() for n in args.targets.split(",") if n.strip()}
-            unknown = wanted - {t.name for t in targets} - {GATEWAY_NAME}
+            unknown = wanted - {t.name for t in targets} - {GATEWAY_NAME, HTTP_CLIENT_NAME}
             if unknown:
                 sys.stderr.write(f"bench: unknown targets: {', '.join(sorted(unknown))}\n")
                 return 2
             targets = [t for t in targets if t.name in wanted]
             run_gateway = run_gateway and GATEWAY_NAME in wanted
+            run_client = run_client and HTTP_CLIENT_NAME in wanted
         if not pyz.is_file():
             missing = f"{_shown(args.pyz)} is missing; build it with `bash ci/build`"
             targets = [replace(t, unavailable=t.unavailable or missing) if str(pyz) in t.argv else t for t in targets]
@@ -229,7 +256,22 @@ def main(argv: list[str] | None = None) -> int:
             gateway = gateway_figures(REPO, args.node, layout, env, gateway_options, root)
         else:
             gateway = pending_gateway_figures(GATEWAY_PENDING_REASON, gateway_options)
+        client_options = HttpClientOptions(
+            rounds=args.client_rounds,
+            calls=args.client_calls,
+            warmup=args.client_warmup,
+            window_requests=args.client_window_requests,
+            window_ms=args.window_ms,
+            timeout_seconds=args.timeout_seconds,
+        )
+        if run_client:
+            logger.info("http client: %d rounds of %d calls per client", args.client_rounds, args.client_calls)
+            http_client = http_client_figures(REPO, layout, env, client_options, root)
+        else:
+            http_client = pending_http_client_figures(HTTP_CLIENT_PENDING_REASON, client_options)
         results = _results(layout, targets, samples, gateway, engine, args, options, started)
+        results["http_client"] = http_client
+        results["ratios"], results["ratio_reasons"] = compute_ratios(results["targets"], gateway, http_client)
         results["pyz"]["path"] = _shown(args.pyz)
     finally:
         _remove(root)
@@ -242,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         if not entry["unavailable"] and entry["startup"] is None and entry["calls"] is None
     ]
     gateway_failed = run_gateway and gateway["reason"] is not None
-    return 1 if missing or gateway_failed else 0
+    client_failed = run_client and http_client["reason"] is not None
+    return 1 if missing or gateway_failed or client_failed else 0
 
 
 def _stdio_figures(

@@ -147,13 +147,15 @@ def _why(targets: dict[str, dict[str, Any]], *names: str) -> str:
 
 
 def compute_ratios(
-    targets: dict[str, dict[str, Any]], gateway: dict[str, Any]
+    targets: dict[str, dict[str, Any]], gateway: dict[str, Any], http_client: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The ratios of this run and the reason for each null one.
 
     Args:
         targets: results entries by name (see :func:`summarize_target`).
         gateway: the gateway figures (see ``bench.gateway.gateway_figures``).
+        http_client: the HTTP client figures (see ``bench.http_client.http_client_figures``);
+            None when the run did not take them.
 
     Returns:
         ``(ratios, reasons)``: ``ratios`` maps each key of :data:`REQUIRED_RATIOS` and a
@@ -161,7 +163,8 @@ def compute_ratios(
         ``startup_ratio_vs_ts``, ``call_p99_ratio_vs_bare``, ``throughput_ratio_vs_bare``,
         ``startup_attached_source_ratio_vs_ts``, ``startup_attached_ratio_vs_bare``,
         ``call_p50_attached_ratio_vs_bare``, ``call_p99_attached_ratio_vs_bare``,
-        ``gateway_p99_ratio_vs_bare``) to a float or None; ``reasons`` maps each None key
+        ``gateway_p99_ratio_vs_bare``, ``http_client_p50_ratio_vs_ts``,
+        ``http_client_p99_ratio_vs_ts``) to a float or None; ``reasons`` maps each None key
         to a sentence. The ``rss`` ratios use the peak RSS after the call rounds; the
         attached one is the relay process alone (the per-session cost), not the engine.
     """
@@ -242,6 +245,11 @@ def compute_ratios(
         ratios[key] = ratio(num, den)
         if ratios[key] is None:
             reasons[key] = gateway["reason"] or "a gateway figure is missing"
+    client = http_client or {}
+    for key, side_key in (("http_client_p50_ratio_vs_ts", "p50_ms"), ("http_client_p99_ratio_vs_ts", "p99_ms")):
+        ratios[key] = ratio(client.get(f"shadowcode_{side_key}"), client.get(f"ts_{side_key}"))
+        if ratios[key] is None:
+            reasons[key] = client.get("reason") or "the HTTP client figure was not run"
     return ratios, reasons
 
 
@@ -293,6 +301,9 @@ def render_table(results: dict[str, Any]) -> str:
     lines.append("")
     lines += _gateway_lines(results["gateway"])
     lines.append("")
+    if results.get("http_client"):
+        lines += _http_client_lines(results["http_client"])
+        lines.append("")
     lines.append("ratios (ShadowCode / peer, same run; reported, not asserted):")
     for key, value in results["ratios"].items():
         shown = f"{value:.3f}" if value is not None else f"null  ({results['ratio_reasons'][key]})"
@@ -349,6 +360,35 @@ def _gateway_lines(gw: dict[str, Any]) -> list[str]:
     for side, doc in servers.items():
         for message in doc.get("errors", [])[:3]:
             lines.append(f"error [gateway {side}]: {message[:400]}")
+    return lines
+
+
+def _http_client_lines(doc: dict[str, Any]) -> list[str]:
+    opts = doc.get("options") or {}
+    title = "HTTP client, sequential tools/call (echo) to server-everything over Streamable HTTP"
+    if opts.get("window_requests"):
+        title += f", paced to {opts['window_requests']} calls per {opts['window_ms']} ms window"
+    clients = doc.get("clients") or {}
+    if not clients:
+        return [f"{title}: null ({doc['reason']})"]
+    labels = {"shadowcode": "shadowcode HTTP client", "ts": "TypeScript SDK 1.x client"}
+    rows = [("client", "p50 ms", "p99 ms", "protocol")]
+    for side, entry in clients.items():
+        versions = sorted({str(r.get("protocol_version")) for r in entry.get("runs", [])}) or ["-"]
+        rows.append(
+            (
+                labels.get(side, side),
+                _fmt_spread(entry.get("p50_ms"), digits=3),
+                _fmt_spread(entry.get("p99_ms"), digits=3),
+                ", ".join(versions),
+            )
+        )
+    lines = [title + ":", *_aligned(rows)]
+    for message in ((doc.get("server") or {}).get("errors") or [])[:3]:
+        lines.append(f"error [http client server]: {message[:400]}")
+    for side, entry in clients.items():
+        for message in entry.get("errors", [])[:3]:
+            lines.append(f"error [http client {side}]: {message[:400]}")
     return lines
 
 

@@ -26,8 +26,9 @@ import anyio
 from conformance.context import EngineMode
 from conformance.errors import ConformanceError, UsageError
 from conformance.fixture import default_fixture_path, load_project_factory
+from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
-from conformance.registry import Check, load_checks, select
+from conformance.registry import PROFILES, Check, load_checks, select
 from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
 from conformance.runner import run_checks
 
@@ -71,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m conformance",
         description="Run the conformance checks against a target command and write report.json and report.md.",
     )
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="shadowcode",
+        help="shadowcode: the ShadowCode contract (default); generic: stdio rules of any MCP server, "
+        "the target being the whole server command",
+    )
     p.add_argument("--target", help='the command to test, split like a shell, e.g. "python3 dist/shadowcode.pyz"')
     p.add_argument("--out", default="conformance-out", help="report folder (default: conformance-out)")
     p.add_argument(
@@ -80,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         help="run only checks whose name or module matches (wildcards or substring; repeat or comma-separate)",
     )
+    p.add_argument("--junit", metavar="FILE", help="also write the run as JUnit XML to FILE (for CI test reports)")
     p.add_argument("--jobs", type=int, default=JOBS_DEFAULT, help=f"checks run at once (default: {JOBS_DEFAULT})")
     p.add_argument(
         "--fixture", help="a Python file defining make_sample_project(dest) (default: fixtures/sample_project.py)"
@@ -137,7 +146,7 @@ def filtered_by_only(
 
 
 def _baseline(args: argparse.Namespace) -> list[ExpectedFailure]:
-    if args.no_expected_failures:
+    if args.no_expected_failures or (args.profile != "shadowcode" and not args.expected_failures):
         return []
     return load_expected_failures(Path(args.expected_failures) if args.expected_failures else DEFAULT_EXPECTED_FAILURES)
 
@@ -145,7 +154,7 @@ def _baseline(args: argparse.Namespace) -> list[ExpectedFailure]:
 def _run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     patterns = [p.strip() for item in args.only for p in item.split(",")]
-    registered = list(load_checks().values())
+    registered = [c for c in load_checks().values() if c.profile == args.profile]
     checks = select(registered, patterns)
     if not checks:
         raise UsageError("--only matched no check; use --list to see them")
@@ -190,6 +199,8 @@ def _run(argv: Sequence[str]) -> int:
     json_path, md_path = write_report(out_dir, report)
     _summarize(report)
     sys.stderr.write(f"conformance: wrote {json_path} and {md_path}\n")
+    if args.junit:
+        sys.stderr.write(f"conformance: wrote {write_junit(Path(args.junit), report)}\n")
     return 1 if report_failed(report) else 0
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
+    "PROFILES",
     "Check",
     "CheckFn",
     "CheckResult",
@@ -84,6 +85,8 @@ class Check:
         own_engine: True when the check's subject is the engine's own lifecycle or the
             temporary engine: it starts ``<target> engine`` itself or needs none to run, so
             an ``--attached`` run starts no engine for it.
+        profile: the profile that runs it: ``"shadowcode"`` (the contract, the default) or
+            ``"generic"`` (rules every MCP server keeps; the target is any server command).
     """
 
     name: str
@@ -92,14 +95,24 @@ class Check:
     fn: CheckFn
     timeout_seconds: float
     own_engine: bool = False
+    profile: str = "shadowcode"
 
 
 CHECKS: dict[str, Check] = {}
 """Every registered check by name, in registration order."""
 
 
+PROFILES = ("shadowcode", "generic")
+"""Check profiles: the ShadowCode contract (default) and the rules of any MCP server."""
+
+
 def check(
-    name: str, *, covers: Sequence[str], timeout_seconds: float = CHECK_TIMEOUT_SECONDS, own_engine: bool = False
+    name: str,
+    *,
+    covers: Sequence[str],
+    timeout_seconds: float = CHECK_TIMEOUT_SECONDS,
+    own_engine: bool = False,
+    profile: str = "shadowcode",
 ) -> Callable[[CheckFn], CheckFn]:
     """Register an async check function under ``name`` (CONF-01).
 
@@ -109,13 +122,16 @@ def check(
         timeout_seconds: wall-clock bound; the check fails when it runs out.
         own_engine: the check starts ``<target> engine`` itself or needs the profile to
             have none, so ``--attached`` must not start one for it.
+        profile: one of :data:`PROFILES`.
 
     Returns:
         A decorator that registers the function and returns it unchanged.
 
     Raises:
-        ValueError: an unknown requirement id, or a name registered twice.
+        ValueError: an unknown requirement id or profile, or a name registered twice.
     """
+    if profile not in PROFILES:
+        raise ValueError(f"check {name!r} names unknown profile {profile!r}")
     known = set(requirement_ids())
     unknown = [c for c in covers if c not in known]
     if unknown:
@@ -125,7 +141,7 @@ def check(
         if name in CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
         group = fn.__module__.rsplit(".", 1)[-1]
-        CHECKS[name] = Check(name, group, tuple(covers), fn, float(timeout_seconds), own_engine)
+        CHECKS[name] = Check(name, group, tuple(covers), fn, float(timeout_seconds), own_engine, profile)
         return fn
 
     return register

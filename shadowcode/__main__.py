@@ -1,7 +1,8 @@
 """Entry point: ``python -m shadowcode``, the console script and the zipapp's entry.
 
-``mcp serve`` over stdio first tries the attached fast path (a stdlib-only relay into the
-profile's running headless engine); anything else, or no engine, goes to the full CLI.
+``mcp serve`` over stdio takes a fast path of standard-library modules: a relay into the
+profile's running headless engine, or, with no engine, the stdio front that answers discovery
+at once and runs the full server behind it. Anything else goes to the full CLI.
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ def main() -> None:
 
 
 def attached_fast_path(argv: list[str]) -> int | None:
-    """Relay ``[--profile P] [--workspace W] mcp serve [--allow-write] [--allow-approvals]`` when possible.
+    """Serve ``[--profile P] [--workspace W] mcp serve [--allow-write] [--allow-approvals]`` without the full CLI.
 
-    Returns the relay's exit status, or None to run the full CLI (any other argv, bad values,
-    no running engine): the full CLI then reports errors exactly as usual.
+    With the profile's headless engine running, stdio is relayed into it
+    (:mod:`shadowcode.mcp.server.relay`). Otherwise the stdio front answers discovery at once
+    and runs the full server as its child (:mod:`shadowcode.mcp.server.front`), unless
+    ``SHADOWCODE_STDIO_FRONT=0`` or this process is that child.
+
+    Returns:
+        The exit status, or None to run the full CLI (any other argv, bad values, the front
+        turned off): the full CLI then reports errors exactly as usual.
     """
     options: dict[str, str] = {}
     rest = list(argv)
@@ -39,6 +46,10 @@ def attached_fast_path(argv: list[str]) -> int | None:
         return None
     import os
 
+    from shadowcode.mcp.server.front import READY_FD_ENV
+
+    if os.environ.get(READY_FD_ENV):
+        return None  # the front's child: serve in this process
     from shadowcode.profile_paths import control_socket_for
 
     try:
@@ -48,13 +59,40 @@ def attached_fast_path(argv: list[str]) -> int | None:
     if not os.path.isdir(workspace):
         return None
     socket_path = control_socket_for(options.get("--profile"))
-    if socket_path is None or not os.path.exists(socket_path):
+    if socket_path is None:
         return None
-    from shadowcode.mcp.server.relay import try_relay
+    if os.path.exists(socket_path):
+        from shadowcode.mcp.server.relay import try_relay
 
-    return try_relay(
-        socket_path, workspace, allow_write="--allow-write" in flags, allow_approvals="--allow-approvals" in flags
-    )
+        status = try_relay(
+            socket_path, workspace, allow_write="--allow-write" in flags, allow_approvals="--allow-approvals" in flags
+        )
+        if status is not None:
+            return status
+    return _front(argv)
+
+
+def _front(argv: list[str]) -> int | None:
+    """Run ``mcp serve`` behind the stdio front; None when it is turned off or cannot run here."""
+    import os
+
+    if os.environ.get("SHADOWCODE_STDIO_FRONT") == "0" or not sys.executable:
+        return None
+    from shadowcode.mcp.server.discovery import load_manifest
+    from shadowcode.mcp.server.front import serve_front
+
+    manifest = load_manifest()
+    if manifest is None:
+        return None
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    if spec is not None and spec.name == "shadowcode.__main__":
+        program = ["-m", "shadowcode"]  # python -m shadowcode
+    elif sys.argv and sys.argv[0]:
+        program = [os.path.abspath(sys.argv[0])]  # the archive, or the console script
+    else:
+        return None
+    return serve_front([sys.executable, *program, *argv], manifest)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ __all__ = [
     "FILE_LIST_ENTRIES_MAX",
     "FILE_READ_MAX_BYTES",
     "FILE_WRITE_MAX_BYTES",
+    "FRONT_ENGINE_START_SECONDS",
+    "FRONT_STOP_GRACE_SECONDS",
     "GATEWAY_BODY_DEADLINE_SECONDS",
     "GATEWAY_CONNECTIONS_MAX",
     "GATEWAY_HEADER_DEADLINE_SECONDS",
@@ -132,6 +134,15 @@ STDIO_INIT_DEADLINE_SECONDS: Final = 10.0
 
 STDIO_WRITE_DEADLINE_SECONDS: Final = 5.0
 """Seconds one response write may take before the client is dropped (SRV-25)."""
+
+FRONT_ENGINE_START_SECONDS: Final = 120.0
+"""Seconds the stdio front of ``mcp serve`` waits for the full server behind it to be ready
+before it stops it and answers every request that needs the engine with an error; discovery
+is answered meanwhile (issue 15, SRV-07)."""
+
+FRONT_STOP_GRACE_SECONDS: Final = 10.0
+"""Seconds the stdio front gives the full server behind it to end after ``SIGTERM`` (its
+engine closes the owner and stops what it started) before ``SIGKILL`` (SRV-07)."""
 
 RELAY_ATTACH_DEADLINE_SECONDS: Final = 10.0
 """Seconds the relay of ``mcp serve`` gives the engine to accept it and answer ``mcp/attach``
@@ -447,6 +458,28 @@ MCP_TIMEOUT_DEFAULT_SECONDS: Final = 30.0
 """Seconds used for initialization, discovery (all pages together) and each call when a
 definition gives no ``timeout_sec`` (CLI-13)."""
 
+MCP_CONNECT_TIMEOUT_MAX_SECONDS: Final = 600.0
+"""Largest ``connect_timeout`` a definition may choose for starting or reaching the server,
+initialization and discovery together (CW-07)."""
+
+MCP_LAUNCHER_CONNECT_TIMEOUT_SECONDS: Final = 120.0
+"""Seconds a server launched through ``npx``, ``pnpx``, ``bunx`` or ``uvx`` gets at least to
+start, initialize and list its tools when its definition sets no ``connect_timeout``: the
+first run downloads the package (CW-07)."""
+
+MCP_CALL_TIMEOUT_MAX_SECONDS: Final = 1800.0
+"""Largest ``call_timeout`` a definition may choose for each ``tools/call`` and ``prompts/get``,
+for long-running tools (CW-07)."""
+
+MCP_READ_TIMEOUT_MAX_SECONDS: Final = 120.0
+"""Largest ``read_timeout`` a definition may choose for each reply other than a call's (CW-07)."""
+
+MCP_TOOL_FILTER_NAMES_MAX: Final = 128
+"""Tool names one ``enabled_tools`` or ``disabled_tools`` list may hold (CW-02)."""
+
+MCP_TOOL_NAME_MAX_CHARS: Final = 128
+"""Characters of one tool name in ``enabled_tools`` or ``disabled_tools`` (CW-02)."""
+
 MCP_STDERR_CAPTURE_BYTES: Final = 16 * 1024
 """Bytes of an external server's stderr kept (the newest); the pipe keeps being drained past
 this, and the capture never enters task history (CLI-04, CLI-13)."""
@@ -479,6 +512,14 @@ __all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list abov
         "MCP_HTTP_SESSION_ID_MAX_BYTES",
         "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
         "MCP_HTTP_SSE_EVENT_MAX_BYTES",
+    ]
+    + [
+        "MCP_CALL_TIMEOUT_MAX_SECONDS",
+        "MCP_CONNECT_TIMEOUT_MAX_SECONDS",
+        "MCP_LAUNCHER_CONNECT_TIMEOUT_SECONDS",
+        "MCP_READ_TIMEOUT_MAX_SECONDS",
+        "MCP_TOOL_FILTER_NAMES_MAX",
+        "MCP_TOOL_NAME_MAX_CHARS",
     ]
 )
 
@@ -514,6 +555,66 @@ server, the GET stream's hand-offs) or for a request slot; one more closes the c
 
 MCP_HTTP_SESSION_DELETE_SECONDS: Final = 1.0
 """Seconds the closing ``DELETE`` of a legacy HTTP session may take, also after cancellation (CLI-16)."""
+
+# -- importing other hosts' MCP configs (CW-01) ---------------------------------------------
+
+__all__ = sorted(__all__ + ["MCP_IMPORT_FILE_MAX_BYTES", "MCP_IMPORT_SERVERS_MAX"])  # noqa: PLE0605
+
+MCP_IMPORT_FILE_MAX_BYTES: Final = 4 * 1024 * 1024
+"""Bytes of one host config read by ``mcp import``; Claude Code's ``~/.claude.json`` holds more
+than servers, hence larger than a definition. A larger file is refused unread, nothing imported (CW-01)."""
+
+MCP_IMPORT_SERVERS_MAX: Final = 100
+"""Server entries one ``mcp import`` reads over all its files; more are refused before anything
+is written, so one import cannot flood the registrations (CW-01)."""
+
+# -- modern discovery on stdio (CLI-16) -----------------------------------------------------
+
+__all__ = sorted(__all__ + ["MCP_STDIO_PROBE_SECONDS"])  # noqa: PLE0605 - appended like the list above
+
+MCP_STDIO_PROBE_SECONDS: Final = 5.0
+"""Seconds a stdio server has to answer the 2026-07-28 ``server/discover`` probe (counted from
+the probe being sent, so the server's start-up is included; never more than the connection's own
+timeout). Past it the client falls back to ``initialize``: a legacy server that ignores unknown
+requests costs at most this long, and a modern server that starts slower is still found, because
+it answers that ``initialize`` with an unsupported-version error that names its versions (CLI-16)."""
+
+# -- signing in to HTTP servers (CW-08) ------------------------------------------------------
+
+__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
+    __all__
+    + [
+        "MCP_OAUTH_BODY_MAX_BYTES",
+        "MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES",
+        "MCP_OAUTH_HTTP_SECONDS",
+        "MCP_OAUTH_LOGIN_SECONDS",
+        "MCP_OAUTH_RECORD_MAX_BYTES",
+        "MCP_OAUTH_REFRESH_EARLY_SECONDS",
+    ]
+)
+
+MCP_OAUTH_BODY_MAX_BYTES: Final = 1024 * 1024
+"""Bytes of one reply during sign-in or refresh (metadata documents, registration, tokens),
+counted before parsing; a longer reply ends the sign-in (CW-08)."""
+
+MCP_OAUTH_HTTP_SECONDS: Final = 10.0
+"""Seconds one sign-in or refresh request may take, its whole reply read, so a slow metadata
+server cannot hold a login or a connection start (CW-08)."""
+
+MCP_OAUTH_LOGIN_SECONDS: Final = 300.0
+"""Seconds ``mcp login`` waits for the browser's redirect to reach its loopback callback before
+it gives up; nothing is stored (CW-08)."""
+
+MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES: Final = 16 * 1024
+"""Bytes of one request the loopback callback listener reads; a longer one is answered 431 (CW-08)."""
+
+MCP_OAUTH_RECORD_MAX_BYTES: Final = 64 * 1024
+"""UTF-8 bytes of one stored sign-in (tokens, client registration, issuer and resource) in the
+profile's secret store (CW-08)."""
+
+MCP_OAUTH_REFRESH_EARLY_SECONDS: Final = 30.0
+"""Seconds before its stated expiry an access token counts as expired, so a connection start
+refreshes it instead of sending a token about to lapse (CW-08)."""
 
 # -- catalog freshness and the resource and prompt helpers (CW-05, CW-06) --------------------
 

@@ -75,3 +75,19 @@ def test_cli_reference_is_generated_from_help_and_every_command_has_help() -> No
         sys.path.remove(str(REPO / "ci"))
     missing = [name for name, cmd, _ in cli_doc.commands() if not (getattr(cmd, "help", None) or "").strip()]
     assert missing == []
+
+
+def test_no_tracked_text_file_holds_a_merge_conflict_marker() -> None:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, timeout=60, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    marker = re.compile(rb"^(<<<<<<< |>>>>>>> |=======$)", re.M)
+    found = []
+    for name in listed.stdout.decode("utf-8").split("\0"):
+        path = REPO / name
+        if not name or not path.is_file() or path.suffix in {".lock", ".pyz", ".whl", ".db"}:
+            continue
+        head = path.read_bytes()
+        if b"\0" not in head[:1024] and marker.search(head):
+            found.append(name)
+    assert found == []

@@ -11,9 +11,10 @@ every approval must name exactly the expected kind and action (``mcp_call``,
   approvals; a prompt missing its required argument is refused before any approval; a tool
   that adds a session resource makes the server send ``notifications/resources/list_changed``
   and the next ``mcp_resources`` lists the new resource (revalidated in place).
-* ``python_sdk``: ``fixtures/servers/python_sdk_server.py --changing`` (stdio): a tool added by
-  the server is offered as a first-class tool in the next request and runs; once removed, a
-  call naming it is refused unsent; ``mcp.tools_changed`` records each change; a resource
+* ``python_sdk``: ``fixtures/servers/python_sdk_server.py --changing --legacy`` (stdio, the
+  2025-11-25 wire, whose change notices arrive on the connection): a tool added by the server
+  is offered as a first-class tool in the next request and runs; once removed, a call naming it
+  is refused unsent; ``mcp.tools_changed`` records each change; a resource
   holding a configured value comes back redacted; undeclared prompt arguments are refused.
 * ``ttl``: the same fixture over Streamable HTTP (2026-07-28) with ``--ttl-ms 0`` and then a
   year's worth: the task's ``mcp.connected`` event shows the freshness held at 60 s and 24 h.
@@ -168,7 +169,11 @@ async def python_sdk(ctx: Context) -> CheckResult:
     ]
     try:
         await _trust(ctx, ctx.project)
-        definition = {"name": "py", "command": [_PY, str(server), "--changing"], "env": {"FIXTURE_LITERAL": _LITERAL}}
+        definition = {
+            "name": "py",
+            "command": [_PY, str(server), "--changing", "--legacy"],
+            "env": {"FIXTURE_LITERAL": _LITERAL},
+        }
         server_id = await _register(ctx, definition, ctx.project, problems)
         await _model(ctx, [{"match": "change", "turns": _turns(*calls)}])
     except RuntimeError as exc:

@@ -1,6 +1,6 @@
 """External Streamable HTTP servers called by Build tasks, seen from outside.
 
-Covers CLI-11, CLI-16, CLI-17, CLI-18.
+Covers CLI-04, CLI-11, CLI-16, CLI-17, CLI-18.
 
 The target is driven only through its command line, as in :mod:`conformance.checks.external_servers`
 (whose helpers this module uses). The servers run on 127.0.0.1, started by the check:
@@ -14,6 +14,13 @@ The target is driven only through its command line, as in :mod:`conformance.chec
   named and reaches the server exactly once, never repeated. A bearer definition for plain
   ``http://`` off loopback is refused by ``mcp add``, and an enabled server on a network host
   without the network permission is left out of the task with the reason noted, contacted never.
+* ``gateway_bearer``: ShadowCode's own authenticated gateway (``mcp serve --http`` in a second
+  profile, its token a stored secret there) called by two Build tasks as an HTTP MCP server
+  whose bearer comes from ``api_key_env``: once resolved from the protected secret store, once
+  from the environment of the task's process (CLI-04). The calls must succeed (the gateway
+  refuses any request without its token), and the token must appear nowhere in what the run
+  printed, the task's history and events, the approvals, or any profile file but the secret
+  stores.
 """
 
 from __future__ import annotations
@@ -29,11 +36,12 @@ import anyio.abc
 import h11
 
 from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
+from conformance.checks.external_servers import _json as _cli_json
 from conformance.context import Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 
-__all__ = ["python_sdk", "refusals"]
+__all__ = ["gateway_bearer", "python_sdk", "refusals"]
 
 _BODY_MAX_BYTES = 1024 * 1024
 _ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
@@ -219,4 +227,107 @@ async def refusals(ctx: Context) -> CheckResult:
         tg.cancel_scope.cancel()
     return _result(
         problems, "oversized and expired replies failed their call once; plain-http bearer and network host refused"
+    )
+
+
+_GATEWAY_TOKEN = "gw-conformance-bearer-3c9e58a1d4f27b60"
+
+
+async def _gateway_url(ctx: Context, proc: Any, err: bytearray) -> str | None:
+    """Wait for the gateway's ready line on stderr; its URL, or None when it never came."""
+    with anyio.move_on_after(min(60.0, ctx.remaining())):
+        while proc.returncode is None:
+            found = re.search(rb"gateway ready: (http://127\.0\.0\.1:\d+/mcp)", err)
+            if found:
+                return found.group(1).decode()
+            await anyio.sleep(0.05)
+    return None
+
+
+def _summaries(events: list[dict[str, Any]]) -> list[Any]:
+    """``is_error`` of each tool result in ``events`` (None when a summary is not a JSON object)."""
+    found = []
+    for event in events:
+        if event["kind"] == "tool.result":
+            try:
+                found.append(json.loads(event["data"]["summary"]).get("is_error"))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                found.append(None)
+    return found
+
+
+def _leaks(ctx: Context, printed: list[str]) -> list[str]:
+    """Where the gateway token shows up: printed output, or a profile file other than a secret store."""
+    found = [f"printed output {i}" for i, text in enumerate(printed) if _GATEWAY_TOKEN in text]
+    for path in sorted(ctx.home.rglob("*")):
+        if path.is_file() and path.name != "secrets.json" and _GATEWAY_TOKEN.encode() in path.read_bytes():
+            found.append(str(path.relative_to(ctx.home)))
+    return found
+
+
+@check("external_http:gateway_bearer", covers=["CLI-04", "CLI-16"], timeout_seconds=300, own_engine=True)
+async def gateway_bearer(ctx: Context) -> CheckResult:
+    """Build tasks call the authenticated gateway with its bearer from api_key_env; the token never leaks."""
+    problems: list[str] = []
+    served = ctx.scratch / "served"
+    served.mkdir()
+    token_line = _GATEWAY_TOKEN.encode() + b"\n"
+    code, _, err_text = await _cli(ctx, "--profile", "gateway", "secret", "set", "GW_TOKEN", stdin=token_line)
+    if code != 0:
+        return CheckResult(False, f"secret set in the gateway profile exited {code}: {tail(err_text)}")
+    argv = ctx.target_argv("--profile", "gateway", "mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "GW_TOKEN")
+    argv[argv.index("--workspace") + 1] = str(served)
+    err = bytearray()
+    async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
+        tg.start_soon(drain, proc.stdout, bytearray())
+        tg.start_soon(drain, proc.stderr, err)
+        url = await _gateway_url(ctx, proc, err)
+        if url is None:
+            tg.cancel_scope.cancel()
+            return CheckResult(False, f"the gateway did not get ready: {tail(err)}")
+        printed: list[str] = []
+        try:
+            await _trust(ctx, ctx.project)
+            code, _, err_text = await _cli(ctx, "secret", "set", "GW_STORED", stdin=token_line)
+            if code != 0:
+                raise RuntimeError(f"secret set exited {code}: {tail(err_text)}")
+            ctx.env.pop("GW_STORED", None)
+            ids = {
+                name: await _register(ctx, {"name": name, "url": url, "api_key_env": env}, ctx.project, problems)
+                for name, env in (("gwstored", "GW_STORED"), ("gwenv", "GW_FROM_ENV"))
+            }
+            tasks = [
+                {
+                    "match": f"use {name}",
+                    "turns": _turns(
+                        ("mcp_call", {"server": name, "tool": "shadow_jobs", "arguments": {"action": "list"}})
+                    ),
+                }
+                for name in ids
+            ]
+            await _model(ctx, tasks)
+        except RuntimeError as exc:
+            tg.cancel_scope.cancel()
+            return CheckResult(False, f"set-up failed: {exc}")
+        for name, server_id in ids.items():
+            if server_id is None:
+                continue
+            if name == "gwenv":
+                ctx.env["GW_FROM_ENV"] = _GATEWAY_TOKEN
+            expected = [{"server": server_id, "tool": "shadow_jobs", "arguments": {"action": "list"}}]
+            job, events = await _run_task(ctx, f"use {name}", ctx.project, expected, problems)
+            ctx.env.pop("GW_FROM_ENV", None)
+            printed.append(json.dumps({"job": job, "events": events}, ensure_ascii=False))
+            _check_http_task(job, events, problems)
+            if _summaries(events) != [False]:
+                problems.append(f"{name}: the gateway call did not succeed: {_events_text(events)[-400:]}")
+        with suppress(RuntimeError):
+            printed.append(json.dumps(await _cli_json(ctx, "jobs", workspace=ctx.project)))
+            printed.append(json.dumps(await _cli_json(ctx, "approvals", workspace=ctx.project)))
+        leaks = _leaks(ctx, printed)
+        if leaks:
+            problems.append(f"the gateway token leaked into: {', '.join(leaks)}")
+        tg.cancel_scope.cancel()
+    return _result(
+        problems, "the gateway answered with the bearer from the secret store and from the environment; no leak"
     )

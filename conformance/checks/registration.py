@@ -29,6 +29,8 @@ from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conformance.context import Context
 from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
@@ -42,6 +44,7 @@ __all__ = [
     "codex_stdio_round_trip",
     "launch_command_is_absolute",
     "refusals",
+    "registered_command_keeps_its_profile",
 ]
 
 _NAME = "shadowcode"
@@ -433,3 +436,77 @@ async def _watch_stderr(stream: ByteReceiveStream | None, sink: bytearray, annou
                 announced.set()
     except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         announced.set()
+
+
+@check("registration:registered_command_keeps_its_profile", covers=["REG-01"], timeout_seconds=180)
+async def registered_command_keeps_its_profile(ctx: Context) -> CheckResult:
+    """The printed command, started with only ``HOME`` and ``PATH`` as a host would, opens the same profile.
+
+    Hosts start servers with an environment of their own (Codex passes a short fixed list),
+    so the profile chosen with ``SHADOWCODE_HOME`` and ``--profile`` must travel in the entry
+    itself. The check trusts the project in profile ``pinned`` under the check's root, prints
+    the codex and generic entries with ``--profile pinned``, starts each with ``HOME`` set to
+    an empty folder, ``PATH`` and the entry's own ``env`` only, and reads ``shadow_status``:
+    the project must be trusted there.
+    """
+    pinned = [*ctx.target, "--profile", "pinned", "--workspace", str(ctx.project)]
+    trust = await ctx.run(
+        [*pinned, "trust", "--level", "read_only", str(ctx.project)], timeout_seconds=_COMMAND_TIMEOUT_SECONDS
+    )
+    if problem := _failed("trust", trust):
+        return CheckResult(False, problem)
+    bare_home = ctx.scratch / "bare home"
+    bare_home.mkdir()
+    subs: list[SubResult] = []
+    for client in ("codex", "generic"):
+        argv = [*pinned, "mcp", "register", "--client", client]
+        done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+        if problem := _failed(f"mcp register --client {client}", done):
+            subs.append(SubResult(f"registration:keeps_profile:{client}", ("REG-01",), False, problem))
+            continue
+        text = done.stdout.decode("utf-8")
+        try:
+            entry = (
+                tomllib.loads(text)["mcp_servers"][_NAME]
+                if client == "codex"
+                else json.loads(text)["mcpServers"][_NAME]
+            )
+        except (ValueError, KeyError) as exc:
+            subs.append(
+                SubResult(f"registration:keeps_profile:{client}", ("REG-01",), False, f"unreadable entry: {exc!r}")
+            )
+            continue
+        env = {"HOME": str(bare_home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **dict(entry.get("env") or {})}
+        ok, detail = await _trusted_under(ctx, entry, env)
+        subs.append(SubResult(f"registration:keeps_profile:{client}", ("REG-01",), ok, detail))
+    failed = [f"{sub.name}: {sub.detail}" for sub in subs if not sub.ok]
+    if failed:
+        return CheckResult(False, "; ".join(failed), subresults=subs)
+    return CheckResult(
+        True, "codex and generic entries opened the trusted profile with only HOME and PATH", subresults=subs
+    )
+
+
+async def _trusted_under(ctx: Context, entry: Mapping[str, Any], env: Mapping[str, str]) -> tuple[bool, str]:
+    """Start ``entry`` with exactly ``env`` and report whether ``shadow_status`` sees the project trusted."""
+    command, args = entry.get("command"), entry.get("args")
+    if not isinstance(command, str) or not isinstance(args, list):
+        return False, f"no command and args in {entry!r}"
+    params = StdioServerParameters(command=command, args=[str(a) for a in args], env=dict(env), cwd=str(ctx.scratch))
+    log = ctx.scratch / f"keeps-profile-{len(list(ctx.scratch.glob('keeps-profile-*')))}.log"
+    try:
+        with (
+            log.open("w", encoding="utf-8") as errlog,
+            anyio.fail_after(max(1.0, min(_HEALTH_TIMEOUT_SECONDS, ctx.remaining()))),
+        ):
+            async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+                result = await client.call_tool("shadow_status", {})
+    except Exception as exc:  # a failed session is the finding; quote the server's stderr
+        return False, f"session failed: {type(exc).__name__}: {exc} (stderr: {tail(log.read_bytes())})"
+    status = result.structured_content if isinstance(result.structured_content, dict) else {}
+    project = status.get("project") if isinstance(status.get("project"), dict) else {}
+    profile = status.get("profile")
+    name = profile.get("name") if isinstance(profile, dict) else profile
+    if result.is_error or project.get("trusted") is not True or name != "pinned":
+        return False, f"profile {name!r}, project {project!r}: the trust given in 'pinned' is not seen"
+    return True, f"profile {name!r} sees the project trusted at {project.get('level')!r}"

@@ -1,13 +1,17 @@
 """What one Build task knows of each external MCP server, and the views and checks made from it.
 
-Implements CLI-07, CLI-13, CLI-14, CLI-15.
+Implements CLI-07, CLI-13, CLI-14, CLI-15, CW-02, CW-05, CW-07.
 
 A :class:`ServerState` holds a server's definition, its tool catalog (cached or read at
 connection time) and its connection. A connection that failed or closed no longer serves its
 catalog (:attr:`ServerState.lost`): the listing shows no tools for it and every view or call
 of it says it is unavailable (CLI-15). :func:`check_arguments` refuses a call before anything
 is sent: unknown tool, arguments that are not an object, larger than
-MCP_TOOL_ARGUMENTS_MAX_BYTES or not valid for the tool's input schema (CLI-13, CLI-14).
+MCP_TOOL_ARGUMENTS_MAX_BYTES or not valid for the tool's input schema (CLI-13, CLI-14), and a
+tool the definition's ``enabled_tools`` / ``disabled_tools`` hide (CW-02). Hidden tools are
+never part of :attr:`ServerState.tools`: the model, ``mcp_tools`` and ``mcp tools`` see only
+what :meth:`ServerState.offer` let through; :attr:`ServerState.listed` keeps every name the
+server listed, for the warnings of :func:`filter_warnings`.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from typing import Any
 from shadowcode.errors import ToolError
 from shadowcode.limits import MCP_TIMEOUT_DEFAULT_SECONDS, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
 from shadowcode.mcp.client.connection import Connection, ConnectionState
-from shadowcode.mcp.client.definitions import ServerDefinition
+from shadowcode.mcp.client.definitions import ServerDefinition, ServerOptions
+from shadowcode.mcp.client.timeouts import Timeouts, timeouts_of
 
-__all__ = ["ServerState", "check_arguments", "list_server", "list_servers"]
+__all__ = ["ServerState", "check_arguments", "filter_warnings", "list_server", "list_servers"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +55,18 @@ class ServerState:
     closed_recorded: bool = False
     generation: int = 0
     offered: int = 0
+    listed: list[str] | None = None
+
+    def offer(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Keep the names the server ``tools`` lists and return those the filters let through (CW-02)."""
+        self.listed = [str(t.get("name")) for t in tools]
+        spec = self.definition.spec
+        return [t for t in tools if spec.allows(str(t.get("name")))]
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """The connect, call and read timeouts, defaults applied (CW-07)."""
+        return timeouts_of(self.definition.spec)
 
     @property
     def timeout_seconds(self) -> float:
@@ -148,13 +165,19 @@ def check_arguments(server: ServerState, tool_name: str, arguments: Any) -> dict
     """The arguments of a call, checked before anything is sent (CLI-13, CLI-14, CLI-15).
 
     Raises:
-        ToolError: the server lost its connection or has no catalog, no such tool, arguments that
-            are not an object, larger than MCP_TOOL_ARGUMENTS_MAX_BYTES or invalid for the schema.
+        ToolError: the server lost its connection or has no catalog, a tool its filters hide (CW-02),
+            no such tool, arguments that are not an object, larger than MCP_TOOL_ARGUMENTS_MAX_BYTES
+            or invalid for the schema.
     """
     if server.tools is None:
         raise ToolError(f"MCP server {server.definition.id} has no tool list: {server.unavailable}")
     if server.lost is not None:
         raise server.unavailable_error(server.lost)
+    if not server.definition.spec.allows(tool_name):
+        raise ToolError(
+            f"the tool {tool_name!r} of MCP server {server.definition.name} is hidden by its definition's "
+            "enabled_tools or disabled_tools; nothing was sent"
+        )
     tool = server.tool(tool_name)
     if tool is None:
         raise ToolError(f"MCP server {server.definition.name} has no tool {tool_name!r}; nothing was sent")
@@ -192,3 +215,21 @@ def _validate(tool: dict[str, Any], arguments: dict[str, Any]) -> None:
         raise ToolError(
             f"invalid arguments for {tool.get('name')} at {where}: {exc.message}; nothing was sent"
         ) from None
+
+
+def filter_warnings(spec: ServerOptions, listed: list[str]) -> list[str]:
+    """One warning per ``enabled_tools`` entry naming no tool the server listed (CW-02).
+
+    Such an entry is not an error (a server may add the tool later); it hides nothing and lets
+    nothing through.
+
+    Args:
+        spec: the definition.
+        listed: every tool name the server listed, before the filters.
+    """
+    names = set(listed)
+    return [
+        f"enabled_tools names {name!r}, which the server does not list"
+        for name in spec.enabled_tools or ()
+        if name not in names
+    ]

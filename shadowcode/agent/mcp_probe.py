@@ -15,15 +15,18 @@ and discovery deadlines plus its cleanup.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
+from shadowcode.agent.mcp_catalog import filter_warnings
 from shadowcode.agent.mcp_tools import TaskServers
 from shadowcode.agent.ports import ApprovalGate, Processes, WriteLog
 from shadowcode.agent.toolbox import TaskEnv
+from shadowcode.errors import UpstreamServerError
 from shadowcode.mcp.client.definitions import ServerDefinition
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ class ProbeOutcome:
             redacted), or None when it did not connect.
         error: why it did not connect (redacted), or None.
         cleanup: how its process group ended, or None when nothing was started.
+        warnings: ``enabled_tools`` entries naming no tool the server listed (CW-02).
     """
 
     definition: ServerDefinition
@@ -52,6 +56,7 @@ class ProbeOutcome:
     tools: list[dict[str, Any]] | None
     error: str | None
     cleanup: str | None
+    warnings: tuple[str, ...] = ()
 
 
 class _Snapshot:
@@ -115,12 +120,15 @@ async def _probe_one(
         inline_tools=0,
     )
     async with servers:
-        await servers.prepare(task_env)
+        with suppress(UpstreamServerError):
+            # A required server that cannot connect stops a task; a probe reports it like any other.
+            await servers.prepare(task_env)
         (state,) = servers.states()
         conn = state.conn
         connected = state.unavailable is None and state.tools is not None and state.lost is None
         protocol_version = conn.protocol_version if conn is not None and connected else None
         error = None
+        warnings = filter_warnings(definition.spec, state.listed) if connected and state.listed is not None else []
         if not connected:
             error = (conn.error if conn is not None else None) or state.unavailable or state.lost or "no connection"
     # Leaving the context closed the connection and waited for its cleanup (CLI-19).
@@ -130,6 +138,7 @@ async def _probe_one(
         tools=state.tools if connected else None,
         error=error,
         cleanup=conn.cleanup if conn is not None else None,
+        warnings=tuple(warnings),
     )
 
 

@@ -1,13 +1,18 @@
 """The external MCP tools of one Build task: tools, approvals, lazy connections.
 
-Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19, CW-05, CW-06.
+Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19, CW-02, CW-05,
+CW-06, CW-07.
 
 A :class:`TaskServers` is built from the snapshot of enabled servers taken when the task was
 submitted and lives exactly as long as the task's turn loop:
 
 - :meth:`TaskServers.prepare` loads each server's tool catalog from the last connection with
   the same definition hash; without one it starts the server once to read it (and keeps that
-  connection for the task). Nothing else is started until a call is approved.
+  connection for the task). Nothing else is started until a call is approved. A server whose
+  definition says ``required: true`` is connected there even with a cached catalog; when it
+  cannot connect, :meth:`TaskServers.prepare` raises and the task fails before any model request.
+- The definition's ``enabled_tools`` / ``disabled_tools`` decide which listed tools exist for
+  the task at all (CW-02); connections get the definition's connect, call and read timeouts (CW-07).
 - The model gets ``mcp_tools`` (servers; tool names in pages of MCP_TOOL_NAMES_PAGE_MAX; one
   exact schema) and ``mcp_call``, plus ``mcp__<server>__<tool>`` functions carrying the
   servers' own input schemas while the enabled servers offer at most ``inline_tools`` tools
@@ -26,10 +31,11 @@ submitted and lives exactly as long as the task's turn loop:
   outcome, never environment values. Server stderr never enters task events.
 - Freshness (CW-05): a connection revalidates its catalog in place; each model request first
   takes the connection's current tools (``mcp.tools_changed`` records a change, the catalog
-  cache is updated, the inline tools are chosen again), so the next request carries the new
-  list. A call resolved against an older catalog is refused with "the server's tools changed:
-  retry the call" (before the approval, or after it when the change came meanwhile); a removed
-  tool can no longer run; a connection whose revalidation failed is lost like a failed one.
+  cache is updated, the definition's tool filters are applied to the new list, the inline
+  tools are chosen again), so the next request carries the new list. A call resolved against
+  an older catalog is refused with "the server's tools changed: retry the call" (before the
+  approval, or after it when the change came meanwhile); a removed tool can no longer run; a
+  connection whose revalidation failed is lost like a failed one.
 - The resource and prompt helpers (CW-06) live in :mod:`shadowcode.agent.mcp_helpers`.
 """
 
@@ -43,13 +49,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from shadowcode.agent.mcp_auth import http_endpoint
 from shadowcode.agent.mcp_catalog import ServerState, check_arguments, list_server, list_servers
 from shadowcode.agent.mcp_definitions import read_project_definition
 from shadowcode.agent.mcp_helpers import HELPER_TOOLS, ResourcePromptTools
 from shadowcode.agent.ports import CatalogCache, EventLog, ServerSnapshot
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
 from shadowcode.agent.toolbox import await_approval
-from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError
+from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError, UpstreamServerError
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
 )
@@ -170,36 +177,47 @@ class TaskServers(ResourcePromptTools):
         """Load every server's tool catalog (cache, else one launch) and choose the inline tools.
 
         Idempotent. A server that cannot provide its catalog is noted in the task's events and
-        offers no tools; the task goes on.
+        offers no tools; the task goes on, unless the server is required. Required servers are
+        connected first, whatever the cache holds.
+
+        Raises:
+            UpstreamServerError: a required server could not connect (its reason; nothing else
+                was started).
         """
         if self._prepared:
             return
         self._prepared = True
         self._base_env = dict(env.env)
-        for server in self._servers.values():
+        ordered = sorted(self._servers.values(), key=lambda s: not s.definition.spec.required)
+        for server in ordered:
             definition = server.definition
             try:
                 if isinstance(definition.spec, HttpSpec):
-                    self._endpoint(definition.spec, None).check()
+                    self._endpoint(definition.spec).check()
             except ShadowcodeError as exc:
                 server.unavailable = exc.message
             else:
-                cached = self.catalog.cached_tools(self.project, definition)
+                cached = None if definition.spec.required else self.catalog.cached_tools(self.project, definition)
                 if cached is not None:
-                    server.tools = cached
+                    server.tools = server.offer(cached)
                     continue
                 try:
                     conn = await self._connect(server)
                 except ShadowcodeError as exc:
                     server.unavailable = exc.message
                 else:
-                    server.tools = conn.tools
+                    server.tools = server.offer(conn.tools)
             if server.unavailable is not None:
                 self.records.event(
                     self.task_id,
                     "task.note",
                     {"note": f"MCP server {definition.id} is unavailable: {server.unavailable}"},
                 )
+                if definition.spec.required:
+                    raise UpstreamServerError(
+                        f"the required MCP server {definition.id} could not connect: {server.unavailable}",
+                        server=definition.id,
+                    )
         self._choose_inline()
 
     def _choose_inline(self) -> None:
@@ -237,7 +255,7 @@ class TaskServers(ResourcePromptTools):
             if conn is None or conn.state is not ConnectionState.READY or conn.tools_generation == server.generation:
                 continue
             server.generation = conn.tools_generation
-            server.tools = conn.tools
+            server.tools = server.offer(conn.tools)  # the definition's filters apply to the new list too (CW-02)
             changed = True
             self.catalog.save_tools(self.project, server.definition, conn.tools)
             self.records.event(
@@ -408,23 +426,13 @@ class TaskServers(ResourcePromptTools):
         env.update(extra)
         return env, Redactor(extra.values())
 
-    def _endpoint(self, spec: HttpSpec, bearer: str | None) -> Endpoint:
-        """The reviewed endpoint with the network permission of the profile (CLI-11)."""
-        return Endpoint(spec.url, bearer=bearer, network_hosts=network_hosts_setting(self.profile.settings()))
-
-    def _bearer(self, spec: HttpSpec) -> str | None:
-        """The ``api_key_env`` credential, resolved now from the environment or the secret store (CLI-04)."""
-        from shadowcode.secrets import resolve
-
-        if spec.api_key_env is None:
-            return None
-        value = resolve(self.profile, spec.api_key_env)
-        if not value:
-            raise ConfigError(
-                f"api_key_env: {spec.api_key_env} is neither set in the environment nor stored "
-                f"(store it with `shadowcode secret set {spec.api_key_env}`)"
-            )
-        return value
+    def _endpoint(self, spec: HttpSpec) -> Endpoint:
+        """The reviewed endpoint with the network permission of the profile, no value resolved (CLI-11)."""
+        return Endpoint(
+            spec.url,
+            network_hosts=network_hosts_setting(self.profile.settings()),
+            sends_credentials=spec.sends_credentials,
+        )
 
     async def _connect(self, server: ServerState) -> Connection:
         """Start the server under the task's task group and wait until it is ready (CLI-08, CLI-12)."""
@@ -434,16 +442,17 @@ class TaskServers(ResourcePromptTools):
         self._recheck(server)
         spec = server.definition.spec
         if isinstance(spec, HttpSpec):
-            bearer = self._bearer(spec)
-            endpoint = self._endpoint(spec, bearer)
-            endpoint.check()
+            endpoint, redactor = await http_endpoint(
+                self.profile, server.definition, network_hosts_setting(self.profile.settings())
+            )
             conn = Connection(
                 server_id=server.definition.id,
                 on_tools_changed=self._on_tools_changed,
                 endpoint=endpoint,
                 cwd=self.project,
-                timeout_seconds=server.timeout_seconds,
-                redactor=Redactor([bearer] if bearer else []),
+                timeouts=server.timeouts,
+                tool_filter=spec.allows,
+                redactor=redactor,
             )
         else:
             env, redactor = self._child_env(spec)
@@ -453,7 +462,8 @@ class TaskServers(ResourcePromptTools):
                 argv=list(spec.command),
                 cwd=self.project,
                 env=env,
-                timeout_seconds=server.timeout_seconds,
+                timeouts=server.timeouts,
+                tool_filter=spec.allows,
                 redactor=redactor,
             )
         server.conn = conn
@@ -478,9 +488,10 @@ class TaskServers(ResourcePromptTools):
         )
         self.catalog.save_tools(self.project, server.definition, conn.tools)
         server.generation = server.offered = conn.tools_generation
-        if server.tools is not None and server.tools != conn.tools:
+        offered = server.offer(conn.tools)
+        if server.tools is not None and server.tools != offered:
             self.records.event(
                 self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}
             )
-        server.tools = conn.tools
+        server.tools = offered
         return conn

@@ -12,10 +12,14 @@ from typing import Annotated
 import typer
 
 from shadowcode.cli import engine as engine_cli
+from shadowcode.cli import history as history_cli
+from shadowcode.cli import inspection as inspection_cli
 from shadowcode.cli import mcp as mcp_cli
+from shadowcode.cli import notes as notes_cli
 from shadowcode.cli import projects as projects_cli
 from shadowcode.cli import secrets as secrets_cli
 from shadowcode.cli import tasks as tasks_cli
+from shadowcode.cli import testjob as testjob_cli
 from shadowcode.cli.context import Globals
 
 __all__ = ["app"]
@@ -47,6 +51,11 @@ def _globals(
 
 projects_cli.register(app)
 tasks_cli.register(app)
+history_cli.register(app)
+inspection_cli.register(app)
+testjob_cli.register(app)
+app.add_typer(notes_cli.goal_app, name="goal")
+app.add_typer(notes_cli.memory_app, name="memory")
 app.add_typer(mcp_cli.app, name="mcp")
 app.add_typer(engine_cli.engine_app, name="engine")
 app.add_typer(engine_cli.bg_app, name="bg")

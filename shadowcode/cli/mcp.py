@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from shadowcode.cli import mcp_servers
+from shadowcode.cli import mcp_login, mcp_servers
 from shadowcode.cli.context import globals_of
 
 __all__ = ["app"]
@@ -110,8 +110,10 @@ def register(
     Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
 
     The stdio form launches this executable with the canonical --workspace project (and
-    --profile when given); the HTTP form (--url with --token-env) names the token variable only.
+    --profile when given, and SHADOWCODE_HOME in its env when set, so the host opens the same
+    profile); the HTTP form (--url with --token-env) names the token variable only.
     """
+    import os
     import sys
 
     from shadowcode.errors import UsageError
@@ -132,8 +134,10 @@ def register(
         token_env=token_env,
         name=name,
         json_output=g.json,
+        home=os.environ.get("SHADOWCODE_HOME") or None,
     )
     sys.stdout.write(snippet.text)
 
 
 mcp_servers.register(app)
+mcp_login.register(app)

@@ -42,7 +42,10 @@ __all__ = ["print_catalog", "register"]
 
 def register(app: typer.Typer) -> None:
     """Add the server-management verbs to the ``mcp`` typer app."""
+    from shadowcode.cli.mcp_import import import_
+
     app.command("add")(add)
+    app.command("import")(import_)
     app.command("enable")(enable)
     app.command("disable")(disable)
     app.command("remove")(remove)
@@ -151,8 +154,10 @@ def _naming(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
 
 def _connect_line(report: McpConnectReport) -> str:
     if report.connected:
-        return f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
-    return f"{report.id}: {'' if report.skipped else 'failed: '}{report.error}"
+        line = f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
+        return "\n".join([line, *(f"  warning: {w}" for w in report.warnings)])
+    state = f"{report.auth}: " if report.auth else ""
+    return f"{report.id}: {'' if report.skipped else 'failed: '}{state}{report.error}"
 
 
 def _tools_text(doc: McpServerTools) -> str:
@@ -221,6 +226,7 @@ def validate(
 def _doctor_text(doc: McpDoctorReport) -> str:
     lines = [f"{len(doc.servers)} MCP server definitions checked for {doc.project}"]
     lines += [f"  {p.server or 'project'}: {p.check}: {p.message}" for p in doc.problems]
+    lines += [f"  {w.server or 'project'}: warning: {w.check}: {w.message}" for w in doc.warnings]
     lines.append(f"{len(doc.problems)} problems found" if doc.problems else "no problem found")
     return "\n".join(lines)
 

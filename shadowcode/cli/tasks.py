@@ -12,7 +12,7 @@ from shadowcode.cli.context import Globals, emit, globals_of, with_engine
 if TYPE_CHECKING:
     from shadowcode.engine.api import EngineApi, EventRecord, JobDetail
 
-__all__ = ["register"]
+__all__ = ["follow_job", "register"]
 
 _FOLLOW_POLL_SECONDS = 0.2
 """How often ``--follow`` asks for new events (a display cadence, not a limit)."""
@@ -69,7 +69,7 @@ def run(
                 sys.stdout.write(f"{job.job_id} started ({job.mode}, {job.permission_level})\n")
                 for note in job.notes:
                     sys.stdout.write(f"note: {note}\n")
-            final = await _follow(g, api, job.job_id)
+            final = await follow_job(g, api, job.job_id)
         finally:
             import anyio
 
@@ -83,7 +83,7 @@ def run(
     raise typer.Exit(0 if status in ("done", "queued") else 1)
 
 
-async def _follow(g: Globals, api: EngineApi, job_id: str) -> JobDetail:
+async def follow_job(g: Globals, api: EngineApi, job_id: str) -> JobDetail:
     """Print the job's events as they come until it has finished and every event was shown."""
     import anyio
 
@@ -127,7 +127,7 @@ def jobs(
         emit(g, {"jobs": to_json(found)}, "\n".join(job_line(j) for j in found) or "no jobs yet")
         return
     if follow:
-        final = with_engine(g, lambda api: _follow(g, api, job_id))
+        final = with_engine(g, lambda api: follow_job(g, api, job_id))
         if g.json:
             emit(g, to_json(final.job), "")
         raise typer.Exit(0 if final.job.status == "done" else 1)

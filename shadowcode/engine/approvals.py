@@ -68,15 +68,19 @@ class Approvals:
         if owner is not None and current.owner != owner:
             raise NotFound(f"no approval {approval_id!r} of a job this connection created", approval_id=approval_id)
         if not self._rows.resolve(approval_id, _DECISIONS[decision], by=by):
-            raise PolicyError(f"approval {approval_id} is already {self.get(approval_id).status}")
+            now = self.get(approval_id)
+            why = f" ({now.reason})" if now.reason else ""
+            raise PolicyError(
+                f"approval {approval_id} is already {now.status}{why}; nothing was {_DECISIONS[decision].value}"
+            )
         wake = self._wakeups.get(approval_id)
         if wake is not None:
             wake.set()
         return self.get(approval_id)
 
-    def expire(self, task_id: str) -> None:
-        """Expire a task's pending approvals (it was cancelled or finished)."""
-        self._rows.expire(task_id)
+    def expire(self, task_id: str, reason: str = "its job no longer waits for it") -> None:
+        """Expire a task's pending approvals (it was cancelled or finished), recording ``reason``."""
+        self._rows.expire(task_id, reason)
 
     async def wait(self, approval_id: str) -> str:
         """Wait until the approval is resolved; returns ``"approved"``, ``"denied"`` or ``"expired"``.

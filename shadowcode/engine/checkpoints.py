@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shadowcode.engine.api import RollbackResult
+from shadowcode.engine.api import RollbackPlan, RollbackResult
 from shadowcode.errors import ConflictError, NotFound, StoreError, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
 from shadowcode.project.files import (
@@ -43,6 +43,7 @@ from shadowcode.project.files import (
     replace_atomically,
 )
 from shadowcode.store import Store
+from shadowcode.store.checkpoints import TaskChange
 
 __all__ = ["Checkpoints", "content_sha256"]
 
@@ -162,28 +163,7 @@ class Checkpoints:
             ToolError: a restore failed part-way (the paths already restored are recorded).
         """
         root = canonical_root(project)
-        if not self._store.tasks.exists(task_id, root):
-            raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
-        rows = self._rows.task_changes(root, task_id)
-        first_before: dict[str, str | None] = {}
-        last_after: dict[str, str | None] = {}
-        for r in rows:
-            first_before.setdefault(r.path, r.before_sha256)
-            last_after[r.path] = r.after_sha256
-        plan: list[_Step] = []
-        conflicts: list[str] = []
-        for rel, original in first_before.items():
-            try:
-                target = confine(root, rel, must_exist=False)
-                refuse_git_path(relative_posix(root, target))
-            except ToolError:
-                conflicts.append(rel)
-                continue
-            ok, current = current_sha256(target, max_bytes=FILE_WRITE_MAX_BYTES)
-            if not ok or current != last_after[rel]:
-                conflicts.append(rel)
-            elif current != original:
-                plan.append(_Step(rel, target, current, original))
+        rows, plan, conflicts, _unchanged = self._plan(root, task_id)
         if conflicts:
             raise ConflictError(
                 "files changed after the task wrote them; nothing was rolled back: " + ", ".join(conflicts),
@@ -215,6 +195,51 @@ class Checkpoints:
         if failure is not None:
             raise failure
         return RollbackResult(task_id, restored, removed)
+
+    def preview(self, project: Path, task_id: str) -> RollbackPlan:
+        """What :meth:`rollback` would do now, changing nothing (ENG-06, SRV-18).
+
+        Returns:
+            The paths it would restore and remove, those already back at their earlier
+            content, and the conflicts (paths changed after the task wrote them) that would
+            make it refuse; paths relative to the root, in the order the task first wrote them.
+
+        Raises:
+            NotFound: the task does not exist in this project.
+        """
+        _rows, plan, conflicts, unchanged = self._plan(canonical_root(project), task_id)
+        restore = [step.rel for step in plan if step.original is not None]
+        remove = [step.rel for step in plan if step.original is None]
+        return RollbackPlan(task_id, restore, remove, unchanged, conflicts)
+
+    def _plan(self, root: Path, task_id: str) -> tuple[list[TaskChange], list[_Step], list[str], list[str]]:
+        """The task's changes, the steps a rollback takes, the conflicting paths and the unchanged ones."""
+        if not self._store.tasks.exists(task_id, root):
+            raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
+        rows = self._rows.task_changes(root, task_id)
+        first_before: dict[str, str | None] = {}
+        last_after: dict[str, str | None] = {}
+        for r in rows:
+            first_before.setdefault(r.path, r.before_sha256)
+            last_after[r.path] = r.after_sha256
+        plan: list[_Step] = []
+        conflicts: list[str] = []
+        unchanged: list[str] = []
+        for rel, original in first_before.items():
+            try:
+                target = confine(root, rel, must_exist=False)
+                refuse_git_path(relative_posix(root, target))
+            except ToolError:
+                conflicts.append(rel)
+                continue
+            ok, current = current_sha256(target, max_bytes=FILE_WRITE_MAX_BYTES)
+            if not ok or current != last_after[rel]:
+                conflicts.append(rel)
+            elif current != original:
+                plan.append(_Step(rel, target, current, original))
+            else:
+                unchanged.append(rel)
+        return rows, plan, conflicts, unchanged
 
     def _record(
         self,

@@ -8,11 +8,19 @@ grant whose definition is gone:
 - ``command``: a stdio command that does not exist, is a folder or is not executable: a bare
   name is looked up on the PATH the server would start with (CLI-12: the scrubbed one, or the
   definition's own ``PATH`` entry), a path with a ``/`` relative to the project, where servers start;
-- ``env``: an ``env_refs`` or ``api_key_env`` name set neither in the environment nor in the
-  profile's secret store (CLI-04); messages name the names, never a value;
+- ``env``: an ``env_refs``, ``api_key_env``, ``bearer_token_env_var`` or ``env_headers`` name set
+  neither in the environment nor in the profile's secret store (CLI-04); messages name the
+  names, never a value;
+- ``auth``: ``authorization_required``: an HTTP server with ``oauth`` settings has no usable
+  stored sign-in (none, or one bound to another URL, issuer or resource), judged from the
+  stored record alone (CW-08);
 - ``url``: an HTTP endpoint the client would refuse before contacting it: the definition rules
   (also applied when a file is read) and a host off loopback the network permission does not cover (CLI-11);
 - ``limit``: more grants than MCP_ENABLED_SERVERS_MAX (CLI-02).
+
+Warnings (they do not fail the check), check ``filter``: an ``enabled_tools`` entry naming no
+tool of the server's last listing cached for this definition hash (CW-02); without a cached
+listing nothing is said.
 
 Looking a name up reads the environment and the secret store and checking a command reads file
 metadata; no server runs and nothing is contacted.
@@ -24,6 +32,9 @@ import os
 import shutil
 from pathlib import Path
 
+from shadowcode.agent.mcp_auth import missing_references
+from shadowcode.agent.mcp_catalog import filter_warnings
+from shadowcode.agent.mcp_oauth import sign_in_problem
 from shadowcode.agent.mcp_tools import network_hosts_setting
 from shadowcode.engine.api import McpDoctorReport, McpFinding
 from shadowcode.engine.childenv import child_env
@@ -72,9 +83,8 @@ def url_problems(spec: HttpSpec, network_hosts: frozenset[str]) -> list[str]:
     Returns:
         One message per broken rule (the URL's host at most, never the whole URL), or none.
     """
-    bearer = "" if spec.api_key_env else None  # the rules depend on whether one is sent, never on its value
-    try:
-        Endpoint(spec.url, bearer=bearer, network_hosts=network_hosts).check()
+    try:  # the rules depend on whether a credential is sent, never on its value
+        Endpoint(spec.url, network_hosts=network_hosts, sends_credentials=spec.sends_credentials).check()
     except (ConfigError, PolicyError) as exc:
         return [str(exc)]
     return []
@@ -103,6 +113,7 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
     network_hosts = network_hosts_setting(profile.settings())
     found = entries(registry, project)
     problems: list[McpFinding] = []
+    warnings: list[McpFinding] = []
     for entry in found:
         item, sid = entry.item, entry.id
         if item is None:
@@ -116,6 +127,10 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
                 McpFinding(sid, "grant", "changed since it was enabled: review it and enable it again, or disable it")
             )
         spec = item.spec
+        cached = registry.cached_tools(project.path, item) if spec.enabled_tools else None
+        if cached is not None:
+            listed = [str(t.get("name")) for t in cached]
+            warnings += [McpFinding(sid, "filter", message) for message in filter_warnings(spec, listed)]
         if isinstance(spec, StdioSpec):
             why = command_problem(spec.command[0], project.path, _server_path(spec, profile, path))
             if why is not None:
@@ -124,8 +139,10 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
             problems += [McpFinding(sid, "env", message) for message in _unresolved(profile, refs)]
         else:
             problems += [McpFinding(sid, "url", message) for message in url_problems(spec, network_hosts)]
-            refs = [("api_key_env", spec.api_key_env)] if spec.api_key_env else []
-            problems += [McpFinding(sid, "env", message) for message in _unresolved(profile, refs)]
+            problems += [McpFinding(sid, "env", message) for message in missing_references(profile, spec)]
+            why = sign_in_problem(profile, item)
+            if why is not None:
+                problems.append(McpFinding(sid, "auth", why))
     granted = sum(1 for e in found if e.granted is not None)
     if granted > MCP_ENABLED_SERVERS_MAX:
         problems.append(
@@ -136,4 +153,4 @@ def doctor(registry: McpRegistry, project: Project, profile: Profile) -> McpDoct
                 "(disable some)",
             )
         )
-    return McpDoctorReport(str(project.path), project.trusted, [e.id for e in found], problems)
+    return McpDoctorReport(str(project.path), project.trusted, [e.id for e in found], problems, warnings)

@@ -127,6 +127,8 @@ async def _probe(
                     tools=len(outcome.tools) if outcome.tools is not None else None,
                     error=outcome.error,
                     cleanup=outcome.cleanup,
+                    warnings=list(outcome.warnings),
+                    auth="authorization_required" if "`shadowcode mcp login" in (outcome.error or "") else None,
                 ),
                 outcome.tools if connected else None,
             )

@@ -100,6 +100,30 @@ class McpRegistry:
                 self._rows.put_definition(spec.name, data, fmt, digest)
         return ServerDefinition(id=f"config:{spec.name}", scope="config", path=None, sha256=digest, spec=spec)
 
+    def register_new(self, data: bytes, source: str, *, write: bool) -> tuple[ServerDefinition, str | None]:
+        """Register definition bytes as ``config:NAME`` unless NAME holds other content (CW-01).
+
+        Args:
+            data: the definition's exact bytes (JSON).
+            source: how to name it in errors.
+            write: False to only look (a dry run).
+
+        Returns:
+            The definition and the hash NAME is registered with now, None when it was free
+            (and is now registered when ``write``). Equal to the definition's hash: unchanged.
+
+        Raises:
+            ConfigError: not a valid definition.
+        """
+        spec = parse_definition(data, source, fmt="json")
+        digest = sha256_hex(data)
+        with self._store.atomic():
+            current = self._rows.definition_hash(spec.name)
+            if current is None and write:
+                self._rows.put_definition(spec.name, data, "json", digest)
+        definition = ServerDefinition(id=f"config:{spec.name}", scope="config", path=None, sha256=digest, spec=spec)
+        return definition, current
+
     def remove(self, def_id: str, sha256: str) -> McpRemoval:
         """Delete a global definition, its grants in every project and its cached catalogs (CLI-05).
 

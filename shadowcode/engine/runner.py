@@ -134,6 +134,7 @@ class JobRunner:
             True when the job was queued or running here and finished its cleanup in time.
         """
         self._reasons.setdefault(task_id, reason)
+        self._expire_cancelled(task_id)
         return await self.scheduler.cancel(task_id, wait_seconds=CLEANUP_DEADLINE_SECONDS)
 
     def stop_starting(self) -> None:
@@ -147,13 +148,19 @@ class JobRunner:
             return
         for task_id in [*self._scheduler.queued(), *self._scheduler.running()]:
             self._reasons.setdefault(task_id, reason)
+            self._expire_cancelled(task_id)
         await self._scheduler.cancel_all(wait_seconds=CLEANUP_DEADLINE_SECONDS)
+
+    def _expire_cancelled(self, task_id: str) -> None:
+        """Expire the job's pending approvals with its cancellation reason, before the job itself
+        stops waiting for them (ENG-07): a later approve or deny then says why."""
+        self.approvals.expire(task_id, f"its job was cancelled: {self._reasons[task_id]}")
 
     def _finish_cancelled(self, task_id: str, *, while_queued: bool = False) -> None:
         why = self._reasons.pop(task_id, CANCELLED)
         if while_queued:
             why += " while it was queued"
-        self.approvals.expire(task_id)
+        self.approvals.expire(task_id, f"its job was cancelled: {why}")
         if self.records.get(task_id).status.active:
             self.records.set_status(task_id, TaskStatus.CANCELLED, error=why)
             self.records.event(task_id, "task.cancelled", {"reason": why})
@@ -183,7 +190,7 @@ class JobRunner:
             self.records.event(task_id, "task.done", {"answer": answer})
         finally:
             self._reasons.pop(task_id, None)
-            self.approvals.expire(task_id)
+            self.approvals.expire(task_id, "its job ended")
 
     def _task_env(self, task: Any) -> TaskEnv:
         # The agent's stack loads with the first job, not with every engine (a CLI verb opens one).

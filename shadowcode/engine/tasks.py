@@ -19,7 +19,10 @@ from shadowcode.errors import NotFound
 from shadowcode.store import Store
 from shadowcode.store.tasks import EventRecord, TaskRecord
 
-__all__ = ["TaskRecords"]
+__all__ = ["ORPHAN_REASON", "TaskRecords"]
+
+ORPHAN_REASON = "the engine running its job stopped"
+"""Why a job of a dead engine is ``interrupted`` and its pending approvals expired (ENG-07, ENG-08)."""
 
 
 class TaskRecords:
@@ -89,19 +92,25 @@ class TaskRecords:
         return self._tasks.recent(limit, project)
 
     def sweep_orphans(self) -> int:
-        """Mark unfinished tasks of engines that are no longer running as ``interrupted``.
+        """Mark unfinished tasks of engines that are no longer running as ``interrupted`` (ENG-08).
 
-        An engine counts as gone when it recorded a stop or its pid no longer exists.
+        An engine counts as gone when it recorded a stop or its pid no longer exists. In the
+        same transaction as each task's status, its pending approvals expire with the reason
+        ``the engine running its job stopped`` (ENG-07): nothing will ever run them. Pending
+        approvals of tasks that already finished (an older engine's leftovers) expire too.
         Returns the number of tasks marked.
         """
         engines = self._store.owners.engines_with_unfinished_tasks()
         gone = [e.id for e in engines if e.stopped_at is not None or not _pid_alive(e.pid)]
         marked = 0
-        for engine_id in gone:
-            for task_id in self._tasks.unfinished(engine_id):
-                self.set_status(task_id, TaskStatus.INTERRUPTED, error="the engine running this job stopped")
-                self.event(task_id, "task.interrupted", {"reason": "engine stopped"})
-                marked += 1
+        with self._store.atomic():
+            for engine_id in gone:
+                for task_id in self._tasks.unfinished(engine_id):
+                    self.set_status(task_id, TaskStatus.INTERRUPTED, error=ORPHAN_REASON)
+                    self.event(task_id, "task.interrupted", {"reason": "engine stopped"})
+                    self._store.approvals.expire(task_id, ORPHAN_REASON)
+                    marked += 1
+            self._store.approvals.expire_of_finished_tasks(ORPHAN_REASON)
         return marked
 
 

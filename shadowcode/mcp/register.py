@@ -4,12 +4,17 @@ Covers REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
 
 The functions here only compute text: they edit no file of any other application, start
 no process, look up no environment value and contact no endpoint. The caller prints the
-result for a person to review and merge into the host's own configuration.
+result for a person to review and merge into the host's own configuration. The one value
+the caller looks up for them is the profiles root when ``SHADOWCODE_HOME`` is set: hosts
+start servers with an environment of their own (Codex passes a short fixed list), so the
+stdio entry carries the root as an ``env`` value and the server opens the same profile
+whatever environment the host passes.
 
 Two shapes of server entry exist:
 
 * **stdio** — the host spawns ``<interpreter> <archive or -m shadowcode> [--profile NAME]
-  --workspace <canonical project> mcp serve [--allow-write] [--allow-approvals]``. Every
+  --workspace <canonical project> mcp serve [--allow-write] [--allow-approvals]``, with
+  ``SHADOWCODE_HOME=<absolute root>`` in its environment when a root was chosen. Every
   path is absolute; a packaged build names its ``.pyz`` archive, never the folder shiv
   extracts it into (REG-02).
 * **HTTP** — the host connects to an already running loopback gateway at ``/mcp`` and sends
@@ -85,10 +90,13 @@ class Launch:
     Attributes:
         command: absolute path of the Python interpreter.
         args: the arguments after it, each a literal string (no shell quoting).
+        env: environment entries the host sets for the command, as ``(name, value)`` pairs:
+            ``SHADOWCODE_HOME`` when a profiles root was chosen, else empty.
     """
 
     command: str
     args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,7 @@ def launch_command(
     allow_approvals: bool = False,
     executable: str | None = None,
     archive: Path | None = None,
+    home: str | None = None,
 ) -> Launch:
     """Build the absolute stdio launch command for ``mcp serve``.
 
@@ -186,10 +195,13 @@ def launch_command(
             a virtualenv's interpreter stays that virtualenv's).
         archive: the zipapp to run; default :func:`archive_path`. When None the command runs
             ``-m shadowcode`` from the interpreter's installed package.
+        home: the profiles root to pin (``SHADOWCODE_HOME`` as the user set it), or None to
+            let the server use the host's ``HOME``; made absolute.
 
     Returns:
         A :class:`Launch`; ``args`` is ``[archive | -m shadowcode] [--profile NAME] --workspace
-        DIR mcp serve [--allow-write] [--allow-approvals]``.
+        DIR mcp serve [--allow-write] [--allow-approvals]``; ``env`` holds
+        ``SHADOWCODE_HOME`` when ``home`` is given.
 
     Raises:
         ConfigError: no interpreter path is known (embedded interpreters). Implements REG-01, REG-02.
@@ -207,7 +219,8 @@ def launch_command(
         args.append("--allow-write")
     if allow_approvals:
         args.append("--allow-approvals")
-    return Launch(command=os.path.abspath(interpreter), args=tuple(args))
+    env = (("SHADOWCODE_HOME", os.path.abspath(os.path.expanduser(home))),) if home else ()
+    return Launch(command=os.path.abspath(interpreter), args=tuple(args), env=env)
 
 
 def canonical_workspace(path: Path) -> Path:
@@ -362,27 +375,34 @@ def stdio_snippet(client: Client, launch: Launch, *, name: str = DEFAULT_SERVER_
 
     Returns:
         A :class:`Snippet`. JSON clients wrap the entry in ``{"mcpServers": {name: entry}}``;
-        codex gets a ``[mcp_servers.<name>]`` section with ``command`` and ``args``.
+        codex gets a ``[mcp_servers.<name>]`` section with ``command`` and ``args``. The
+        launch's environment goes into the entry's ``env`` (an inline table for codex).
 
     Raises:
         UsageError: a bad name, a value that is not valid UTF-8, or ``${`` in any value for
             claude or cursor.
     """
     validate_server_name(name)
-    values = [launch.command, *launch.args]
+    env = dict(launch.env)
+    values = [launch.command, *launch.args, *env.values()]
     _require_unicode(values)
     if client in (Client.CLAUDE, Client.CURSOR):
         _refuse_expansion(client, values)
     if client is Client.CODEX:
         text = f"[mcp_servers.{name}]\ncommand = {toml_string(launch.command)}\nargs = {_toml_array(launch.args)}\n"
+        if env:
+            pairs = ", ".join(f"{toml_string(k)} = {toml_string(v)}" for k, v in env.items())
+            text += f"env = {{ {pairs} }}\n"
         return Snippet(client=client, text=text)
     entry: dict[str, Any]
     if client is Client.CLAUDE:
-        entry = {"type": "stdio", "command": launch.command, "args": list(launch.args), "env": {}}
+        entry = {"type": "stdio", "command": launch.command, "args": list(launch.args), "env": env}
     elif client is Client.CURSOR:
         entry = {"type": "stdio", "command": launch.command, "args": list(launch.args)}
     else:
         entry = {"command": launch.command, "args": list(launch.args)}
+    if env and client is not Client.CLAUDE:
+        entry["env"] = env
     document = {"mcpServers": {name: entry}}
     return Snippet(client=client, text=_json_text(document), document=document)
 
@@ -434,6 +454,7 @@ def build_snippet(
     token_env: str | None = None,
     name: str = DEFAULT_SERVER_NAME,
     json_output: bool = False,
+    home: str | None = None,
 ) -> Snippet:
     """Check the option combination of ``mcp register`` and render its snippet.
 
@@ -450,6 +471,8 @@ def build_snippet(
         token_env: ``--token-env``: the variable name holding the gateway's token.
         name: ``--name`` of the server entry.
         json_output: the global ``--json`` flag.
+        home: ``SHADOWCODE_HOME`` as set for this command, pinned in the stdio entry's
+            environment; None when unset.
 
     Returns:
         The :class:`Snippet` to print.
@@ -481,5 +504,6 @@ def build_snippet(
         profile=profile,
         allow_write=allow_write,
         allow_approvals=allow_approvals,
+        home=home,
     )
     return stdio_snippet(client, launch, name=name)

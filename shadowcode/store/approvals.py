@@ -12,13 +12,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from shadowcode.enums import ApprovalStatus
+from shadowcode.enums import ApprovalStatus, TaskStatus
 from shadowcode.store.database import Database
 from shadowcode.store.records import Record, decode_json, encode_json, vocabulary
 
 __all__ = ["ApprovalRecord", "ApprovalRepository"]
 
-_COLUMNS = "id, task_id, owner, kind, action, status, created_at, resolved_at, resolved_by"
+_ACTIVE = tuple(s.value for s in TaskStatus if s.active)
+
+_COLUMNS = "id, task_id, owner, kind, action, status, created_at, resolved_at, resolved_by, reason"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,7 @@ class ApprovalRecord(Record):
         kind: ``command``, ``test``, ``background``, ``mcp_call``, ``mcp_read_resource`` or ``mcp_get_prompt``.
         action: the exact action (decoded JSON object).
         resolved_by: who resolved it (``cli``, ``mcp:<owner>``), None while pending or when expired.
+        reason: why it expired (e.g. ``the engine running its job stopped``), None otherwise.
     """
 
     id: str
@@ -42,6 +45,7 @@ class ApprovalRecord(Record):
     created_at: int
     resolved_at: int | None
     resolved_by: str | None
+    reason: str | None
 
 
 def _record(row: dict[str, Any]) -> ApprovalRecord:
@@ -99,9 +103,17 @@ class ApprovalRepository:
             )
         )
 
-    def expire(self, task_id: str) -> int:
-        """Expire the task's pending approvals; returns how many."""
+    def expire(self, task_id: str, reason: str) -> int:
+        """Expire the task's pending approvals, recording ``reason``; returns how many."""
         return self._db.execute(
-            "UPDATE approvals SET status = ?, resolved_at = ? WHERE task_id = ? AND status = ?",
-            (ApprovalStatus.EXPIRED.value, int(time.time()), task_id, ApprovalStatus.PENDING.value),
+            "UPDATE approvals SET status = ?, resolved_at = ?, reason = ? WHERE task_id = ? AND status = ?",
+            (ApprovalStatus.EXPIRED.value, int(time.time()), reason, task_id, ApprovalStatus.PENDING.value),
+        )
+
+    def expire_of_finished_tasks(self, reason: str) -> int:
+        """Expire pending approvals whose task is no longer active (left by an older engine); returns how many."""
+        return self._db.execute(
+            "UPDATE approvals SET status = ?, resolved_at = ?, reason = ? WHERE status = ? AND task_id IN "
+            f"(SELECT id FROM tasks WHERE status NOT IN ({', '.join('?' * len(_ACTIVE))}))",
+            (ApprovalStatus.EXPIRED.value, int(time.time()), reason, ApprovalStatus.PENDING.value, *_ACTIVE),
         )

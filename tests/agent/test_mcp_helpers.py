@@ -127,7 +127,7 @@ async def test_a_build_task_lists_without_approval_and_reads_and_gets_prompts_af
 async def test_a_build_task_sees_added_and_removed_tools_and_a_call_resolved_before_a_change_is_refused(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project, def_id = _setup(engine, project_dir, "--changing")
+    project, def_id = _setup(engine, project_dir, "--changing", "--legacy")
     calls = _calls(
         ("mcp_call", {"server": "py", "tool": "grow", "arguments": {"name": "later"}}),
         ("mcp__py__later", {"text": "offered now"}),
@@ -177,7 +177,7 @@ async def test_a_build_task_sees_added_and_removed_tools_and_a_call_resolved_bef
 async def test_a_build_task_whose_server_revalidation_fails_stops_offering_its_tools(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:
-    project, _ = _setup(engine, project_dir, "--changing")
+    project, _ = _setup(engine, project_dir, "--changing", "--legacy")
     calls = _calls(
         ("mcp_call", {"server": "py", "tool": "break_listing", "arguments": {}}),
         ("mcp_call", {"server": "py", "tool": "echo", "arguments": {"text": "stale"}}),

@@ -101,7 +101,7 @@ def _kinds(core: LocalEngine, task_id: str) -> list[str]:
     return [e.kind for e in events_of(core, task_id)]
 
 
-@pytest.mark.req("CLI-07", "CLI-09", "CLI-19", "CLI-04")
+@pytest.mark.req("CLI-07", "CLI-09", "CLI-19", "CLI-04", "CLI-16")
 async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cleans_up_first(
     engine: LocalEngine, project_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,6 +182,7 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
         and closed["cleanup"] in ("terminated", "killed")
     )
     assert group_gone(connected["pid"])
+    assert connected["protocol_version"] == "2026-07-28"  # the stdio probe found the SDK server modern (CLI-16)
     for path in engine.state.profile.root.rglob("*"):
         if path.is_file() and path.name != "secrets.json":
             data = path.read_bytes()

@@ -190,7 +190,7 @@ async def test_a_wrong_bearer_gets_a_clear_authentication_error_and_no_login(
         _script(engine, tmp_path, "gw", [("shadow_jobs", {"action": "list"})])
         task_id, _ = await _run(engine, project, 0)
     notes = [e.data["note"] for e in events_of(engine, task_id) if e.kind == "task.note"]
-    assert any("needs authentication (HTTP 401)" in n and "starts no login" in n for n in notes), notes
+    assert any("authentication required: run `shadowcode mcp login" in n and "HTTP 401" in n for n in notes), notes
     assert not any("not-the-token" in n for n in notes)
 
 
@@ -276,5 +276,5 @@ async def test_a_network_host_without_permission_and_a_missing_credential_are_no
         task_id, _ = await _run(engine, project, 0)
     notes = [e.data["note"] for e in events_of(engine, task_id) if e.kind == "task.note"]
     assert any(remote in n and "network permission" in n and "mcp.network_hosts" in n for n in notes), notes
-    assert any(local in n and "ABSENT_TOKEN is neither set" in n for n in notes), notes
+    assert any(local in n and "ABSENT_TOKEN, which is neither set" in n for n in notes), notes
     assert p.received == [] and looked_up == []

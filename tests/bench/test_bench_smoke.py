@@ -384,6 +384,46 @@ def test_paced_gateway_load_stays_under_the_request_rate_and_fills_the_gateway_r
     assert "HTTP gateway, 8 callers" in output
 
 
+def test_http_client_ratios_come_from_both_clients_or_say_why_not(bench_modules: None) -> None:
+    from bench.gateway import pending_gateway_figures
+    from bench.http_client import pending_http_client_figures
+    from bench.report import compute_ratios
+
+    gateway = pending_gateway_figures("left out")
+    measured = {"shadowcode_p50_ms": 3.0, "shadowcode_p99_ms": 9.0, "ts_p50_ms": 2.0, "ts_p99_ms": 6.0}
+    ratios, reasons = compute_ratios({}, gateway, {**pending_http_client_figures("x"), **measured, "reason": None})
+    assert ratios["http_client_p50_ratio_vs_ts"] == pytest.approx(1.5)
+    assert ratios["http_client_p99_ratio_vs_ts"] == pytest.approx(1.5)
+    assert "http_client_p50_ratio_vs_ts" not in reasons
+    ratios, reasons = compute_ratios({}, gateway, pending_http_client_figures("the client figure was left out"))
+    assert ratios["http_client_p99_ratio_vs_ts"] is None
+    assert reasons["http_client_p99_ratio_vs_ts"] == "the client figure was left out"
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@needs_node
+def test_http_client_figure_times_both_clients_against_server_everything_over_http(tmp_path: Path) -> None:
+    code, results, output = _bench(
+        tmp_path, "--targets", "http_client", "--client-rounds", "1", "--client-calls", "5", "--client-warmup", "1",
+    )  # fmt: skip
+    assert code == 0, output
+    assert results is not None, output
+    doc = results["http_client"]
+    assert doc["reason"] is None, doc["reason"]
+    for side in ("shadowcode", "ts"):
+        entry = doc["clients"][side]
+        assert entry["errors"] == [], entry["errors"]
+        (run,) = entry["runs"]
+        assert run["calls"] == 5 and len(run["latencies_ms"]) == 5
+        assert run["p99_ms"] >= run["p50_ms"] > 0 and run["protocol_version"]
+    assert "streamableHttp" in doc["server"]["command"]
+    assert "bench.http_client_driver" in doc["clients"]["shadowcode"]["command"]
+    assert results["ratios"]["http_client_p50_ratio_vs_ts"] is not None
+    assert results["ratios"]["http_client_p99_ratio_vs_ts"] is not None
+    assert "HTTP client, sequential tools/call" in output
+
+
 @pytest.mark.slow
 @pytest.mark.node
 @needs_node

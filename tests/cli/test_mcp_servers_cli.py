@@ -19,7 +19,7 @@ import pytest
 
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel
-from tests.support.mcp_client import REPO, hostile_argv, project_definition
+from tests.support.mcp_client import PYTHON_SDK_SERVER, REPO, hostile_argv, project_definition
 
 
 def _cli(home: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -126,3 +126,32 @@ def test_validate_tools_and_doctor_print_their_reports_and_exit_0_1_or_2(
     assert unknown.returncode == 2 and unknown.stdout == "" and "no MCP server 'nosuch'" in unknown.stderr
     bad_flag = _cli(home, project, "mcp", "validate", "--bogus")
     assert bad_flag.returncode == 2 and bad_flag.stdout == ""
+
+
+@pytest.mark.req("CW-03", "CLI-16")
+def test_validate_names_the_revision_each_stdio_server_negotiated_in_text_and_json(
+    home: Path, project_dir: Path, state: EngineState
+) -> None:
+    project = state.project_at(project_dir).path
+    state.projects.trust(project, PermissionLevel.WORKSPACE)
+    pysdk = project_definition(
+        project, "pysdk", {"name": "pysdk", "command": [sys.executable, str(PYTHON_SDK_SERVER)], "timeout_sec": 30}
+    )
+    modern = project_definition(project, "modern", {"name": "modern", "command": hostile_argv("modern")})
+    legacy = project_definition(project, "legacy", {"name": "legacy", "command": hostile_argv("discover_exit")})
+    for definition in state.mcp_servers.definitions(project):
+        state.mcp_servers.enable(project, definition.id, definition.sha256, trusted=True)  # type: ignore[union-attr]
+
+    text = _cli(home, project, "mcp", "validate")
+    assert text.returncode == 0, text.stderr
+    assert sorted(text.stdout.splitlines()) == sorted(
+        [
+            f"{pysdk}: connected, protocol 2026-07-28, 7 tools",
+            f"{modern}: connected, protocol 2026-07-28, 5 tools",
+            f"{legacy}: connected, protocol 2025-11-25, 5 tools",
+        ]
+    )
+    doc = _cli(home, project, "--json", "mcp", "validate", "legacy")
+    assert doc.returncode == 0, doc.stderr
+    (server,) = json.loads(doc.stdout)["servers"]
+    assert server["id"] == legacy and server["connected"] and server["protocol_version"] == "2025-11-25"

@@ -88,8 +88,63 @@ def test_register_prints_generic_json_and_writes_nothing(tmp_path: Path, homes: 
     assert entry == {
         "command": os.path.abspath(sys.executable),
         "args": ["-m", "shadowcode", "--profile", "work", "--workspace", str(project.resolve()), "mcp", "serve"],
+        "env": {"SHADOWCODE_HOME": str(homes["SHADOWCODE_HOME"])},
     }
     assert _tree(homes["HOME"]) == [] and _tree(homes["SHADOWCODE_HOME"]) == []
+
+
+@pytest.mark.req("REG-01")
+def test_without_shadowcode_home_the_entry_sets_no_environment(tmp_path: Path, homes: dict[str, Path]) -> None:
+    unset = {"HOME": homes["HOME"]}
+    generic = _shadowcode(["--workspace", str(tmp_path), "mcp", "register"], unset)
+    claude = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", "claude"], unset)
+    codex = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", "codex"], unset)
+    assert generic.code == claude.code == codex.code == 0, generic.err + claude.err + codex.err
+    assert "env" not in json.loads(generic.out)["mcpServers"]["shadowcode"]
+    assert json.loads(claude.out)["mcpServers"]["shadowcode"]["env"] == {}
+    assert "env" not in tomllib.loads(codex.out)["mcp_servers"]["shadowcode"]
+
+
+@pytest.mark.req("REG-01", "REG-03", "REG-05")
+@pytest.mark.parametrize("client", ["generic", "codex"])
+def test_shadowcode_home_with_a_space_quote_and_dollar_brace_is_literal(
+    client: str, tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    odd_home = tmp_path / 'profiles "here" ${HOME}'
+    odd_home.mkdir()
+    result = _shadowcode(
+        ["--workspace", str(tmp_path), "mcp", "register", "--client", client], {**homes, "SHADOWCODE_HOME": odd_home}
+    )
+    assert result.code == 0, result.err
+    if client == "codex":
+        env = tomllib.loads(result.out)["mcp_servers"]["shadowcode"]["env"]
+    else:
+        env = json.loads(result.out)["mcpServers"]["shadowcode"]["env"]
+    assert env == {"SHADOWCODE_HOME": str(odd_home)}
+
+
+@pytest.mark.req("REG-05")
+@pytest.mark.parametrize("client", ["claude", "cursor"])
+def test_shadowcode_home_with_dollar_brace_is_refused_where_the_host_expands_it(
+    client: str, tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    odd_home = tmp_path / "profiles ${HOME}"
+    odd_home.mkdir()
+    result = _shadowcode(
+        ["--workspace", str(tmp_path), "mcp", "register", "--client", client], {**homes, "SHADOWCODE_HOME": odd_home}
+    )
+    assert result.code == 2
+    assert result.out == ""
+    assert "${" in result.err
+
+
+@pytest.mark.req("REG-01")
+def test_a_relative_shadowcode_home_is_written_absolute(tmp_path: Path, homes: dict[str, Path]) -> None:
+    result = _shadowcode(
+        ["--workspace", str(tmp_path), "mcp", "register"], {**homes, "SHADOWCODE_HOME": Path("rel")}, cwd=tmp_path
+    )
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["mcpServers"]["shadowcode"]["env"] == {"SHADOWCODE_HOME": str(tmp_path / "rel")}
 
 
 @pytest.mark.req("REG-01")
@@ -130,8 +185,9 @@ def test_claude_and_cursor_stdio_shapes(tmp_path: Path, homes: dict[str, Path]) 
     cursor = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", "cursor"], homes)
     claude_entry = json.loads(claude.out)["mcpServers"]["shadowcode"]
     cursor_entry = json.loads(cursor.out)["mcpServers"]["shadowcode"]
-    assert claude_entry["type"] == "stdio" and claude_entry["env"] == {}
-    assert set(cursor_entry) == {"type", "command", "args"}
+    pinned = {"SHADOWCODE_HOME": str(homes["SHADOWCODE_HOME"])}
+    assert claude_entry["type"] == "stdio" and claude_entry["env"] == pinned
+    assert set(cursor_entry) == {"type", "command", "args", "env"} and cursor_entry["env"] == pinned
     assert claude_entry["args"] == cursor_entry["args"]
 
 

@@ -100,10 +100,10 @@ def test_expiring_a_tasks_approvals_leaves_other_tasks_alone(
 ) -> None:
     first = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
     second = approvals.request(new_task(state, project_dir, None), None, "command", {"argv": ARGV, "cwd": "/"})
-    approvals.expire(first.task_id)
+    approvals.expire(first.task_id, "its job was cancelled")
     assert approvals.get(first.id).status == "expired"
     assert approvals.get(second.id).status == "pending"
-    with pytest.raises(PolicyError, match="already expired"):
+    with pytest.raises(PolicyError, match=r"already expired \(its job was cancelled\); nothing was approved"):
         approvals.resolve(first.id, "approve", by="cli")
 
 

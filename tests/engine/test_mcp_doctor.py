@@ -149,8 +149,8 @@ NOT_COVERED = (
     "does not cover it; add it to the profile setting mcp.network_hosts to allow it"
 )
 PLAIN_BEARER = (
-    "the server URL sends the 'api_key_env' credential to a network host over plain http; use https "
-    "(a bearer credential goes in clear text only to a loopback address)"
+    "the server URL sends a credential ('api_key_env', 'bearer_token_env_var', 'env_headers' or OAuth) to a network "
+    "host over plain http; use https (a bearer credential goes in clear text only to a loopback address)"
 )
 
 

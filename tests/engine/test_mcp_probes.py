@@ -215,3 +215,22 @@ async def test_an_http_server_is_reported_with_the_task_paths_reason_and_no_cred
     (only,) = report.servers
     assert only.transport == "http" and not only.connected and only.error
     assert SECRET not in json.dumps(to_json(report))
+
+
+@pytest.mark.req("CW-08", "CLI-11")
+async def test_validate_reports_authorization_required_for_a_server_asking_for_a_sign_in(
+    api: LocalEngine, project_dir: Path
+) -> None:
+    from tests.support.oauth import oauth_fixture
+
+    project = _trusted(api, project_dir)
+    with oauth_fixture() as fixture:
+        def_id = project_definition(project, "secure", {"name": "secure", "url": fixture.url, "oauth": {}})
+        _enable(api, project, def_id)
+        with anyio.fail_after(60):
+            report = await api.mcp_validate(McpValidate(), Caller(project=project, access=WRITE))
+        counts = fixture.control()
+    (only,) = report.servers
+    assert not only.connected and only.auth == "authorization_required"
+    assert only.error is not None and f"run `shadowcode mcp login {def_id}`" in only.error
+    assert counts["refreshes"] == 0 and counts["registrations"] == 0

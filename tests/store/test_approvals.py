@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shadowcode.enums import ApprovalStatus
+from shadowcode.enums import ApprovalStatus, TaskStatus
 from shadowcode.errors import StoreError
 from shadowcode.store import Store
 from shadowcode.store.approvals import ApprovalRecord
@@ -38,6 +38,7 @@ def test_as_dict_is_the_column_order_with_the_decoded_action(store: Store, new_t
         "created_at",
         "resolved_at",
         "resolved_by",
+        "reason",
     ]
     assert doc["action"] == ACTION and doc["status"] == "pending" and type(doc["status"]) is str
 
@@ -74,10 +75,26 @@ def test_expiring_touches_only_the_tasks_pending_approvals(store: Store, new_tas
     done = store.approvals.create(one.id, None, "command", ACTION)
     store.approvals.resolve(done.id, ApprovalStatus.APPROVED, by="cli")
     b = store.approvals.create(two.id, None, "command", ACTION)
-    assert store.approvals.expire(one.id) == 1
-    assert store.approvals.get(a.id).status is ApprovalStatus.EXPIRED  # type: ignore[union-attr]
+    assert store.approvals.expire(one.id, "its job was cancelled") == 1
+    expired = store.approvals.get(a.id)
+    assert (
+        expired is not None and expired.status is ApprovalStatus.EXPIRED and expired.reason == "its job was cancelled"
+    )
     assert store.approvals.get(done.id).status is ApprovalStatus.APPROVED  # type: ignore[union-attr]
+    assert store.approvals.get(done.id).reason is None  # type: ignore[union-attr]
     assert store.approvals.get(b.id).status is ApprovalStatus.PENDING  # type: ignore[union-attr]
+
+
+def test_pending_approvals_of_finished_tasks_expire_and_those_of_active_tasks_stay(
+    store: Store, new_task: NewTask
+) -> None:
+    active, finished = new_task(), new_task()
+    store.tasks.set_status(finished.id, TaskStatus.INTERRUPTED, error="gone")
+    alive = store.approvals.create(active.id, None, "command", ACTION)
+    left = store.approvals.create(finished.id, None, "command", ACTION)
+    assert store.approvals.expire_of_finished_tasks("the engine running its job stopped") == 1
+    assert [a.id for a in store.approvals.pending()] == [alive.id]
+    assert store.approvals.get(left.id).reason == "the engine running its job stopped"  # type: ignore[union-attr]
 
 
 def test_a_stored_action_that_is_not_json_is_a_store_error(store: Store, new_task: NewTask) -> None:

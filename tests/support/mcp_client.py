@@ -21,6 +21,7 @@ __all__ = [
     "HOSTILE",
     "PY",
     "PYTHON_SDK_SERVER",
+    "SLOW_SDK_SERVER",
     "REPO",
     "approve_next",
     "events_of",
@@ -38,6 +39,7 @@ PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "fixtures" / "servers" / "hostile_server.py"
 PYTHON_SDK_SERVER = REPO / "fixtures" / "servers" / "python_sdk_server.py"
+SLOW_SDK_SERVER = REPO / "fixtures" / "servers" / "slow_sdk_server.py"
 _POLL_SECONDS = 0.02
 
 

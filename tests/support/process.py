@@ -23,10 +23,17 @@ INIT = {
 
 
 class ServerProcess:
-    """``python -m shadowcode --workspace P mcp serve`` with pipes; always :meth:`close` it."""
+    """``python -m shadowcode --workspace P mcp serve`` with pipes; always :meth:`close` it.
 
-    def __init__(self, workspace: Path, home: Path, *extra: str) -> None:
+    The server runs in the spawned process itself (``SHADOWCODE_STDIO_FRONT=0``), so tests of
+    its behaviour see its own process, memory and children; ``front=True`` keeps the stdio
+    front in front of it, as a host starts it.
+    """
+
+    def __init__(self, workspace: Path, home: Path, *extra: str, front: bool = False) -> None:
         env = dict(os.environ, SHADOWCODE_HOME=str(home))
+        if not front:
+            env["SHADOWCODE_STDIO_FRONT"] = "0"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "shadowcode", "--workspace", str(workspace), "mcp", "serve", *extra],
             stdin=subprocess.PIPE,

@@ -30,6 +30,8 @@ __all__ = [
     "JobView",
     "RecentJobs",
     "Rollback",
+    "RollbackPlan",
+    "RollbackPreview",
     "RollbackResult",
     "TaskRequest",
     "TaskSubmitted",
@@ -181,6 +183,27 @@ class RollbackResult:
     removed: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class RollbackPreview:
+    """What undoing one task's changes would do, asked before doing it (ENG-06, SRV-18)."""
+
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackPlan:
+    """A rollback's preview: paths it would restore and remove (files the task created), paths
+    already back at their earlier content, and conflicts (paths changed after the task wrote
+    them: with any, the rollback refuses and changes nothing); in the order first written (ENG-06).
+    """
+
+    task_id: str
+    restore: list[str]
+    remove: list[str]
+    unchanged: list[str]
+    conflicts: list[str]
+
+
 class JobVerbs(ApiBase):
     """The verbs of this part of :class:`~shadowcode.engine.api.EngineApi`."""
 
@@ -250,6 +273,17 @@ class JobVerbs(ApiBase):
         Raises:
             NotFound: no such approval (of this owner). PolicyError: missing access, or it is
             no longer pending.
+        """
+        ...
+
+    @verb("task/preview")
+    async def rollback_preview(self, request: RollbackPreview, caller: Caller = NOBODY) -> RollbackPlan:
+        """What ``rollback`` would restore now and its conflict check's verdict; changes nothing (SRV-18).
+
+        Needs write access like the rollback it previews, so a refusal comes before any question.
+
+        Raises:
+            PolicyError: no write access. NotFound: not a task of this project.
         """
         ...
 

@@ -1,6 +1,6 @@
 """The engine API: external MCP server definitions, their grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-05, CW-03, CW-04.
+Covers CLI-01, CLI-02, CLI-05, CW-01, CW-03, CW-04.
 
 The request and result types of this part, and its verbs as :class:`ServerVerbs` declares them;
 their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
@@ -8,8 +8,8 @@ their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, NotRequired
+from dataclasses import dataclass, field
+from typing import Any, Literal, NotRequired
 
 from pydantic import JsonValue
 from typing_extensions import TypedDict
@@ -27,6 +27,11 @@ __all__ = [
     "McpFinding",
     "McpGrantChange",
     "McpGrantState",
+    "McpImport",
+    "McpImportEntry",
+    "McpImportFile",
+    "McpImportNote",
+    "McpImportReport",
     "McpRef",
     "McpRemoval",
     "McpRemove",
@@ -66,11 +71,22 @@ class McpServerInfo(TypedDict):
     transport: NotRequired[str]
     description: NotRequired[str | None]
     timeout_sec: NotRequired[float | None]
+    enabled_tools: NotRequired[list[str] | None]
+    disabled_tools: NotRequired[list[str]]
+    connect_timeout: NotRequired[float | None]
+    call_timeout: NotRequired[float | None]
+    read_timeout: NotRequired[float | None]
+    required: NotRequired[bool]
     command: NotRequired[list[str]]
     env_names: NotRequired[list[str]]
     env_refs: NotRequired[dict[str, str]]
     url: NotRequired[str]
     api_key_env: NotRequired[str | None]
+    bearer_token_env_var: NotRequired[str | None]
+    env_headers: NotRequired[dict[str, str]]
+    header_names: NotRequired[list[str]]
+    oauth: NotRequired[dict[str, Any] | None]
+    oauth_resource: NotRequired[str | None]
     error: NotRequired[str]
     grant: NotRequired[McpGrantState]
 
@@ -165,6 +181,10 @@ class McpConnectReport:
         skipped: True when it was not started because a Build task would not start it (not
             enabled at its current hash, missing, invalid, or the project is untrusted or
             read_only); ``error`` says which.
+        warnings: what deserves a look but is no failure: ``enabled_tools`` entries naming no
+            tool the server listed (CW-02).
+        auth: ``"authorization_required"`` when the server asked for a sign-in (HTTP 401) or
+            the stored sign-in cannot be used: run ``shadowcode mcp login`` (CW-08); else None.
     """
 
     id: str
@@ -177,6 +197,8 @@ class McpConnectReport:
     error: str | None = None
     cleanup: str | None = None
     skipped: bool = False
+    warnings: list[str] = field(default_factory=list)
+    auth: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,12 +269,89 @@ class McpDoctorReport:
         trusted: whether the project is trusted.
         servers: every definition id checked (global, project files, granted ones that are missing).
         problems: what was found, in server order; empty when all is well.
+        warnings: findings that are no problem (check ``filter``: an ``enabled_tools`` entry
+            naming no tool of the server's last cached listing, CW-02); they do not fail the check.
     """
 
     project: str
     trusted: bool
     servers: list[str]
     problems: list[McpFinding]
+    warnings: list[McpFinding] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class McpImport:
+    """Import other hosts' MCP configs as global definitions; enables, starts and contacts nothing (CW-01).
+
+    Attributes:
+        path: an absolute config file path; None: every well-known location of each host
+            for ``home`` and the caller's project.
+        host: ``claude``, ``cursor``, ``codex``, ``vscode`` or ``generic``; None: guessed from the
+            file's name (a well-known location names its own).
+        dry_run: report what would be imported, write nothing.
+        home: the user's home folder (the well-known user locations); None: the engine's.
+        codex_home: ``CODEX_HOME`` when it is set.
+    """
+
+    path: str | None = None
+    host: str | None = None
+    dry_run: bool = False
+    home: str | None = None
+    codex_home: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportNote:
+    """One field of an imported server not copied as it was, and why (a credential: how to reference it)."""
+
+    field: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportFile:
+    """One config file read: its path, host, scope (``user``, ``project`` or ``given``) and server entries."""
+
+    path: str
+    host: str
+    scope: str
+    servers: int
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportEntry:
+    """What became of one server entry (CW-01).
+
+    Attributes:
+        file: the config file it came from.
+        host: that file's host.
+        source_name: its name there.
+        outcome: ``imported``, ``would_import`` (a dry run), ``unchanged`` (registered with
+            these exact bytes already) or ``skipped``.
+        id: ``config:NAME`` when it was or would be imported or is unchanged, else None.
+        hash: the definition's hash (review it, then ``mcp enable ID --hash HASH``), else None.
+        reason: why it was skipped, else None.
+        notes: fields not copied as they were.
+    """
+
+    file: str
+    host: str
+    source_name: str
+    outcome: Literal["imported", "would_import", "unchanged", "skipped"]
+    id: str | None
+    hash: str | None
+    reason: str | None
+    notes: list[McpImportNote]
+
+
+@dataclass(frozen=True, slots=True)
+class McpImportReport:
+    """The ``mcp import`` report: the files read, then one entry per server entry in file order (CW-01)."""
+
+    dry_run: bool
+    files: list[McpImportFile]
+    servers: list[McpImportEntry]
 
 
 class ServerVerbs(ApiBase):
@@ -269,6 +368,18 @@ class ServerVerbs(ApiBase):
 
         Raises:
             ConfigError: an unreadable or invalid file. ConflictError: replacing without the current hash.
+        """
+        ...
+
+    @verb("mcp/import")
+    async def mcp_import(self, request: McpImport, caller: Caller = NOBODY) -> McpImportReport:
+        """Import other hosts' MCP configs as global definitions that still need review (CW-01).
+
+        Enables nothing, starts nothing, contacts nothing; importing the same file twice changes nothing.
+
+        Raises:
+            ConfigError: a file that cannot be read or parsed (nothing is imported), or more
+                than MCP_IMPORT_SERVERS_MAX entries. PolicyError: the caller may not write.
         """
         ...
 

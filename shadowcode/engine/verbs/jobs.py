@@ -23,6 +23,8 @@ from shadowcode.engine.api import (
     JobView,
     RecentJobs,
     Rollback,
+    RollbackPlan,
+    RollbackPreview,
     RollbackResult,
     TaskRecord,
     TaskRequest,
@@ -250,6 +252,14 @@ async def approval_resolve(state: EngineState, request: ApprovalDecision, caller
     return state.approvals.resolve(request.approval_id, request.decision, by=f"mcp:{owner.id}", owner=owner.id)
 
 
+@handles(EngineApi.rollback_preview)
+async def rollback_preview(state: EngineState, request: RollbackPreview, caller: Caller) -> RollbackPlan:
+    project = state.project(caller)
+    require_write(project, caller.access, "a rollback")
+    plan: RollbackPlan = await run_blocking(state.checkpoints.preview, project.path, request.task_id)
+    return plan
+
+
 @handles(EngineApi.rollback)
 async def rollback(state: EngineState, request: Rollback, caller: Caller) -> RollbackResult:
     if request.confirm is not True:
@@ -259,4 +269,3 @@ async def rollback(state: EngineState, request: Rollback, caller: Caller) -> Rol
     state.records.get(request.task_id, project.path)
     result: RollbackResult = await run_blocking(state.checkpoints.rollback, project.path, request.task_id)
     return result
-

@@ -1,6 +1,6 @@
 """Handlers: external MCP server definitions, their per-project grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-03, CW-04.
+Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-01, CW-03, CW-04.
 
 Only ``mcp_validate`` and ``mcp_server_tools`` start servers, each once, under its launch grant
 and exactly as a Build task would (:mod:`shadowcode.engine.mcp_probes`). The others start
@@ -21,6 +21,8 @@ from shadowcode.engine.api import (
     McpDoctorReport,
     McpEnable,
     McpGrantChange,
+    McpImport,
+    McpImportReport,
     McpRef,
     McpRemoval,
     McpRemove,
@@ -47,6 +49,17 @@ async def mcp_catalog(state: EngineState, request: Empty, caller: Caller) -> Mcp
 async def mcp_add(state: EngineState, request: McpAdd, caller: Caller) -> McpServerInfo:
     definition = state.mcp_servers.add(Path(request.path), replace_hash=request.replace_hash)
     return definition.describe()
+
+
+@handles(EngineApi.mcp_import)
+async def mcp_import(state: EngineState, request: McpImport, caller: Caller) -> McpImportReport:
+    from shadowcode.engine.mcp_import import import_configs
+    from shadowcode.project.paths import canonical_project
+
+    if not caller.access.allow_write:
+        raise PolicyError("importing MCP servers needs write access: this frontend is read-only")
+    project = canonical_project(caller.project) if caller.project is not None else None
+    return import_configs(state.mcp_servers, request, project)
 
 
 @handles(EngineApi.mcp_enable)

@@ -13,6 +13,7 @@ grants registry is :mod:`shadowcode.engine.mcp_servers`, its rows :mod:`shadowco
 - :mod:`~shadowcode.mcp.client.endpoint`: the URL rules, loopback and the network permission of HTTP servers.
 - :mod:`~shadowcode.mcp.client.streamable_http`: the bounded Streamable HTTP transport.
 - :mod:`~shadowcode.mcp.client.sse`: the bounded, incremental event-stream parser it uses.
+- :mod:`~shadowcode.mcp.client.negotiation`: the revision choice (``server/discover`` first, bounded on stdio).
 - :mod:`~shadowcode.mcp.client.connection`: one connection (negotiation, bounded discovery, calls).
 - :mod:`~shadowcode.mcp.client.catalog`: bounded, paginated reading of a server's lists and the
   ``ttlMs`` clamp (CW-05).

@@ -1,9 +1,10 @@
 """Bounded, paginated reading of a server's lists, and how long a list stays fresh.
 
-Covers CLI-13, CW-05, CW-06.
+Covers CLI-13, CW-05, CW-06, CW-07.
 
 :func:`read_list` reads every page of ``tools/list``, ``resources/list``,
-``resources/templates/list`` or ``prompts/list`` within one deadline, under the same page,
+``resources/templates/list`` or ``prompts/list`` within one deadline (the connection's
+``connect`` timeout, CW-07), each page's reply within the ``read`` timeout, under the same page,
 item, byte and cursor bounds for each list (a duplicate name or URI, or a repeated cursor,
 fails the listing). It also returns the earliest ``ttlMs`` the pages carried, held between
 ``ttl_min_seconds`` and ``ttl_max_seconds`` by :func:`clamp_ttl` (a page without ``ttlMs``
@@ -79,6 +80,10 @@ _SHAPES: dict[str, tuple[str, str, str, str]] = {
 }
 
 
+class _LatePage(Exception):
+    """One page's reply did not come within the read timeout."""
+
+
 def clamp_ttl(ttl_ms: int, limits: CatalogLimits) -> float:
     """Seconds a list carrying ``ttlMs`` stays fresh: ``ttl_ms`` held between the limits (CW-05)."""
     return min(max(ttl_ms / 1000.0, limits.ttl_min_seconds), limits.ttl_max_seconds)
@@ -101,21 +106,30 @@ async def read_list(
     limits: CatalogLimits,
     *,
     timeout_seconds: float,
+    read_seconds: float,
+    deadline: float | None = None,
     server_id: str,
     failure: Callable[[], str | None] = lambda: None,
 ) -> Listing:
-    """Read every page of one list within ``timeout_seconds``, enforcing the limits (CLI-13, CW-05).
+    """Read every page of one list before a deadline, each reply within ``read_seconds``,
+    enforcing the limits (CLI-13, CW-05, CW-07).
 
     Args:
         session: the SDK client session.
         kind: which list.
         limits: the bounds (the same at connection time and at each revalidation).
-        timeout_seconds: the deadline for all pages together.
+        timeout_seconds: the seconds for all pages together (the ``connect`` timeout), from now
+            unless ``deadline`` is given.
+        read_seconds: the seconds for each page's reply (the ``read`` timeout); never more than
+            what is left before the deadline.
+        deadline: the absolute time (``anyio.current_time()``) all pages must be in by, when the
+            listing shares a budget already running (discovery after initialization).
         server_id: the definition id, for errors.
         failure: the transport's failure, if any, preferred over the protocol error it caused.
 
     Raises:
-        UpstreamServerError: a limit was crossed, the listing failed, was malformed or ran out of time.
+        UpstreamServerError: a limit was crossed, the listing failed, was malformed, a page came
+            later than ``read_seconds`` (``read_timeout``) or the whole ran out of time.
     """
     method, noun, attribute, key = _SHAPES[kind]
     fetch = _fetcher(session, kind)
@@ -126,10 +140,16 @@ async def read_list(
     size = 0
     cursor: str | None = None
     failed: str | None = None
-    with anyio.move_on_after(timeout_seconds) as scope:
+    if deadline is None:
+        deadline = anyio.current_time() + timeout_seconds
+    with anyio.CancelScope(deadline=deadline) as scope:
         try:
             for _page in range(limits.pages_max):
-                result = await fetch(types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None)
+                result = None
+                with anyio.move_on_after(read_seconds):
+                    result = await fetch(types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None)
+                if result is None:
+                    raise _LatePage
                 if "ttl_ms" in result.model_fields_set:
                     page_ttl = clamp_ttl(result.ttl_ms, limits)
                     ttl = page_ttl if ttl is None else min(ttl, page_ttl)
@@ -160,6 +180,8 @@ async def read_list(
             failed = failure() or f"the server's {method} result is malformed"
         except LimitExceeded as exc:
             failed = exc.message
+        except _LatePage:
+            failed = failure() or f"a {method} reply did not come within {read_seconds} s (read_timeout)"
     if scope.cancelled_caught:
         failed = failure() or f"the {noun} listing did not finish within {timeout_seconds} s"
     raise UpstreamServerError(failed or f"{method} failed", server=server_id)

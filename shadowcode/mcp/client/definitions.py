@@ -5,7 +5,16 @@ A definition is a small JSON or YAML object naming one server:
 - stdio: ``name``, ``command`` (an array of literal arguments, never a shell string),
   optional ``description``, ``timeout_sec``, ``env_refs`` (child variable → secret or
   environment name) and the legacy literal ``env`` (child variable → value);
-- Streamable HTTP: ``name``, ``url``, optional ``api_key_env``, ``timeout_sec``, ``description``.
+- Streamable HTTP: ``name``, ``url``, optional ``timeout_sec``, ``description`` and its
+  credentials by reference (CLI-04, CW-08): ``api_key_env`` or its alias ``bearer_token_env_var``
+  (a secret or environment name sent as ``Authorization: Bearer``), ``env_headers`` (header name
+  → secret or environment name), literal ``headers`` for non-secret values (a literal
+  ``Authorization`` is refused), and the OAuth settings ``oauth`` (``client_id`` with its exact
+  ``issuer``, ``client_metadata_url``, ``scopes``, ``callback_port``) and ``oauth_resource``.
+- either transport: optional ``enabled_tools`` / ``disabled_tools`` (tool filters, CW-02),
+  ``connect_timeout``, ``call_timeout``, ``read_timeout`` (CW-07) and ``required``
+  (:class:`ServerOptions`). They are part of the bytes, hence of the hash: changing one needs
+  review like any other change.
 
 Unknown fields, a definition with both ``command`` and ``url`` (or neither), and ``env`` /
 ``env_refs`` on an HTTP definition are refused with the source and the field named.
@@ -26,18 +35,38 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from shadowcode.errors import ConfigError
-from shadowcode.limits import MCP_DEFINITION_MAX_BYTES, MCP_TIMEOUT_MAX_SECONDS, MCP_TIMEOUT_MIN_SECONDS
+from shadowcode.limits import (
+    MCP_CALL_TIMEOUT_MAX_SECONDS,
+    MCP_CONNECT_TIMEOUT_MAX_SECONDS,
+    MCP_DEFINITION_MAX_BYTES,
+    MCP_READ_TIMEOUT_MAX_SECONDS,
+    MCP_TIMEOUT_MAX_SECONDS,
+    MCP_TIMEOUT_MIN_SECONDS,
+    MCP_TOOL_FILTER_NAMES_MAX,
+    MCP_TOOL_NAME_MAX_CHARS,
+)
 from shadowcode.mcp.client.endpoint import check_url
 
 __all__ = [
     "PROJECT_FOLDERS",
     "DefinitionProblem",
     "HttpSpec",
+    "OAuthSpec",
     "ServerDefinition",
+    "ServerOptions",
     "StdioSpec",
     "parse_definition",
     "sha256_hex",
@@ -69,7 +98,76 @@ def _check_vars(value: dict[str, str], what: str) -> dict[str, str]:
     return value
 
 
-class StdioSpec(BaseModel):
+_TIMEOUT_RANGES: dict[str, float] = {
+    "connect_timeout": MCP_CONNECT_TIMEOUT_MAX_SECONDS,
+    "call_timeout": MCP_CALL_TIMEOUT_MAX_SECONDS,
+    "read_timeout": MCP_READ_TIMEOUT_MAX_SECONDS,
+}
+
+
+class ServerOptions(BaseModel):
+    """What every definition may add, whatever its transport: tool filters, timeouts, required (CW-02, CW-07).
+
+    Timeouts are seconds from MCP_TIMEOUT_MIN_SECONDS up to their own maximum; an out-of-range
+    value is refused naming the allowed range. Tool names are 1-MCP_TOOL_NAME_MAX_CHARS characters,
+    at most MCP_TOOL_FILTER_NAMES_MAX a list, no repeats.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled_tools: tuple[str, ...] | None = None
+    """Allowlist of tool names; None: every listed tool (CW-02)."""
+    disabled_tools: tuple[str, ...] = ()
+    """Denylist of tool names, applied after ``enabled_tools`` (CW-02)."""
+    connect_timeout: float | None = None
+    """Seconds to start or reach the server, initialize and list its tools (CW-07); None: see
+    :func:`shadowcode.mcp.client.timeouts.timeouts_of`."""
+    call_timeout: float | None = None
+    """Seconds for each ``tools/call`` and ``prompts/get`` (CW-07); None: ``timeout_sec``."""
+    read_timeout: float | None = None
+    """Seconds for each other reply (CW-07); None: ``timeout_sec``."""
+    required: StrictBool = False
+    """A Build task fails at start, before any model request, when this server cannot connect."""
+
+    @field_validator("connect_timeout", "call_timeout", "read_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return value
+        top = _TIMEOUT_RANGES[str(info.field_name)]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (MCP_TIMEOUT_MIN_SECONDS <= value <= top)
+        ):
+            raise ValueError(f"must be a number of seconds from {MCP_TIMEOUT_MIN_SECONDS:g} to {top:g} (got {value!r})")
+        return float(value)
+
+    @field_validator("enabled_tools", "disabled_tools", mode="before")
+    @classmethod
+    def _tool_names(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, list | tuple):
+            raise ValueError("must be an array of tool names")
+        items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        if len(items) > MCP_TOOL_FILTER_NAMES_MAX:
+            raise ValueError(f"lists {len(items)} tool names; the limit is {MCP_TOOL_FILTER_NAMES_MAX}")
+        for item in items:
+            if not isinstance(item, str) or not item or len(item) > MCP_TOOL_NAME_MAX_CHARS or "\x00" in item:
+                raise ValueError(f"every tool name must be a string of 1-{MCP_TOOL_NAME_MAX_CHARS} characters")
+        if len(set(items)) != len(items):
+            raise ValueError("names a tool twice")
+        return tuple(items)
+
+    def allows(self, tool: str) -> bool:
+        """True when the filters let ``tool`` through: in ``enabled_tools`` (when set) and not disabled (CW-02)."""
+        if self.enabled_tools is not None and tool not in self.enabled_tools:
+            return False
+        return tool not in self.disabled_tools
+
+
+class StdioSpec(ServerOptions):
     """A stdio server: the literal command and what its environment gets (CLI-03, CLI-12)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -117,7 +215,87 @@ class StdioSpec(BaseModel):
         return _check_vars(value, "value")
 
 
-class HttpSpec(BaseModel):
+_HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}")
+_RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-type",
+        "content-length",
+        "accept",
+        "accept-encoding",
+        "connection",
+        "transfer-encoding",
+        "last-event-id",
+        "te",
+        "upgrade",
+        "cookie",
+        "proxy-authorization",
+    }
+)
+"""Headers the transport owns; a definition may not set them (nor any ``Mcp-*`` header)."""
+
+
+def _check_header_names(value: dict[str, str], field: str) -> None:
+    seen: set[str] = set()
+    for name in value:
+        lower = name.lower()
+        if not _HEADER.fullmatch(name):
+            raise ValueError(f"{name!r} is not a valid HTTP header name")
+        if lower in _RESERVED_HEADERS or lower.startswith("mcp-"):
+            raise ValueError(f"the header {name!r} is set by the client itself and cannot be configured")
+        if lower in seen:
+            raise ValueError(f"the header {name!r} appears twice (names compare without case)")
+        seen.add(lower)
+
+
+class OAuthSpec(BaseModel):
+    """How ``shadowcode mcp login`` signs in to an HTTP server (CW-08); every field is optional.
+
+    A pre-registered public client names its ``client_id`` and the exact ``issuer`` of the
+    authorization server that registered it; without one the client uses
+    ``client_metadata_url`` (a client ID metadata document) when the server supports it, else
+    dynamic client registration.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    client_id: str | None = Field(default=None, min_length=1, max_length=512)
+    """A pre-registered public client id; requires ``issuer``."""
+    issuer: str | None = Field(default=None, min_length=1, max_length=2048)
+    """The exact issuer the pre-registered client belongs to."""
+    client_metadata_url: str | None = Field(default=None, min_length=1, max_length=2048)
+    """An https URL of a client ID metadata document describing this client."""
+    scopes: tuple[str, ...] = ()
+    """Scopes to ask for; none: the ones the server advertises."""
+    callback_port: int | None = Field(default=None, ge=1024, le=65535)
+    """A fixed loopback port for the sign-in callback (a pre-registered redirect URI); None: any free port."""
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for scope in value:
+            if not scope or any(ord(c) <= 0x20 or c in '"\\' or ord(c) == 0x7F for c in scope):
+                raise ValueError(f"{scope!r} is not a valid scope")
+        return value
+
+    @field_validator("issuer", "client_metadata_url")
+    @classmethod
+    def _https(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_url(value, bearer=True)
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("sends a credential", "names a sign-in URL")) from None
+        return value
+
+    @model_validator(mode="after")
+    def _pair(self) -> OAuthSpec:
+        if self.client_id is not None and self.issuer is None:
+            raise PydanticCustomError("oauth", "{reason}", {"reason": "'client_id' requires its exact 'issuer'"})
+        return self
+
+
+class HttpSpec(ServerOptions):
     """A Streamable HTTP server (CLI-03, CLI-11); URL rules: :func:`~shadowcode.mcp.client.endpoint.check_url`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -130,6 +308,16 @@ class HttpSpec(BaseModel):
     """What the server is for."""
     api_key_env: str | None = None
     """Name of the stored secret or environment variable holding a bearer token."""
+    bearer_token_env_var: str | None = None
+    """The same as ``api_key_env`` (the peer's spelling); at most one of the two."""
+    env_headers: dict[str, str] = Field(default_factory=dict)
+    """Header name → name of a stored secret or environment variable (resolved at connection start)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Literal, non-secret headers; ``Authorization`` is refused here."""
+    oauth: OAuthSpec | None = None
+    """Sign-in settings for ``shadowcode mcp login`` (CW-08)."""
+    oauth_resource: str | None = Field(default=None, min_length=1, max_length=2048)
+    """An exact pin for the resource the server's metadata names (CW-08)."""
     timeout_sec: float | None = Field(default=None, ge=MCP_TIMEOUT_MIN_SECONDS, le=MCP_TIMEOUT_MAX_SECONDS)
     """Seconds for initialization, discovery and each call."""
 
@@ -138,17 +326,67 @@ class HttpSpec(BaseModel):
     def _name(cls, value: str) -> str:
         return _check_name(value)
 
-    @field_validator("api_key_env")
+    @field_validator("api_key_env", "bearer_token_env_var")
     @classmethod
     def _key_env(cls, value: str | None) -> str | None:
         if value is not None and not _VAR.fullmatch(value):
             raise ValueError(f"{value!r} is not a valid secret or variable name")
         return value
 
+    @field_validator("env_headers")
+    @classmethod
+    def _env_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        _check_header_names(value, "env_headers")
+        for ref in value.values():
+            if not _VAR.fullmatch(ref):
+                raise ValueError(f"{ref!r} is not a valid secret or variable name")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        _check_header_names(value, "headers")
+        for name, item in value.items():
+            if name.lower() == "authorization":
+                raise ValueError(
+                    "a literal 'Authorization' header would store a credential in the definition; name it by "
+                    "reference instead: 'bearer_token_env_var' (or 'api_key_env') for a bearer token, "
+                    "'env_headers' for another scheme, or sign in with `shadowcode mcp login`"
+                )
+            if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in item) or len(item) > 4096:
+                raise ValueError(f"the value of {name!r} contains control characters or is over 4096 characters")
+        return value
+
+    @property
+    def bearer_ref(self) -> str | None:
+        """The name holding the bearer token: ``bearer_token_env_var`` or ``api_key_env``."""
+        return self.bearer_token_env_var or self.api_key_env
+
+    @property
+    def sends_credentials(self) -> bool:
+        """True when a credential may be sent: a bearer reference, an env header, or OAuth."""
+        return bool(self.bearer_ref or self.env_headers or self.oauth is not None or self.oauth_resource)
+
     @model_validator(mode="after")
     def _url(self) -> HttpSpec:
+        if self.api_key_env is not None and self.bearer_token_env_var is not None:
+            raise PydanticCustomError(
+                "bearer", "{reason}", {"reason": "give either 'api_key_env' or 'bearer_token_env_var', not both"}
+            )
+        both = {n.lower() for n in self.headers} & {n.lower() for n in self.env_headers}
+        if both:
+            raise PydanticCustomError(
+                "bearer",
+                "{reason}",
+                {"reason": f"the header {sorted(both)[0]!r} is in both 'headers' and 'env_headers'"},
+            )
+        if self.oauth_resource is not None:
+            try:
+                check_url(self.oauth_resource, bearer=False)
+            except ValueError as exc:
+                raise PydanticCustomError("oauth_resource", "{reason}", {"reason": f"oauth_resource {exc}"}) from None
         try:
-            check_url(self.url, bearer=self.api_key_env is not None)
+            check_url(self.url, bearer=self.sends_credentials)
         except ValueError as exc:
             raise PydanticCustomError("url", "{reason}", {"reason": str(exc)}) from None
         return self
@@ -187,8 +425,11 @@ class ServerDefinition:
 
         Returns:
             ``{"id", "name", "scope", "path", "hash", "transport", "description", "timeout_sec",
-            "command" | "url", "env_names": [str], "env_refs": {var: reference name},
-            "api_key_env"}`` (transport-specific keys only where they apply).
+            "enabled_tools", "disabled_tools", "connect_timeout", "call_timeout", "read_timeout",
+            "required", "command" | "url", "env_names": [str], "env_refs": {var: reference name},
+            "api_key_env", "bearer_token_env_var", "env_headers": {header: reference name},
+            "header_names": [str], "oauth": {...} | None, "oauth_resource"}`` (transport-specific
+            keys only where they apply; literal header values are never shown).
         """
         spec = self.spec
         doc: dict[str, Any] = {
@@ -200,6 +441,12 @@ class ServerDefinition:
             "transport": self.transport,
             "description": spec.description,
             "timeout_sec": spec.timeout_sec,
+            "enabled_tools": None if spec.enabled_tools is None else list(spec.enabled_tools),
+            "disabled_tools": list(spec.disabled_tools),
+            "connect_timeout": spec.connect_timeout,
+            "call_timeout": spec.call_timeout,
+            "read_timeout": spec.read_timeout,
+            "required": spec.required,
         }
         if isinstance(spec, StdioSpec):
             doc["command"] = list(spec.command)
@@ -208,6 +455,11 @@ class ServerDefinition:
         else:
             doc["url"] = spec.url
             doc["api_key_env"] = spec.api_key_env
+            doc["bearer_token_env_var"] = spec.bearer_token_env_var
+            doc["env_headers"] = dict(sorted(spec.env_headers.items()))
+            doc["header_names"] = sorted(spec.headers)
+            doc["oauth"] = spec.oauth.model_dump(mode="json") if spec.oauth is not None else None
+            doc["oauth_resource"] = spec.oauth_resource
         return doc
 
 
@@ -236,7 +488,8 @@ def sha256_hex(data: bytes) -> str:
 def _format_errors(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:_ERRORS_SHOWN]:
-        where = ".".join(str(p) for p in err["loc"]) or ("url" if err["type"] == "url" else "(top level)")
+        named = err["type"] if err["type"] in ("url", "bearer", "oauth_resource") else "(top level)"
+        where = ".".join(str(p) for p in err["loc"]) or named
         message = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown field"

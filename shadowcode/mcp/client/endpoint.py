@@ -18,6 +18,7 @@ network host needs the network permission: the host listed in the profile settin
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -53,7 +54,7 @@ def check_url(url: str, *, bearer: bool) -> str:
 
     Args:
         url: the ``url`` field.
-        bearer: True when the definition names ``api_key_env``.
+        bearer: True when the definition sends a credential (a bearer or header reference, or OAuth).
 
     Returns:
         ``url`` unchanged.
@@ -82,8 +83,8 @@ def check_url(url: str, *, bearer: bool) -> str:
         raise ValueError("must not use port 0")
     if bearer and parts.scheme != "https" and not is_loopback_host(parts.hostname):
         raise ValueError(
-            "sends the 'api_key_env' credential to a network host over plain http; use https "
-            "(a bearer credential goes in clear text only to a loopback address)"
+            "sends a credential ('api_key_env', 'bearer_token_env_var', 'env_headers' or OAuth) to a network "
+            "host over plain http; use https (a bearer credential goes in clear text only to a loopback address)"
         )
     return url
 
@@ -92,15 +93,34 @@ def check_url(url: str, *, bearer: bool) -> str:
 class Endpoint:
     """One reviewed HTTP endpoint and what a connection to it may use (CLI-04, CLI-11).
 
+    Header precedence (CW-08, as the peer documents it): the configured ``headers`` (literal
+    ``headers`` and resolved ``env_headers``) first; then ``bearer`` as ``Authorization: Bearer``
+    only when no configured header is ``Authorization``. The caller passes a stored OAuth access
+    token as ``bearer`` only when the definition names neither an ``Authorization`` header nor a
+    bearer reference. All of them go only to the reviewed URL.
+
     Attributes:
         url: the definition's ``url``.
-        bearer: the resolved ``api_key_env`` value, sent as ``Authorization: Bearer``, or None.
+        bearer: the resolved bearer token (``api_key_env``/``bearer_token_env_var`` or a stored
+            OAuth access token), or None.
         network_hosts: hosts the user allowed (the ``mcp.network_hosts`` setting), lower case.
+        headers: configured headers with their resolved values (never logged or shown).
+        sends_credentials: True when the definition carries a credential reference or OAuth
+            settings, so the https rule applies even before a value is known.
     """
 
     url: str
     bearer: str | None = field(default=None, repr=False)
     network_hosts: frozenset[str] = frozenset()
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    sends_credentials: bool = False
+
+    def credential_headers(self) -> dict[str, str]:
+        """The configured headers then the bearer, lower-case names, in precedence order (CW-08)."""
+        out = {name.lower(): value for name, value in self.headers.items()}
+        if self.bearer is not None and "authorization" not in out:
+            out["authorization"] = f"Bearer {self.bearer}"
+        return out
 
     @property
     def host(self) -> str:
@@ -115,7 +135,7 @@ class Endpoint:
             PolicyError: a network host without the network permission.
         """
         try:
-            check_url(self.url, bearer=self.bearer is not None)
+            check_url(self.url, bearer=self.bearer is not None or self.sends_credentials)
         except ValueError as exc:
             raise ConfigError(f"the server URL {exc}") from None
         host = self.host

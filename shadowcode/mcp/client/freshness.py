@@ -10,6 +10,10 @@ their clamped ``ttlMs`` has passed, and revalidates them in place from one super
 one revalidation at a time, at least ``revalidate_interval_seconds`` apart, so a flood of
 notices costs at most one listing an interval. A changed tool list bumps ``tools_generation``.
 A revalidation that fails retires the connection (its catalog is no longer served).
+
+Every listing, at connect and after, is bounded like discovery (CW-07): the connection's
+``connect`` timeout for all its pages, its ``read`` timeout for each page; waiting for a
+pending revalidation of the tools is bounded by ``connect`` too.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import mcp_types as types
 from shadowcode.errors import UpstreamServerError
 from shadowcode.mcp.client.catalog import LIST_KINDS, CatalogLimits, ListKind, read_list
 from shadowcode.mcp.client.redaction import Redactor
+from shadowcode.mcp.client.timeouts import Timeouts
 
 __all__ = ["CatalogFreshness"]
 
@@ -35,7 +40,7 @@ class CatalogFreshness:
 
     if TYPE_CHECKING:
         server_id: str
-        timeout_seconds: float
+        _limits: Timeouts
         redactor: Redactor
         catalog_limits: CatalogLimits
         tools: list[dict[str, Any]]
@@ -60,8 +65,11 @@ class CatalogFreshness:
         self._fresh.set()
         self._list_lock = anyio.Lock()
 
-    async def _read(self, session: Any, kind: ListKind) -> list[dict[str, Any]]:
-        """Read one list under the catalog limits, redact it, keep it and its expiry.
+    async def _read(self, session: Any, kind: ListKind, *, deadline: float | None = None) -> list[dict[str, Any]]:
+        """Read one list under the catalog limits and timeouts, redact it, keep it and its expiry.
+
+        ``deadline`` is the connect budget already running at connect; later listings get the
+        whole ``connect`` timeout from when they start.
 
         Raises:
             UpstreamServerError: a limit was crossed, the listing failed or ran out of time.
@@ -71,7 +79,9 @@ class CatalogFreshness:
             session,
             kind,
             self.catalog_limits,
-            timeout_seconds=self.timeout_seconds,
+            timeout_seconds=self._limits.connect,
+            read_seconds=self._limits.read,
+            deadline=deadline,
             server_id=self.server_id,
             failure=lambda: server.failure if server is not None else None,
         )
@@ -139,12 +149,12 @@ class CatalogFreshness:
             await anyio.sleep(self.catalog_limits.revalidate_interval_seconds)
 
     async def settled(self) -> None:
-        """Wait until no revalidation of the tool list is pending, at most ``timeout_seconds``; never raises."""
-        with anyio.move_on_after(self.timeout_seconds):
+        """Wait until no revalidation of the tool list is pending, at most the ``connect`` timeout; never raises."""
+        with anyio.move_on_after(self._limits.connect):
             await self._fresh.wait()
 
     async def fresh_tools(self) -> list[dict[str, Any]]:
-        """The tool list once no revalidation of it is pending, waiting at most ``timeout_seconds`` (CW-05).
+        """The tool list once no revalidation of it is pending, waiting at most ``connect`` (CW-05).
 
         Raises:
             UpstreamServerError: the connection is not ready (a failed revalidation retires it) or
@@ -155,7 +165,7 @@ class CatalogFreshness:
         if not self._fresh.is_set():
             raise UpstreamServerError(
                 f"{self.server_id}: the server's tools changed and were not listed again within "
-                f"{self.timeout_seconds} s; nothing was sent",
+                f"{self._limits.connect} s; nothing was sent",
                 server=self.server_id,
             )
         return self.tools

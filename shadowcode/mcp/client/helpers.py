@@ -1,12 +1,12 @@
 """Reading a resource and getting a prompt on a connection, bounded and redacted (CW-06).
 
-Covers CW-06.
+Covers CW-06, CW-07.
 
-:func:`read_resource` sends ``resources/read`` and :func:`get_prompt` ``prompts/get``, each
-within the connection's deadline and never retried. A result larger than
-``helper_result_max_bytes`` (for a resource: the UTF-8 bytes of its text and the characters of
-its base64 blobs; for a prompt: its messages as compact UTF-8 JSON) is refused whole, never cut;
-the connection stays usable. :func:`check_prompt_arguments` refuses arguments that do not
+:func:`read_resource` sends ``resources/read`` (within the connection's ``read`` timeout) and
+:func:`get_prompt` ``prompts/get`` (within its ``call`` timeout, CW-07), never retried. A
+result larger than ``helper_result_max_bytes`` (for a resource: the UTF-8 bytes of its text and
+the characters of its base64 blobs; for a prompt: its messages as compact UTF-8 JSON) is
+refused whole, never cut; the connection stays usable. :func:`check_prompt_arguments` refuses arguments that do not
 match a prompt's declaration before anything is sent. Results are redacted like tool results.
 Approvals are decided above this package.
 """
@@ -56,7 +56,7 @@ async def read_resource(conn: Connection, uri: str) -> dict[str, Any]:
             input, or the connection failed or timed out.
     """
     request = types.ReadResourceRequest(params=types.ReadResourceRequestParams(uri=uri))
-    result = await conn.send(request, _READ_RESULT, "resources/read", "the resource read")
+    result = await conn.send(request, _READ_RESULT, "resources/read", "the resource read", timeout="read")
     _refuse_input(conn, result, "the resource read")
     size = 0
     for item in result.contents:
@@ -113,7 +113,7 @@ async def get_prompt(conn: Connection, name: str, arguments: dict[str, str]) -> 
             input, or the connection failed or timed out.
     """
     request = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=arguments))
-    result = await conn.send(request, _PROMPT_RESULT, "prompts/get", "the prompt request")
+    result = await conn.send(request, _PROMPT_RESULT, "prompts/get", "the prompt request", timeout="call")
     _refuse_input(conn, result, "the prompt request")
     messages = [m.model_dump(by_alias=True, mode="json", exclude_none=True) for m in result.messages]
     size = len(json.dumps(messages, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))

@@ -42,6 +42,7 @@ from shadowcode.limits import (
     MCP_FRAME_MAX_BYTES,
     MCP_FRAMES_PER_SECOND_MAX,
     MCP_STDERR_CAPTURE_BYTES,
+    MCP_STDIO_PROBE_SECONDS,
     PROCESS_PIPE_DRAIN_SECONDS,
     PROCESS_TERM_GRACE_SECONDS,
 )
@@ -55,12 +56,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ClientLimits:
-    """The CLI-13 transport limits; defaults come from ``shadowcode.limits``."""
+    """The CLI-13 transport limits and the CLI-16 discovery probe bound; defaults come from ``shadowcode.limits``."""
 
     frame_max_bytes: int = MCP_FRAME_MAX_BYTES
     lifetime_max_bytes: int = MCP_CONNECTION_MAX_BYTES
     frames_per_second_max: int = MCP_FRAMES_PER_SECOND_MAX
     stderr_capture_bytes: int = MCP_STDERR_CAPTURE_BYTES
+    probe_seconds: float = MCP_STDIO_PROBE_SECONDS
 
 
 class _Failed(Exception):

@@ -10,8 +10,8 @@ moves the messages, one POST each, within limits:
 - Before any lookup or connection, :meth:`Endpoint.check` applies the URL and network rules;
   ``localhost`` must resolve to loopback only and is contacted by address. Proxy variables and
   ``.netrc`` are ignored (``trust_env=False``), no redirect is followed, bodies are asked
-  uncompressed (a compressed reply is refused). The bearer credential goes only to the
-  reviewed URL, as ``Authorization: Bearer``.
+  uncompressed (a compressed reply is refused). Configured headers and the bearer credential go
+  only to the reviewed URL, in the precedence of :meth:`Endpoint.credential_headers`.
 - Two request workers (MCP_HTTP_REQUESTS_MAX) send ordinary requests; one control worker sends
   notifications and replies; the legacy GET stream is the control channel's listener. Queues
   hold MCP_HTTP_CONTROL_QUEUE_MAX messages; one more closes the connection.
@@ -313,8 +313,7 @@ class StreamableHttpClient:
             raise _Failed(f"a request's protocol headers are larger than {self.limits.headers_max_bytes} bytes")
         if self._host_header is not None:
             headers["host"] = self._host_header
-        if self.endpoint.bearer is not None:
-            headers["authorization"] = f"Bearer {self.endpoint.bearer}"
+        headers.update(self.endpoint.credential_headers())
         return httpx2.Request(method, self._url, content=body, headers=headers, extensions=self._extensions)
 
     async def _exchange(self, item: SessionMessage) -> None:
@@ -340,8 +339,8 @@ class StreamableHttpClient:
             raise _Failed(f"the server answered with a redirect (HTTP {response.status_code}), which is not followed")
         if response.status_code == 401:
             raise _Failed(
-                "the server needs authentication (HTTP 401); this client starts no login: "
-                "store the credential named by the definition's api_key_env"
+                f"authentication required: run `shadowcode mcp login {self.label}` (the server answered HTTP 401; "
+                "a task starts no login), or store the credential its definition names"
             )
         if response.status_code == 403:
             raise _Failed("the server refused access (HTTP 403)")

@@ -39,11 +39,13 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
         ConfigError: bad workspace or profile (before anything is served).
         StoreError: the profile's store cannot be opened.
     """
+    from shadowcode.mcp.server.front import READY_FD_ENV
     from shadowcode.profile import Profile
 
+    ready_fd = os.environ.pop(READY_FD_ENV, None)  # not inherited by anything this process starts
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode: %(levelname)s %(message)s")
     selected = Profile.select(profile)
-    anyio.run(_serve, selected, workspace, allow_write, allow_approvals)
+    anyio.run(_serve, selected, workspace, allow_write, allow_approvals, ready_fd)
     _exit_now()
 
 
@@ -58,7 +60,20 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-async def _serve(profile: Profile, workspace: Path, allow_write: bool, allow_approvals: bool) -> None:
+def _say_ready(ready_fd: str | None) -> None:
+    """Tell the stdio front that started this process (if one did) that it serves now (issue 15)."""
+    if not ready_fd or not ready_fd.isdigit():
+        return
+    try:
+        os.write(int(ready_fd), b"ready\n")
+        os.close(int(ready_fd))
+    except OSError:
+        pass
+
+
+async def _serve(
+    profile: Profile, workspace: Path, allow_write: bool, allow_approvals: bool, ready_fd: str | None
+) -> None:
     from shadowcode.engine import open_engine
     from shadowcode.engine.api import Access, Caller, Empty
     from shadowcode.mcp.server.app import build_server
@@ -70,6 +85,7 @@ async def _serve(profile: Profile, workspace: Path, allow_write: bool, allow_app
         ctx = ServerContext(api=api, root=Path(project.path), access=Access(allow_write, allow_approvals))
         server = build_server(ctx)
         read_fd, write_fd = claim_stdio()
+        _say_ready(ready_fd)
         reason = "connection closed"
         try:
             async with anyio.create_task_group() as tg:

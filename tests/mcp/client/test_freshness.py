@@ -101,7 +101,9 @@ def http_fixture(tmp: Path, *extra: str) -> Iterator[str]:
 
 
 def _changing(*extra: str) -> list[str]:
-    return [PY, str(PYTHON_SDK_SERVER), "--changing", *extra]
+    # --legacy: the fixture refuses server/discover, so stdio stays on the 2025-11-25 wire, whose
+    # change notices arrive on the connection itself.
+    return [PY, str(PYTHON_SDK_SERVER), "--changing", "--legacy", *extra]
 
 
 def _names(conn: Connection) -> list[str]:

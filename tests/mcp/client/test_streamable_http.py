@@ -214,7 +214,7 @@ async def test_a_401_starts_no_login_and_its_challenge_is_not_echoed() -> None:
         _route(p, "server/discover", http_head(401, {"www-authenticate": challenge}))
         async with connected(p.url, bearer=TOKEN) as conn:
             assert conn.state is ConnectionState.FAILED
-            assert conn.error is not None and "needs authentication (HTTP 401)" in conn.error
+            assert conn.error is not None and "authentication required: run `shadowcode mcp login" in conn.error
             assert "realm-8d2f" not in conn.error and "4c1a" not in conn.error
         assert [r.rpc for r in p.received] == ["server/discover"]
 

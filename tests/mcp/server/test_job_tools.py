@@ -602,3 +602,17 @@ async def test_shadow_jobs_reads_an_unusable_cursor_as_the_first_page(
         await wait_for(lambda: h.core.records.get(job["job_id"]).status == "done", what="the job")
         reply = await ok(client, "shadow_jobs", action="get", job_id=job["job_id"], cursor="not-a-number")
     assert reply["events"][0]["kind"] == "task.queued"  # an unusable cursor starts from the beginning
+
+
+@pytest.mark.req("SRV-11", "ENG-07")
+async def test_shadow_approve_of_an_approval_expired_with_its_cancelled_job_says_so_and_why(
+    engine: LocalEngine, project_dir: Path, model: Callable[..., None]
+) -> None:
+    model([run_command_script("", ["python3", "-c", "print('never')"])])
+    async with harness(engine, project_dir) as h, h.connect(allow_write=True, allow_approvals=True) as client:
+        job = await ok(client, "shadow_run", prompt="go", permission_level="workspace")
+        approval = await pending_approval(client, job["job_id"])
+        await ok(client, "shadow_jobs", action="cancel", job_id=job["job_id"])
+        refused, message = await call(client, "shadow_approve", approval_id=approval["id"], decision="approve")
+        assert h.core.approvals.get(approval["id"]).reason == "its job was cancelled: cancelled by its owner"
+    assert not refused and "already expired (its job was cancelled: cancelled by its owner)" in message

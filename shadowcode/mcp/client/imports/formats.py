@@ -1,0 +1,144 @@
+"""The config files of other MCP hosts, read into server entries (CW-01).
+
+- JSON (``generic``, ``claude``, ``cursor``, ``vscode``): an object with exactly one of
+  ``servers`` and ``mcpServers`` (both is an error), each a map of name → server entry. Claude
+  Code's user file ``~/.claude.json`` may instead (or also) hold ``projects.<folder>.mcpServers``
+  (its "local" scope): the entries of the importing project are read from it too.
+- TOML (``codex``): Codex's ``config.toml``; its ``[mcp_servers.NAME]`` tables are the entries,
+  the rest of the file is ignored. A syntax error names the line and column.
+
+Files are given as bytes; reading them (bounded, regular files only) is the caller's.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from shadowcode.errors import ConfigError
+from shadowcode.mcp.client.imports.convert import PlannedServer, plan_server
+
+__all__ = ["HOSTS", "HOST_LABELS", "ParsedConfig", "guess_host", "parse_config"]
+
+HOST_LABELS: dict[str, str] = {
+    "claude": "Claude Code",
+    "cursor": "Cursor",
+    "codex": "Codex",
+    "vscode": "VS Code",
+    "generic": "an mcp.json file",
+}
+"""Host → how reports and descriptions name it."""
+
+HOSTS: tuple[str, ...] = tuple(HOST_LABELS)
+"""The ``--from`` values."""
+
+
+@dataclass(frozen=True)
+class ParsedConfig:
+    """One host config, its server entries converted.
+
+    Attributes:
+        host: one of :data:`HOSTS`.
+        servers: the entries in file order, converted or with why not.
+    """
+
+    host: str
+    servers: tuple[PlannedServer, ...]
+
+
+def guess_host(path: PurePath) -> str:
+    """The host whose file ``path`` looks like: by its name and folder, else ``generic``."""
+    name, parent = path.name, path.parent.name
+    if path.suffix == ".toml":
+        return "codex"
+    if name in {".mcp.json", ".claude.json"} or parent == ".claude":
+        return "claude"
+    if parent == ".cursor":
+        return "cursor"
+    if parent == ".vscode" or (parent == "User" and name == "mcp.json"):
+        return "vscode"
+    return "generic"
+
+
+def parse_config(data: bytes, source: str, *, host: str, project: str | None = None) -> ParsedConfig:
+    """Read one host config and convert each server entry (CW-01).
+
+    Args:
+        data: the file's bytes (UTF-8).
+        source: the file's name, for errors and the definitions' description.
+        host: one of :data:`HOSTS`.
+        project: the importing project's canonical folder (Claude Code's local scope).
+
+    Returns:
+        The entries, converted or skipped one by one.
+
+    Raises:
+        ConfigError: not UTF-8; not valid JSON or TOML (TOML errors name the line and column);
+            not an object; both ``servers`` and ``mcpServers``; a server map that is not an object.
+    """
+    if host not in HOST_LABELS:
+        raise ConfigError(f"unknown host {host!r}: use one of {', '.join(HOSTS)}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    entries = _toml_entries(text, source) if host == "codex" else _json_entries(text, source, host, project)
+    seen: set[str] = set()
+    servers: list[PlannedServer] = []
+    for source_name, entry in entries:
+        planned = plan_server(source_name, entry)
+        if planned.name is not None and planned.name in seen:
+            planned = PlannedServer(source_name, planned.name, None, f"another server of this file is also named "
+                                    f"{planned.name!r}; the first one is imported")  # fmt: skip
+        if planned.name is not None:
+            seen.add(planned.name)
+        servers.append(planned)
+    return ParsedConfig(host, tuple(servers))
+
+
+def _toml_entries(text: str, source: str) -> list[tuple[str, Any]]:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        if "at end of document" in message:
+            lines = text.split("\n")
+            where = f"at end of document: line {len(lines)}, column {len(lines[-1]) + 1}"
+            message = message.replace("at end of document", where)
+        raise ConfigError(f"{source}: not valid TOML: {message}; nothing was imported") from None
+    servers = doc.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{source}: 'mcp_servers' is not a table")
+    return list(servers.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+
+
+def _server_map(doc: dict[str, Any], source: str, where: str) -> list[tuple[str, Any]]:
+    if "servers" in doc and "mcpServers" in doc:
+        raise ConfigError(f"{source}: {where}has both 'servers' and 'mcpServers'; a file uses exactly one of them")
+    key = "servers" if "servers" in doc else "mcpServers"
+    servers = doc.get(key, {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{source}: {where}'{key}' is not an object of name → server")
+    return list(servers.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+
+
+def _json_entries(text: str, source: str, host: str, project: str | None) -> list[tuple[str, Any]]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: not valid JSON: {exc}; nothing was imported") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: the file must hold a JSON object")
+    scopes = doc.get("projects") if host == "claude" else None
+    if "servers" not in doc and "mcpServers" not in doc and not isinstance(scopes, dict):
+        raise ConfigError(f"{source}: neither 'servers' nor 'mcpServers' is present; this is no MCP config file")
+    entries = _server_map(doc, source, "")
+    if isinstance(scopes, dict) and project is not None and isinstance(scopes.get(project), dict):
+        local = _server_map(scopes[project], source, f"projects[{project!r}] ")
+        names = {name for name, _ in local}
+        # Claude Code prefers its local scope over the user scope for the same name.
+        entries = local + [(name, entry) for name, entry in entries if name not in names]
+    return entries

@@ -1,0 +1,122 @@
+"""Discovery answers recorded from the full server at build time, for the stdio front.
+
+``discovery.json`` beside this module holds what the full server answers to the discovery
+requests of every protocol revision it speaks: ``initialize`` then ``ping`` and the five
+listings for each handshake revision, ``server/discover`` then the same for each modern one.
+``ci/discovery_manifest.py`` records it by running the server, and a test runs the server
+again and compares. The front (:mod:`shadowcode.mcp.server.front`) answers from it while the
+full server is still starting.
+
+Only requests in the exact shapes real clients send get an answer here; anything else (an
+unknown revision, a cursor, extra parameters, a malformed client description) gets None and
+goes to the full server, which answers it itself. So an answer from here is always the one
+the full server would give.
+
+This module imports only the standard library; keep it that way (start-up time, issue 15).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+__all__ = ["HANDSHAKE_METHODS", "MANIFEST_FILE", "Manifest", "load_manifest"]
+
+MANIFEST_FILE = "discovery.json"
+HANDSHAKE_METHODS = ("ping", "tools/list", "resources/list", "resources/templates/list", "prompts/list")
+"""Requests answered after a recorded handshake, and (with ``server/discover``) in the modern era."""
+
+_FORMAT = 1
+_PROTOCOL_KEY = "io.modelcontextprotocol/protocolVersion"
+_CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+_LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+_MODERN_META_KEYS = frozenset({_PROTOCOL_KEY, _CLIENT_INFO_KEY, _CAPABILITIES_KEY, _LOG_LEVEL_KEY})
+_LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+
+
+def _client_info(value: object) -> bool:
+    """A client description as every client sends it: an object with string name and version."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and isinstance(value.get("version"), str)
+        and all(isinstance(v, str) for k, v in value.items() if k in ("title", "websiteUrl", "description"))
+        and set(value) <= {"name", "version", "title", "websiteUrl", "description"}
+    )
+
+
+class Manifest:
+    """The recorded answers: ``{"handshake": {rev: {method: answer}}, "modern": {rev: {method: answer}}}``.
+
+    An answer is a response without ``jsonrpc`` and ``id``: ``{"result": ...}`` or ``{"error": ...}``
+    (a method the server does not serve is recorded with its error, and answered with it).
+
+    Attributes:
+        version: the ShadowCode version the answers were recorded from.
+    """
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        if document.get("format") != _FORMAT:
+            raise ValueError(f"unknown discovery manifest format {document.get('format')!r}")
+        self.version: str = str(document.get("version", ""))
+        self._handshake: dict[str, dict[str, Any]] = dict(document["handshake"])
+        self._modern: dict[str, dict[str, Any]] = dict(document["modern"])
+
+    def initialize(self, params: object) -> tuple[str, Any] | None:
+        """``(revision, answer)`` for an ``initialize`` in the usual shape, or None.
+
+        The usual shape: ``protocolVersion`` a recorded handshake revision, ``capabilities``
+        an object, ``clientInfo`` a client description, nothing else.
+        """
+        if not isinstance(params, dict) or set(params) != {"protocolVersion", "capabilities", "clientInfo"}:
+            return None
+        revision = params["protocolVersion"]
+        if not isinstance(revision, str) or revision not in self._handshake:
+            return None
+        if not isinstance(params["capabilities"], dict) or not _client_info(params["clientInfo"]):
+            return None
+        return revision, self._handshake[revision]["initialize"]
+
+    def after_handshake(self, revision: str, method: str, params: object) -> Any | None:
+        """The answer to ``method`` without parameters in a session initialized at ``revision``, or None."""
+        if method not in HANDSHAKE_METHODS or params not in (None, {}):
+            return None
+        return self._handshake.get(revision, {}).get(method)
+
+    def modern(self, method: str, params: object) -> Any | None:
+        """The answer to a modern-era ``server/discover`` or listing whose only parameter is the usual ``_meta``."""
+        if method != "server/discover" and method not in HANDSHAKE_METHODS:
+            return None
+        if not isinstance(params, dict) or set(params) != {"_meta"}:
+            return None
+        meta = params["_meta"]
+        if not isinstance(meta, dict) or not {_PROTOCOL_KEY, _CLIENT_INFO_KEY, _CAPABILITIES_KEY} <= set(meta):
+            return None
+        if not set(meta) <= _MODERN_META_KEYS or meta.get(_LOG_LEVEL_KEY, "info") not in _LOG_LEVELS:
+            return None
+        revision = meta[_PROTOCOL_KEY]
+        if not isinstance(revision, str) or revision not in self._modern:
+            return None
+        if not _client_info(meta[_CLIENT_INFO_KEY]) or not isinstance(meta[_CAPABILITIES_KEY], dict):
+            return None
+        return self._modern[revision].get(method)
+
+
+def load_manifest() -> Manifest | None:
+    """The manifest stored beside this module (in the source tree or inside the archive), or None.
+
+    None when it is missing or unreadable: the caller then serves without the front.
+    """
+    here = os.path.join(os.path.dirname(__file__), MANIFEST_FILE)
+    loader = getattr(sys.modules[__name__], "__loader__", None)
+    try:
+        data = loader.get_data(here) if loader is not None and hasattr(loader, "get_data") else None
+        if data is None:
+            with open(here, "rb") as fh:
+                data = fh.read()
+        return Manifest(json.loads(data.decode("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None

@@ -1,0 +1,461 @@
+"""The stdio front of ``mcp serve``: discovery at once, the full server behind it (issue 15).
+
+Hosts give an MCP server about a second before their first model request; loading the SDK
+and opening the engine takes longer. So when no headless engine runs, ``mcp serve`` starts
+as this small standard-library process. It starts the full server (the same command, as a
+child process that cannot outlive it) and passes every byte from the client to it, while it
+answers discovery itself from the answers recorded from the full server at build time
+(:mod:`shadowcode.mcp.server.discovery`):
+
+* until the child says it is ready, a request in a recorded shape (``initialize`` at a
+  recorded revision, then ``ping`` and the five listings; or ``server/discover`` and the
+  listings of a modern revision) is answered here, and reaches the child under an id of the
+  front's own, so the child's own answer to it is dropped; every other request reaches the
+  child unchanged and waits for it;
+* once the child is ready the front only copies bytes both ways, so every promise of the
+  in-process server holds: the child enforces the SRV-25 limits on the very bytes the client
+  sent, owns the session (SRV-21, SRV-22) and stops its temporary engine on exit (SRV-07,
+  SRV-23);
+* when the child fails before it is ready, or is not ready within
+  ``FRONT_ENGINE_START_SECONDS``, each waiting request and every later one gets a clear
+  error naming why (a tool call an ``isError`` result), discovery still answers, and the
+  child's stderr has already reached this process's stderr; the session lasts until stdin
+  closes;
+* the child gets ``SIGTERM`` when this process dies, however it dies (``PR_SET_PDEATHSIG``),
+  and when this process gets ``SIGTERM`` or ``SIGINT``.
+
+This module imports only the standard library and :mod:`shadowcode.limits`; keep it that way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from shadowcode.limits import (
+    FRONT_ENGINE_START_SECONDS,
+    FRONT_STOP_GRACE_SECONDS,
+    STDIO_FRAME_MAX_BYTES,
+    STDIO_WRITE_DEADLINE_SECONDS,
+)
+from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
+
+__all__ = ["READY_FD_ENV", "serve_front"]
+
+READY_FD_ENV = "SHADOWCODE_FRONT_READY_FD"
+"""Set in the child's environment: the descriptor it writes ``ready`` to once it serves."""
+
+_FRONT_ID = "shadowcode-front-"
+_CHUNK_BYTES = 65536
+_WATCH_SECONDS = 0.1
+_STDERR_TAIL_BYTES = 2048
+_PR_SET_PDEATHSIG = 1
+
+
+def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: float = FRONT_ENGINE_START_SECONDS) -> int:
+    """Serve stdio through the front until the session ends; returns the exit status.
+
+    Args:
+        child_argv: the full ``mcp serve`` command to start behind the front.
+        manifest: the recorded discovery answers.
+        start_seconds: how long the child may take to say it is ready.
+
+    Returns:
+        The child's exit status when it served (0 for a clean end), or the child's status when
+        it failed before the client sent anything (a refused command line keeps its status 2),
+        else 0 once stdin closes.
+    """
+    ready_read, ready_write = os.pipe()
+    env = dict(os.environ)
+    env[READY_FD_ENV] = str(ready_write)
+    try:
+        child = subprocess.Popen(
+            child_argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            pass_fds=(ready_write,),
+            preexec_fn=_pdeathsig(os.getpid()),  # noqa: PLW1509 (no thread runs yet)
+        )
+    except OSError as exc:
+        os.close(ready_read)
+        os.close(ready_write)
+        sys.stderr.write(f"shadowcode: cannot start the server: {exc.strerror or exc}\n")
+        return 1
+    os.close(ready_write)
+    return _Front(child, manifest, ready_read, start_seconds).run()
+
+
+def _pdeathsig(parent_pid: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` giving the child ``SIGTERM`` when this process dies (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the front died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+class _Stdout:
+    """Whole-frame writes to fd 1 from any thread; remembers when the current write started."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.write_started: float | None = None
+        self.failed: str | None = None
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            if self.failed is not None:
+                return
+            self.write_started = time.monotonic()
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(1, view) :]
+            except OSError as exc:  # EPIPE: the client closed its end
+                self.failed = exc.strerror or str(exc)
+            self.write_started = None
+
+    def stuck(self) -> bool:
+        started = self.write_started
+        return started is not None and time.monotonic() - started > STDIO_WRITE_DEADLINE_SECONDS
+
+    def broken(self) -> bool:
+        """Whether the client closed its end of stdout (a pipe reports an error before any write fails)."""
+        if self.failed is not None:
+            return True
+        try:
+            poller = select.poll()
+            poller.register(1, 0)  # errors and hang-ups are reported whatever is asked for
+            events = poller.poll(0)
+        except (OSError, ValueError):
+            return False
+        if events and events[0][1] & (select.POLLERR | select.POLLNVAL):
+            self.failed = "Broken pipe"
+            return True
+        return False
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _valid_id(value: object) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+class _Front:
+    """One session: the child, the four copying threads and the state they share."""
+
+    def __init__(self, child: subprocess.Popen[bytes], manifest: Manifest, ready_fd: int, start_seconds: float) -> None:
+        self.child = child
+        self.start_seconds = start_seconds
+        self.manifest = manifest
+        self.ready_fd = ready_fd
+        self.out = _Stdout()
+        self.lock = threading.Lock()
+        self.ready = threading.Event()
+        self.failure: str | None = None  # why the child never became ready
+        self.answering = True  # discovery may still be answered here
+        self.first_request = True
+        self.revision: str | None = None  # handshake revision answered here
+        self.initialized = False
+        self.pending: list[tuple[object, str]] = []  # (id, method) sent to the child before it was ready
+        self.dropped: set[str] = set()  # front ids whose answers from the child are dropped
+        self.next_front_id = 0
+        self.client_spoke = False
+        self.stdin_closed = threading.Event()
+        self.stderr_tail = bytearray()
+        self.stop_requested = False
+        self.start_timed_out = False
+        self.ready_checked = threading.Event()
+        self.downstream_done = threading.Event()
+        self.stderr_done = threading.Event()
+
+    # --- main thread ------------------------------------------------------------------
+
+    def run(self) -> int:
+        for target, name in (
+            (self._watch_ready, "child-ready"),
+            (self._copy_stderr, "child-stderr"),
+            (self._downstream, "child-to-stdout"),
+            (self._upstream, "stdin-to-child"),
+        ):
+            threading.Thread(target=target, name=name, daemon=True).start()
+        self._install_signals()
+        deadline = time.monotonic() + self.start_seconds
+        stop_sent: float | None = None
+        while True:
+            if self.out.stuck() or self.out.broken():
+                return self._stdout_gone()
+            code = self.child.poll()
+            if code is not None:
+                self.ready_checked.wait(FRONT_STOP_GRACE_SECONDS)  # its "ready" may still be in the pipe
+                if self.ready.is_set() or not self.client_spoke or self.stop_requested:
+                    return self._child_ended(code)
+                if self.failure is None:
+                    self._fail(self._reason(code))
+                if self.stdin_closed.is_set():
+                    return 0
+            elif self.failure is None and not self.ready.is_set() and time.monotonic() > deadline:
+                self.start_timed_out = True
+                self._terminate()
+                continue
+            if self.stop_requested and stop_sent is None:
+                stop_sent = time.monotonic()
+                self._signal_child(signal.SIGTERM)
+            elif stop_sent is not None and time.monotonic() - stop_sent > FRONT_STOP_GRACE_SECONDS:
+                self._signal_child(signal.SIGKILL)
+            time.sleep(_WATCH_SECONDS)
+
+    def _install_signals(self) -> None:
+        def request_stop(_signum: int, _frame: object) -> None:
+            self.stop_requested = True
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                signal.signal(signum, request_stop)
+            except (ValueError, OSError):  # not the main thread of the main interpreter
+                pass
+
+    def _signal_child(self, signum: signal.Signals) -> None:
+        try:
+            self.child.send_signal(signum)
+        except OSError:
+            pass
+
+    def _terminate(self) -> None:
+        """Stop the child: SIGTERM, then SIGKILL after the grace period; reaped either way."""
+        self._signal_child(signal.SIGTERM)
+        try:
+            self.child.wait(FRONT_STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._signal_child(signal.SIGKILL)
+            self.child.wait()
+
+    def _child_ended(self, code: int) -> int:
+        """The child served and ended (or refused its command line): pass on what it wrote, then its status."""
+        self.downstream_done.wait(FRONT_STOP_GRACE_SECONDS)
+        self.stderr_done.wait(FRONT_STOP_GRACE_SECONDS)
+        return code if code > 0 else 0
+
+    def _stdout_gone(self) -> int:
+        reason = (
+            f"a response write took longer than {STDIO_WRITE_DEADLINE_SECONDS:g} seconds"
+            if self.out.failed is None
+            else f"stdout failed ({self.out.failed})"
+        )
+        sys.stderr.write(f"shadowcode: closing the connection: {reason}\n")
+        sys.stderr.flush()
+        self._terminate()
+        return 0
+
+    def _reason(self, code: int) -> str:
+        if self.start_timed_out:
+            return f"it was not ready within {self.start_seconds:g} seconds"
+        lines = [ln for ln in bytes(self.stderr_tail).decode("utf-8", "replace").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1].removeprefix("shadowcode: ").strip()
+        return f"it exited with status {code}" if code >= 0 else f"it was stopped by signal {-code}"
+
+    def _fail(self, reason: str) -> None:
+        """The child will not serve: answer every waiting request with ``reason``; later ones too."""
+        with self.lock:
+            self.failure = reason
+            waiting, self.pending = self.pending, []
+        sys.stderr.write(f"shadowcode: the engine did not start: {reason}\n")
+        sys.stderr.flush()
+        for request_id, method in waiting:
+            self.out.write(self._refusal(request_id, method))
+
+    def _refusal(self, request_id: object, method: str) -> bytes:
+        message = f"the engine did not start: {self.failure}"
+        if method == "tools/call":
+            result = {"content": [{"type": "text", "text": message}], "isError": True}
+            return _frame({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return _frame({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}})
+
+    # --- threads ----------------------------------------------------------------------
+
+    def _watch_ready(self) -> None:
+        try:
+            said = os.read(self.ready_fd, 16)
+        except OSError:
+            said = b""
+        finally:
+            os.close(self.ready_fd)
+        if said.startswith(b"ready"):
+            with self.lock:
+                if self.failure is None:
+                    self.ready.set()
+        self.ready_checked.set()
+
+    def _copy_stderr(self) -> None:
+        stream = self.child.stderr
+        assert stream is not None
+        try:
+            while data := os.read(stream.fileno(), _CHUNK_BYTES):
+                self.stderr_tail += data
+                del self.stderr_tail[:-_STDERR_TAIL_BYTES]
+                try:
+                    os.write(2, data)
+                except OSError:
+                    pass
+        except OSError:
+            pass
+        finally:
+            self.stderr_done.set()
+
+    def _downstream(self) -> None:
+        """Child stdout → stdout, line by line; the child's answers to the front's own ids are dropped."""
+        stream = self.child.stdout
+        assert stream is not None
+        try:
+            for line in stream:
+                if self.dropped and _FRONT_ID.encode() in line[:256] and self._is_dropped(line):
+                    continue
+                self.out.write(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.downstream_done.set()
+
+    def _is_dropped(self, line: bytes) -> bool:
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        answer_id = message.get("id") if isinstance(message, dict) else None
+        with self.lock:
+            if isinstance(answer_id, str) and answer_id in self.dropped:
+                self.dropped.discard(answer_id)
+                return True
+        return False
+
+    def _upstream(self) -> None:
+        """stdin → child: whole lines while discovery may be answered here, then raw bytes."""
+        sink = self.child.stdin
+        assert sink is not None
+        buffer = bytearray()
+        skipping = False  # inside a line too long to look at: forwarded as it comes
+        try:
+            while data := os.read(0, _CHUNK_BYTES):
+                self.client_spoke = True
+                if self.ready.is_set() and not buffer:
+                    self._to_child(sink, data)
+                    continue
+                buffer += data
+                while buffer:
+                    if self.ready.is_set():
+                        self._to_child(sink, bytes(buffer))
+                        buffer.clear()
+                        break
+                    end = buffer.find(b"\n")
+                    if skipping or (end < 0 and len(buffer) > STDIO_FRAME_MAX_BYTES):
+                        part = buffer if end < 0 else buffer[: end + 1]
+                        self._to_child(sink, bytes(part))
+                        skipping = end < 0
+                        del buffer[: len(part)]
+                        continue
+                    if end < 0:
+                        break
+                    line = bytes(buffer[: end + 1])
+                    del buffer[: end + 1]
+                    self._line(sink, line)
+        except OSError:
+            pass
+        if buffer and self.failure is None:
+            self._to_child(sink, bytes(buffer))
+        self.stdin_closed.set()
+        try:
+            sink.close()
+        except OSError:
+            pass
+
+    def _to_child(self, sink: Any, data: bytes) -> None:
+        try:
+            sink.write(data)
+            sink.flush()
+        except (OSError, ValueError):
+            pass  # the child is gone: the main thread notices
+
+    def _line(self, sink: Any, line: bytes) -> None:
+        """Handle one whole client line before the child is ready."""
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self._pass(sink, line, None)
+            return
+        method = message.get("method")
+        request_id = message.get("id")
+        is_request = isinstance(method, str) and "id" in message
+        answer = self._answer(method, message.get("params"), request_id) if is_request else None
+        if method == "notifications/initialized" and self.revision is not None:
+            self.initialized = True
+        if answer is None:
+            self._pass(sink, line, (request_id, method) if is_request else None)
+            return
+        with self.lock:
+            front_id = f"{_FRONT_ID}{self.next_front_id}"
+            self.next_front_id += 1
+            self.dropped.add(front_id)
+        self.out.write(_frame({"jsonrpc": "2.0", "id": request_id, **answer}))
+        if self.failure is None:
+            self._to_child(sink, _frame({**message, "id": front_id}))
+
+    def _pass(self, sink: Any, line: bytes, request: tuple[object, str] | None) -> None:
+        """Send ``line`` to the child, or refuse it when the child failed; waiting requests are noted."""
+        if request is not None:
+            self.first_request = False
+            self.answering = self.answering and self.revision is not None
+        with self.lock:
+            failed = self.failure is not None
+            if not failed and request is not None and not self.ready.is_set():
+                self.pending.append(request)
+        if failed:
+            if request is not None:
+                self.out.write(self._refusal(*request))
+            return
+        self._to_child(sink, line)
+
+    def _answer(self, method: object, params: object, request_id: object) -> Any | None:
+        """The recorded answer to this request, or None when the full server must answer it."""
+        if not self.answering or not _valid_id(request_id) or not isinstance(method, str):
+            return None
+        if isinstance(request_id, str) and request_id.startswith(_FRONT_ID):
+            return None
+        if method == "initialize":
+            found = self.manifest.initialize(params) if self.first_request and self.revision is None else None
+            if found is None:
+                return None
+            self.first_request = False
+            self.revision, answer = found
+            return answer
+        if self.revision is not None:
+            if not self.initialized or method not in HANDSHAKE_METHODS:
+                return None
+            return self.manifest.after_handshake(self.revision, method, params)
+        answer = self.manifest.modern(method, params)
+        if answer is not None:
+            self.first_request = False
+        return answer

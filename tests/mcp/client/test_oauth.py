@@ -1,0 +1,194 @@
+"""Signing in with OAuth against a loopback authorization server, and using the sign-in later.
+
+Covers CW-08.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from shadowcode.mcp.client.oauth import OAuthSettings, SignIn, SignInError, access_token, check_browser_url, login
+from tests.support.oauth import OAuthFixture, oauth_fixture, play_browser
+
+pytestmark = [pytest.mark.anyio, pytest.mark.req("CW-08")]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def fixture() -> Iterator[OAuthFixture]:
+    with oauth_fixture() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _reset(fixture: OAuthFixture) -> None:
+    fixture.control(bad=None, issuer_path="/as1", expires_in=3600)
+
+
+class Memory:
+    """A SignInStore in memory."""
+
+    def __init__(self) -> None:
+        self.record: SignIn | None = None
+
+    def load(self) -> SignIn | None:
+        return self.record
+
+    def save(self, record: SignIn) -> None:
+        self.record = record
+
+
+async def _login(fixture: OAuthFixture, settings: OAuthSettings | None = None, *, seconds: float = 30) -> SignIn:
+    """Log in, the test playing the browser when the URL is announced."""
+    shown: list[str] = []
+    failed: list[SignInError] = []
+    async with anyio.create_task_group() as tg:
+
+        def announce(url: str, callback: str) -> None:
+            shown.append(url)
+            tg.start_soon(play_browser, url)
+
+        with anyio.fail_after(60):
+            try:
+                record = await login(
+                    fixture.url,
+                    "config:secure",
+                    settings or OAuthSettings(),
+                    frozenset(),
+                    announce=announce,
+                    seconds=seconds,
+                )
+            except SignInError as exc:
+                failed.append(exc)
+    if failed:
+        raise failed[0]
+    assert shown and shown[0].startswith(fixture.origin + "/as1/authorize?")
+    return record
+
+
+async def test_login_discovers_registers_and_binds_the_record_to_issuer_and_resource(fixture: OAuthFixture) -> None:
+    record = await _login(fixture)
+    assert record.issuer == fixture.origin + "/as1"
+    assert record.resource == fixture.url
+    assert str(record.token["access_token"]).startswith("at-")
+    assert record.client["client_id"]
+    store = Memory()
+    with anyio.fail_after(30):
+        token = await access_token(record, store, OAuthSettings(), frozenset())
+    assert token == record.token["access_token"] and store.record is None
+
+
+async def test_an_expired_token_is_refreshed_once_and_stored(fixture: OAuthFixture) -> None:
+    fixture.control(expires_in=1)
+    record = await _login(fixture)
+    before = fixture.control()["refreshes"]
+    store = Memory()
+    with anyio.fail_after(30):
+        token = await access_token(record, store, OAuthSettings(), frozenset())
+    assert token != record.token["access_token"]
+    assert store.record is not None and store.record.token["access_token"] == token
+    assert fixture.control()["refreshes"] == before + 1
+
+
+async def test_a_failed_refresh_keeps_the_record_says_to_log_in_and_is_not_retried(fixture: OAuthFixture) -> None:
+    fixture.control(expires_in=1)
+    record = await _login(fixture)
+    fixture.control(bad="refresh-fails")
+    before = fixture.control()["refreshes"]
+    store = Memory()
+    with anyio.fail_after(30), pytest.raises(SignInError, match=r"could not be refreshed \(HTTP 400\).*mcp login"):
+        await access_token(record, store, OAuthSettings(), frozenset())
+    assert store.record is None
+    assert fixture.control()["refreshes"] == before + 1
+
+
+async def test_a_sign_in_whose_issuer_changed_is_not_used(fixture: OAuthFixture) -> None:
+    record = await _login(fixture)
+    fixture.control(issuer_path="/as2")
+    with (
+        anyio.fail_after(30),
+        pytest.raises(SignInError, match=r"now names .*/as2.*not used: run `shadowcode mcp login"),
+    ):
+        await access_token(record, Memory(), OAuthSettings(), frozenset())
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("wrong-state", "state did not match this sign-in"),
+        ("deny", "the sign-in was denied"),
+        ("no-access-token", "no usable access_token"),
+        ("evil-redirect", "registered a callback outside the loopback interface"),
+        ("wrong-issuer", "different issuer"),
+        ("big-metadata", "larger than 1048576 bytes"),
+    ],
+)
+async def test_bad_authorization_servers_end_the_login_with_a_clear_message(
+    fixture: OAuthFixture, bad: str, message: str
+) -> None:
+    fixture.control(bad=bad)
+    with pytest.raises(SignInError, match=message) as err:
+        await _login(fixture)
+    assert "forged-state" not in str(err.value)
+
+
+async def test_a_slow_metadata_server_is_bounded(fixture: OAuthFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shadowcode.mcp.client import oauth_http
+
+    defaults = oauth_http.BoundedTransport.__init__.__kwdefaults__
+    assert defaults is not None
+    monkeypatch.setitem(defaults, "seconds", 1.0)
+    fixture.control(bad="slow-metadata")
+    with anyio.fail_after(20), pytest.raises(SignInError, match="did not answer within 1.0 s"):
+        await _login(fixture)
+
+
+async def test_no_redirect_before_the_deadline_stores_nothing(fixture: OAuthFixture) -> None:
+    with anyio.fail_after(30), pytest.raises(SignInError, match="time ran out"):
+        await login(fixture.url, "config:secure", OAuthSettings(), frozenset(), announce=lambda u, c: None, seconds=0.5)
+
+
+async def test_a_pre_registered_client_requires_the_discovered_issuer(fixture: OAuthFixture) -> None:
+    settings = OAuthSettings(client_id="pre-1", issuer="https://auth.example.com")
+    with anyio.fail_after(30), pytest.raises(SignInError, match="not the configured issuer"):
+        await _login(fixture, settings)
+    before = fixture.control()["registrations"]
+    record = await _login(fixture, OAuthSettings(client_id="pre-1", issuer=fixture.origin + "/as1"))
+    assert record.client["client_id"] == "pre-1" and fixture.control()["registrations"] == before
+
+
+async def test_an_oauth_resource_pin_must_match_discovery(fixture: OAuthFixture) -> None:
+    with anyio.fail_after(30), pytest.raises(SignInError, match="pinned oauth_resource"):
+        await _login(fixture, OAuthSettings(resource="https://other.example.com/mcp"))
+    assert (await _login(fixture, OAuthSettings(resource=fixture.url))).resource == fixture.url
+
+
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "file:///etc/passwd", "http://auth.example.com/authorize", "ftp://x/y"]
+)
+def test_authorization_urls_other_than_https_or_loopback_http_are_refused(url: str) -> None:
+    with pytest.raises(SignInError, match="refused the authorization URL"):
+        check_browser_url(url)
+    assert check_browser_url("https://auth.example.com/a?b=1") and check_browser_url("http://127.0.0.1:5/a")
+
+
+async def test_the_scopes_asked_for_are_sent_and_recorded(fixture: OAuthFixture) -> None:
+    shown: list[str] = []
+    async with anyio.create_task_group() as tg:
+
+        def announce(url: str, callback: str) -> None:
+            shown.append(url)
+            tg.start_soon(play_browser, url)
+
+        with anyio.fail_after(60):
+            settings = OAuthSettings(scopes=("read", "write"))
+            record = await login(fixture.url, "config:secure", settings, frozenset(), announce=announce)
+    assert "scope=read+write" in shown[0]
+    assert record.token["scope"] == "read write"
