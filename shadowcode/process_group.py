@@ -20,28 +20,25 @@ Processes that deliberately leave their group (a new ``setsid``) are outside thi
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 
 from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import PROCESS_REAP_DEADLINE_SECONDS, PROCESS_TERM_GRACE_SECONDS
+from shadowcode.parent_death import pdeathsig_preexec
 
 __all__ = ["GroupChild", "OutputTail", "kill_group", "pdeathsig_preexec", "pids_alive", "read_output"]
 
 logger = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 _EXIT_POLL_SECONDS = 0.01
 """Poll interval for leader exit where pidfds are missing (not Linux); not a limit."""
 
@@ -152,26 +149,6 @@ def read_output(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int) 
         size += len(chunk)
         if size > max_bytes:
             return b"".join(chunks)[:max_bytes], True, False
-
-
-def pdeathsig_preexec(parent_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that sets ``PR_SET_PDEATHSIG(SIGKILL)`` in the child, or None off Linux."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    kill = int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the engine died before the request took effect
-            os.kill(os.getpid(), kill)
-
-    return preexec
 
 
 def _check_argv(argv: list[str]) -> list[str]:

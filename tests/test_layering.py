@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shadowcode"
 
-BOTTOM = {"errors", "limits", "enums", "version"}
+BOTTOM = {"errors", "limits", "enums", "version", "parent_death"}
 """Everyone may import these; they import nothing of ours but each other."""
 
 ALLOWED: dict[str, set[str]] = {
@@ -47,6 +47,8 @@ ALLOWED: dict[str, set[str]] = {
 _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     # longest prefix first
     ("shadowcode.mcp.server.relay", "mcp.relay"),
+    ("shadowcode.mcp.server.front", "mcp.relay"),
+    ("shadowcode.mcp.server.discovery", "mcp.relay"),
     ("shadowcode.engine.api", "engine.api"),
     ("shadowcode.engine.wire", "engine.api"),
     ("shadowcode.engine", "engine"),
@@ -68,6 +70,7 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.errors", "errors"),
     ("shadowcode.limits", "limits"),
     ("shadowcode.enums", "enums"),
+    ("shadowcode.parent_death", "parent_death"),
     ("shadowcode.__main__", "entry"),
 )
 

@@ -29,7 +29,6 @@ This module imports only the standard library and :mod:`shadowcode.limits`; keep
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import select
@@ -38,7 +37,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from shadowcode.limits import (
@@ -48,6 +46,7 @@ from shadowcode.limits import (
     STDIO_WRITE_DEADLINE_SECONDS,
 )
 from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
+from shadowcode.parent_death import pdeathsig_preexec
 
 __all__ = ["READY_FD_ENV", "serve_front"]
 
@@ -58,7 +57,6 @@ _FRONT_ID = "shadowcode-front-"
 _CHUNK_BYTES = 65536
 _WATCH_SECONDS = 0.1
 _STDERR_TAIL_BYTES = 2048
-_PR_SET_PDEATHSIG = 1
 
 
 def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: float = FRONT_ENGINE_START_SECONDS) -> int:
@@ -85,7 +83,7 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
             stderr=subprocess.PIPE,
             env=env,
             pass_fds=(ready_write,),
-            preexec_fn=_pdeathsig(os.getpid()),  # noqa: PLW1509 (no thread runs yet)
+            preexec_fn=pdeathsig_preexec(os.getpid(), signal.SIGTERM),  # noqa: PLW1509 (no thread runs yet)
         )
     except OSError as exc:
         os.close(ready_read)
@@ -94,23 +92,6 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
         return 1
     os.close(ready_write)
     return _Front(child, manifest, ready_read, start_seconds).run()
-
-
-def _pdeathsig(parent_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` giving the child ``SIGTERM`` when this process dies (Linux), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent_pid:  # the front died before the request took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
 
 
 class _Stdout:
