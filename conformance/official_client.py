@@ -318,6 +318,13 @@ def _auth_scenario(cli: _Cli, scratch: Path, scenario: str, server_id: str) -> s
         if code == 0 or not 1 <= attempts <= 3:
             raise AdapterError(f"expected login to fail after 1 to 3 authorizations; exit {code}, {attempts}")
         return f"login gave up after {attempts} authorization(s): {err.strip().splitlines()[-1]}"
+    if scenario == "auth/resource-mismatch":
+        # The server's metadata names another resource: login must refuse before any
+        # authorization URL is shown, store nothing, and exit 1.
+        code, _, err = sign_in(cli, server_id)
+        if code == 0 or _URL_LINE in err or "resource" not in err:
+            raise AdapterError(f"expected login to refuse the mismatched resource; exit {code}: {err[-300:]}")
+        return f"login refused: {err.strip().splitlines()[-1]}"
     signed = _signed_in(cli, server_id)
     if scenario != "auth/scope-step-up":
         return f"{signed}; {_validate(cli, server_id)}"
