@@ -29,16 +29,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
+import re
 import shlex
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CALLS", "main"]
+__all__ = ["CALLS", "DEFINITION_EXTRAS", "main", "play_browser", "sign_in"]
 
 CALLS: dict[str, tuple[str, dict[str, Any], str, bool]] = {
     "tools_call": ("add_numbers", {"a": 5, "b": 3}, "The sum of 5 and 3 is 8", True),
@@ -49,9 +55,17 @@ CALLS: dict[str, tuple[str, dict[str, Any], str, bool]] = {
 ``sse-retry`` sends its answer only on a resumed stream, so there it must never arrive (CLI-18).
 """
 
+DEFINITION_EXTRAS: dict[str, dict[str, Any]] = {
+    "auth/basic-cimd": {"oauth": {"client_metadata_url": "https://conformance-test.local/client-metadata.json"}},
+}
+"""Scenario → what its definition adds: the client ID metadata document URL the scenario expects."""
+
 _SERVER = "conformance"
-_COMMAND_SECONDS = 60.0
-_TASK_SECONDS = 90.0
+_LOGIN_SECONDS = 120.0
+_BROWSER_SECONDS = 30.0
+_URL_LINE = "authorization URL: "
+_COMMAND_SECONDS = 150.0
+_TASK_SECONDS = 150.0
 _POLL_SECONDS = 0.2
 
 
@@ -98,11 +112,11 @@ class _Cli:
             raise AdapterError(f"`{' '.join(args)}` printed no JSON document: {done.stdout[:300]!r}") from exc
 
 
-def _register(cli: _Cli, scratch: Path, url: str) -> str:
+def _register(cli: _Cli, scratch: Path, url: str, extra: dict[str, Any] | None = None) -> str:
     """Trust the project, add the URL as an HTTP server, enable it at its reviewed hash."""
     cli.run("trust", "--level", "workspace", str(cli.project))
     definition = scratch / f"{_SERVER}.json"
-    definition.write_text(json.dumps({"name": _SERVER, "url": url}), encoding="utf-8")
+    definition.write_text(json.dumps({"name": _SERVER, "url": url, **(extra or {})}), encoding="utf-8")
     server_id = str(cli.json("mcp", "add", str(definition))["id"])
     catalog = cli.json("mcp")
     digest = next((s.get("hash") for s in catalog["servers"] if s["id"] == server_id), None)
@@ -135,11 +149,12 @@ def _answer_approvals(cli: _Cli, want: dict[str, Any], seen: list[dict[str, Any]
 def _call(cli: _Cli, scratch: Path, server_id: str, tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
     """Run a Build task whose scripted model calls ``tool`` once; return (task status, events text)."""
     prompt = f"call {tool} on the conformance server"
-    script = scratch / "model.json"
+    script = scratch / f"model{len(list(scratch.glob('model*.json')))}.json"
     call = {"name": "mcp_call", "arguments": {"server": _SERVER, "tool": tool, "arguments": arguments}}
     turns = [{"content": "calling", "tool_calls": [call]}, {"content": "finished"}]
     script.write_text(json.dumps({"tasks": [{"match": prompt, "turns": turns}]}), encoding="utf-8")
-    cli.run("models", "add", "scripted", "--provider", "scripted", "--script", str(script), "--default")
+    model = f"scripted{len(list(scratch.glob('model*.json')))}"
+    cli.run("models", "add", model, "--provider", "scripted", "--script", str(script), "--default")
     want = {"server": server_id, "tool": tool, "arguments": arguments}
     seen: list[dict[str, Any]] = []
     out, err = scratch / "run.out", scratch / "run.err"
@@ -177,6 +192,156 @@ def _call(cli: _Cli, scratch: Path, server_id: str, tool: str, arguments: dict[s
     return str(shown["job"].get("status")), json.dumps([e["data"] for e in shown["events"]], ensure_ascii=False)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _fetch_no_redirect(url: str) -> tuple[int, str]:
+    """GET ``url`` without following redirects; (status, Location header or "")."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise AdapterError(f"refused to open {url[:100]!r}: not an http(s) URL")
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(urllib.request.Request(url, method="GET"), timeout=_BROWSER_SECONDS) as resp:
+            return resp.status, resp.headers.get("Location") or ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Location") or ""
+    except OSError as exc:
+        raise AdapterError(f"the browser could not open {url[:200]}: {exc}") from exc
+
+
+def play_browser(authorization_url: str, max_hops: int = 5) -> str:
+    """Do what a user's browser does with ``authorization_url``; return the callback's answer status.
+
+    Follows the authorization server's redirects (at most ``max_hops``) until one leads to a
+    loopback callback (``http://127.0.0.1:PORT/...``), which is fetched last.
+
+    Raises:
+        AdapterError: no redirect, a redirect that leaves http(s), or too many hops.
+    """
+    url = authorization_url
+    for _ in range(max_hops):
+        status, location = _fetch_no_redirect(url)
+        if not location:
+            raise AdapterError(f"{url[:200]} answered HTTP {status} without a redirect")
+        url = urllib.parse.urljoin(url, location)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme == "http" and parts.hostname == "127.0.0.1" and "code=" in (parts.query or ""):
+            status, _ = _fetch_no_redirect(url)
+            return f"callback answered HTTP {status}"
+        if "error=" in (parts.query or ""):
+            status, _ = _fetch_no_redirect(url)
+            return f"callback (error) answered HTTP {status}"
+    raise AdapterError(f"no redirect to a loopback callback within {max_hops} hops")
+
+
+def sign_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = ()) -> tuple[int, str, str]:
+    """Run ``mcp login SERVER --no-browser``, playing the browser for every authorization URL it prints.
+
+    Returns:
+        (login's exit status, its stdout, its stderr); how many authorization URLs it printed
+        is the number of ``authorization URL:`` lines in that stderr.
+
+    Raises:
+        AdapterError: login did not finish in time, or the browser part failed.
+    """
+    argv = cli.argv("mcp", "login", server_id, "--no-browser", *(a for s in scopes for a in ("--scope", s)))
+    proc = subprocess.Popen(
+        argv,
+        env=cli.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+    )
+    urls: queue.Queue[str | None] = queue.Queue()
+    lines: list[str] = []
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith(_URL_LINE):
+                urls.put(line[len(_URL_LINE) :].strip())
+        urls.put(None)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + _LOGIN_SECONDS
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AdapterError(f"mcp login did not finish within {_LOGIN_SECONDS:.0f} s")
+            try:
+                url = urls.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if url is None:
+                break
+            play_browser(url)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        reader.join(timeout=5)
+        return proc.returncode, out, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        reader.join(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _signed_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = ()) -> str:
+    code, out, err = sign_in(cli, server_id, scopes)
+    if code != 0:
+        raise AdapterError(f"mcp login exited {code}: {err.strip()[-600:]}")
+    if _URL_LINE not in err:
+        raise AdapterError(f"mcp login printed no authorization URL: {err.strip()[-300:]}")
+    return out.strip()
+
+
+def _auth_scenario(cli: _Cli, scratch: Path, scenario: str, server_id: str) -> str:
+    """Sign in as a user would for an ``auth/`` scenario, then use the server."""
+    if scenario == "auth/scope-retry-limit":
+        # The server refuses every token with 403 insufficient_scope: login must give up
+        # after a bounded number of authorizations, store nothing, and exit 1.
+        code, _, err = sign_in(cli, server_id)
+        attempts = err.count(_URL_LINE)
+        if code == 0 or not 1 <= attempts <= 3:
+            raise AdapterError(f"expected login to fail after 1 to 3 authorizations; exit {code}, {attempts}")
+        return f"login gave up after {attempts} authorization(s): {err.strip().splitlines()[-1]}"
+    if scenario == "auth/resource-mismatch":
+        # The server's metadata names another resource: login must refuse before any
+        # authorization URL is shown, store nothing, and exit 1.
+        code, _, err = sign_in(cli, server_id)
+        if code == 0 or _URL_LINE in err or "resource" not in err:
+            raise AdapterError(f"expected login to refuse the mismatched resource; exit {code}: {err[-300:]}")
+        return f"login refused: {err.strip().splitlines()[-1]}"
+    signed = _signed_in(cli, server_id)
+    if scenario != "auth/scope-step-up":
+        return f"{signed}; {_validate(cli, server_id)}"
+    # Step-up: the call is refused with 403 insufficient_scope; the task names the scopes to
+    # log in with (it starts no login itself, CLI-11); the user logs in with them and calls again.
+    status, events = _call(cli, scratch, server_id, "test-tool", {})
+    found = re.search(r"mcp login \S+ ((?:--scope \S+ ?)+)", events.replace("`", " "))
+    if found is None:
+        raise AdapterError(f"the refused call named no scope to log in with (task {status}): {events[-400:]}")
+    scopes = tuple(found.group(1).split()[1::2])
+    again = _signed_in(cli, server_id, scopes)
+    status, events = _call(cli, scratch, server_id, "test-tool", {})
+    if '"test"' not in events.replace('\\"', '"') or status != "done":
+        raise AdapterError(f"the call after the wider login did not answer (task {status}): {events[-400:]}")
+    return f"{signed}; step-up login with {' '.join(scopes)}: {again}; test-tool answered; task {status}"
+
+
 def run_scenario(scenario: str, url: str, target: list[str]) -> str:
     """Run one scenario's client side; return a one-line summary.
 
@@ -190,9 +355,11 @@ def run_scenario(scenario: str, url: str, target: list[str]) -> str:
         project.mkdir()
         (project / "app.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
         cli = _Cli(target, scratch / "home", project)
-        server_id = _register(cli, scratch, url)
+        server_id = _register(cli, scratch, url, DEFINITION_EXTRAS.get(scenario))
         if scenario == "initialize":
             return _validate(cli, server_id)
+        if scenario.startswith("auth/"):
+            return _auth_scenario(cli, scratch, scenario, server_id)
         if scenario not in CALLS:
             raise AdapterError(f"no client behaviour for scenario {scenario!r}; known: initialize, {', '.join(CALLS)}")
         tool, arguments, expected, answered = CALLS[scenario]

@@ -7,11 +7,15 @@ Usage::
 ``RESULTS_DIR/<scenario>/<scenario>-<time>/`` is what ``conformance client -o`` writes:
 ``checks.json`` (the package's checks), ``stdout.txt`` and ``stderr.txt`` (the adapter's,
 :mod:`conformance.official_client`). One line per judged check, then one client line with the
-counts, e.g. ``client: 2 passed, 0 failed, 1 expected failure (sse-retry: ...)``.
+counts, e.g. ``client: 2 passed, 0 failed, 1 expected failure (sse-retry: ...)``; with
+``--label auth`` the line reads ``client auth: N passed, M failed, K expected failures`` (checks
+passed and failed, scenarios expected to fail; each expected failure has its own ``xfail`` line
+with the reason above it).
 
-* A scenario in :data:`EXPECTED_FAILURES` must fail (a FAILURE check from the package), and
-  :func:`never_resumed` must hold for its log; passing it is an error, since it would mean a
-  stream was resumed, which CLI-18 forbids.
+* A scenario in :data:`EXPECTED_FAILURES` must fail (a check that is not SUCCESS, or an adapter
+  that did not finish); passing it is an error, so the list stays honest. For ``sse-retry``
+  :func:`never_resumed` must also hold for its log (a pass would mean a resumed stream, which
+  CLI-18 forbids).
 * Any other scenario: every SUCCESS/FAILURE/WARNING check must be SUCCESS, at least one check
   must have been made, and the adapter must have printed its summary line (it exited 0).
 
@@ -30,8 +34,29 @@ __all__ = ["EXPECTED_FAILURES", "judge", "main", "never_resumed"]
 
 EXPECTED_FAILURES: dict[str, str] = {
     "sse-retry": "expects SSE resumption, which CLI-18 forbids",
+    # The client auth suite (spec versions in brackets).
+    "auth/pre-registration": (
+        "[2025-11-25] needs a pre-registered confidential client (a client_secret sent with HTTP Basic); "
+        "a definition's oauth.client_id is a public client and no client secret setting exists yet"
+    ),
+    "auth/2025-03-26-oauth-metadata-backcompat": (
+        "[2025-03-26] its metadata at the server root names the issuer <server>/oauth; a metadata document "
+        "whose issuer differs from the one it was discovered for is refused (RFC 8414 section 3.3, CW-08)"
+    ),
+    "auth/2025-03-26-oauth-endpoint-fallback": (
+        "[2025-03-26] publishes no metadata and expects guessed /authorize, /token, /register endpoints; "
+        "guessed endpoints are never used (CW-08)"
+    ),
+    "auth/client-credentials-jwt": "[extension] the client credentials grant (SEP-1046) is not implemented",
+    "auth/client-credentials-basic": "[extension] the client credentials grant (SEP-1046) is not implemented",
+    "auth/cross-app-access-complete-flow": (
+        "[extension] enterprise-managed authorization (SEP-990: token exchange, JWT bearer grant) is not implemented"
+    ),
 }
 """Client scenarios that must fail, and why."""
+
+_NEVER_RESUMED = frozenset({"sse-retry"})
+"""Expected failures whose log must also show the call sent once and never resumed (CLI-18)."""
 
 _JUDGED = ("SUCCESS", "FAILURE", "WARNING")
 
@@ -62,12 +87,32 @@ def never_resumed(checks: list[dict[str, Any]]) -> list[str]:
 
 
 def _load(root: Path, scenario: str) -> tuple[list[dict[str, Any]], str] | None:
-    found = glob.glob(str(root / scenario / "*" / "checks.json"))
+    # ``auth/NAME`` scenarios write into ``auth/NAME/auth/NAME-<time>/``.
+    found = glob.glob(str(root / scenario / "**" / "checks.json"), recursive=True)
     if len(found) != 1:
         return None
     folder = Path(found[0]).parent
     stdout = (folder / "stdout.txt").read_text(encoding="utf-8") if (folder / "stdout.txt").is_file() else ""
     return json.loads(Path(found[0]).read_text(encoding="utf-8")), stdout
+
+
+def _expected_failure(scenario: str, all_checks: list[dict[str, Any]], stdout: str) -> tuple[str, bool]:
+    """Judge a scenario listed in EXPECTED_FAILURES: (line, whether it failed as expected)."""
+    reason = EXPECTED_FAILURES[scenario]
+    checks = [c for c in all_checks if c.get("status") in _JUDGED]
+    failed = [c for c in checks if c["status"] != "SUCCESS"]
+    if scenario in _NEVER_RESUMED:
+        problems = never_resumed(all_checks)
+        if not any(c["status"] == "FAILURE" for c in checks):
+            problems.append("the scenario passed; the client must not resume a stream")
+        if problems:
+            return f"FAIL {scenario}: {'; '.join(problems)}", False
+        shown = ", ".join(f"{c['id']} {c['status']}" for c in checks)
+        return f"xfail {scenario}: {reason} ({shown}; tools/call sent once, never resumed)", True
+    if not failed and checks and stdout.startswith(f"{scenario}: "):
+        return f"FAIL {scenario}: passed, but it is listed as an expected failure ({reason})", False
+    shown = ", ".join(f"{c['id']} {c['status']}" for c in failed) or "the adapter did not finish"
+    return f"xfail {scenario}: {reason} ({shown})", True
 
 
 def judge(root: Path, scenarios: list[str]) -> tuple[list[str], int, int, list[str]]:
@@ -82,23 +127,18 @@ def judge(root: Path, scenarios: list[str]) -> tuple[list[str], int, int, list[s
     for scenario in scenarios:
         loaded = _load(root, scenario)
         if loaded is None:
-            lines.append(f"FAIL {scenario}: no results (see client-{scenario}.log)")
+            lines.append(f"FAIL {scenario}: no results (see client-{scenario.replace('/', '_')}.log)")
             failed += 1
             continue
         all_checks, stdout = loaded
         checks = [c for c in all_checks if c.get("status") in _JUDGED]
         if scenario in EXPECTED_FAILURES:
-            reason = EXPECTED_FAILURES[scenario]
-            problems = never_resumed(all_checks)
-            if not any(c["status"] == "FAILURE" for c in checks):
-                problems.append("the scenario passed; the client must not resume a stream")
-            if problems:
-                lines.append(f"FAIL {scenario}: {'; '.join(problems)}")
-                failed += 1
+            line, ok = _expected_failure(scenario, all_checks, stdout)
+            lines.append(line)
+            if ok:
+                expected.append(f"{scenario}: {EXPECTED_FAILURES[scenario]}")
             else:
-                shown = ", ".join(f"{c['id']} {c['status']}" for c in checks)
-                lines.append(f"xfail {scenario}: {reason} ({shown}; tools/call sent once, never resumed)")
-                expected.append(f"{scenario}: {reason}")
+                failed += 1
             continue
         if not checks:
             lines.append(f"FAIL {scenario}: the scenario made no check")
@@ -121,13 +161,16 @@ def judge(root: Path, scenarios: list[str]) -> tuple[list[str], int, int, list[s
 def main(argv: list[str] | None = None) -> int:
     """Print the judgement and the client line; 0 when every scenario ended as it should."""
     args = sys.argv[1:] if argv is None else argv
+    label = "client"
+    if args[:1] == ["--label"] and len(args) > 1:
+        label, args = f"client {args[1]}", args[2:]
     if len(args) < 2:
-        sys.stderr.write("usage: official_judge.py RESULTS_DIR SCENARIO...\n")
+        sys.stderr.write("usage: official_judge.py [--label NAME] RESULTS_DIR SCENARIO...\n")
         return 2
     lines, passed, failed, expected = judge(Path(args[0]), args[1:])
-    client = f"client: {passed} passed, {failed} failed, {len(expected)} expected failure"
+    client = f"{label}: {passed} passed, {failed} failed, {len(expected)} expected failure"
     client += "s" if len(expected) != 1 else ""
-    if expected:
+    if expected and label == "client":
         client += f" ({'; '.join(expected)})"
     sys.stdout.write("\n".join([*lines, client]) + "\n")
     return 1 if failed else 0

@@ -11,10 +11,14 @@ Covers CLI-16.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from conformance import official_client
 from conformance.official_judge import main as judge_main
 from tests.support.http_peer import Received, json_reply, peer, result
 
@@ -152,3 +157,93 @@ async def test_the_official_client_scenarios_pass(scenario: str, tmp_path: Path)
     judged = [c for c in checks if c["status"] in ("SUCCESS", "FAILURE", "WARNING")]
     assert judged and all(c["status"] == "SUCCESS" for c in judged), json.dumps(judged)[:2000]
     assert judge_main([str(tmp_path / "results"), scenario]) == 0
+
+
+# The browser-playing part of the auth scenarios: a stand-in authorization server on loopback
+# redirects to the callback of a stand-in `mcp login` (a small script printing the
+# `authorization URL:` line as ShadowCode does), which exits 0 only when the redirect arrived
+# with the code and state it expects.
+
+_FAKE_LOGIN = """
+import http.server, sys, threading, urllib.parse
+authorize, state = sys.argv[1], "st-42"
+got = {}
+class Callback(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        got.update(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        threading.Thread(target=self.server.shutdown).start()
+server = http.server.HTTPServer(("127.0.0.1", 0), Callback)
+callback = f"http://127.0.0.1:{server.server_address[1]}/callback"
+query = urllib.parse.urlencode({"redirect_uri": callback, "state": state, "scope": sys.argv[-1]})
+sys.stderr.write(f"Sign in to config:x in your browser.\\nauthorization URL: {authorize}?{query}\\n")
+sys.stderr.flush()
+timer = threading.Timer(60, server.shutdown)
+timer.start()
+server.serve_forever()
+timer.cancel()
+ok = got.get("code") == ["the-code"] and got.get("state") == [state]
+print("signed in to config:x" if ok else f"bad callback {got}")
+sys.exit(0 if ok else 1)
+"""
+
+
+class _Authorize(http.server.BaseHTTPRequestHandler):
+    """/authorize: 302 to the redirect_uri with a code and the state; /elsewhere: 302 to a file: URL."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        self.server.seen.append(self.path)  # type: ignore[attr-defined]
+        if self.path.startswith("/authorize"):
+            target = (
+                query["redirect_uri"][0]
+                + "?"
+                + urllib.parse.urlencode({"code": "the-code", "state": query["state"][0]})
+            )
+        else:
+            target = "file:///etc/passwd"
+        self.send_response(302)
+        self.send_header("Location", target)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.fixture
+def authorization_server() -> Iterator[tuple[str, list[str]]]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Authorize)
+    server.seen = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", server.seen  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_the_adapter_plays_the_browser_from_the_authorization_url_to_the_callback(
+    authorization_server: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    origin, seen = authorization_server
+    fake = tmp_path / "fake_login.py"
+    fake.write_text(_FAKE_LOGIN, encoding="utf-8")
+    cli = official_client._Cli([sys.executable, str(fake), origin + "/authorize"], tmp_path / "home", tmp_path)
+    code, out, err = official_client.sign_in(cli, "config:x", ("mcp:basic",))
+    assert code == 0, (out, err)
+    assert out.strip() == "signed in to config:x"
+    assert err.count("authorization URL: ") == 1
+    assert len(seen) == 1 and seen[0].startswith("/authorize?")
+
+
+def test_the_adapter_refuses_a_redirect_that_leaves_http(authorization_server: tuple[str, list[str]]) -> None:
+    origin, _ = authorization_server
+    with pytest.raises(official_client.AdapterError, match="not an http"):
+        official_client.play_browser(origin + "/elsewhere")

@@ -80,3 +80,26 @@ def test_sse_retry_passing_is_a_failure_since_it_would_mean_a_resumed_stream(tmp
     lines, _, failed, expected = judge(tmp_path, ["sse-retry"])
     assert failed == 1 and expected == []
     assert "must not resume" in lines[0]
+
+
+def test_the_auth_suite_line_and_its_expected_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok = {"id": "valid-bearer-token", "status": "SUCCESS"}
+    _write(tmp_path / "auth", "metadata-default", [ok], "auth/metadata-default: signed in\n")
+    # auth/NAME scenarios write into auth/NAME/auth/NAME-<time>/.
+    moved = tmp_path / "auth" / "metadata-default"
+    (tmp_path / "auth" / "metadata-default" / "auth").mkdir()
+    inner = next(moved.glob("metadata-default-*"))
+    inner.rename(moved / "auth" / inner.name)
+    bad = {"id": "pre-registration-auth", "status": "FAILURE"}
+    _write(tmp_path / "auth", "pre-registration", [bad])
+    scenarios = ["auth/metadata-default", "auth/pre-registration"]
+    assert main(["--label", "auth", str(tmp_path), *scenarios]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "client auth: 1 passed, 0 failed, 1 expected failure"
+    assert any(line.startswith("xfail auth/pre-registration: [2025-11-25]") for line in out)
+
+
+def test_an_expected_auth_failure_that_passes_fails_the_run(tmp_path: Path) -> None:
+    ok = {"id": "pre-registration-auth", "status": "SUCCESS"}
+    _write(tmp_path / "auth", "pre-registration", [ok], "auth/pre-registration: signed in\n")
+    assert main(["--label", "auth", str(tmp_path), "auth/pre-registration"]) == 1

@@ -315,6 +315,11 @@ async def login(
         try:
             async with bounded_client(network_hosts, auth=provider) as client:
                 response = await client.post(url, content=body.encode("utf-8"), headers=headers)
+                if response.is_success and memory.tokens is None:
+                    # A server may let initialize through and guard every other request: ask
+                    # for the tool list too, in the session it opened, before concluding it
+                    # needs no sign-in.
+                    response = await _probe_guarded(client, url, headers, response)
         except Exception as exc:  # noqa: BLE001 - the SDK's flow raises many kinds; each is explained
             raise _explain(exc) from None
         context = provider.context
@@ -342,6 +347,23 @@ async def login(
             token=memory.tokens.model_dump(mode="json", exclude_none=True),
             expires_at=context.token_expiry_time,
         )
+
+
+async def _probe_guarded(
+    client: httpx2.AsyncClient, url: str, headers: dict[str, str], initialized: httpx2.Response
+) -> httpx2.Response:
+    """After an unguarded initialize: send ``notifications/initialized`` and ``tools/list`` (CW-08).
+
+    Returns the ``tools/list`` response (a 401 there has already run the sign-in through the
+    client's auth flow).
+    """
+    more = dict(headers)
+    session = initialized.headers.get("mcp-session-id")
+    if session:
+        more["mcp-session-id"] = session
+    await client.post(url, content=b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers=more)
+    listing = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
+    return await client.post(url, content=listing, headers=more)
 
 
 async def _discover(

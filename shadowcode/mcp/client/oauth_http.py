@@ -14,6 +14,8 @@ through :class:`BoundedTransport`:
 
 from __future__ import annotations
 
+import re
+
 import anyio
 import httpx2
 
@@ -21,7 +23,7 @@ from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError
 from shadowcode.limits import MCP_OAUTH_BODY_MAX_BYTES, MCP_OAUTH_HTTP_SECONDS
 from shadowcode.mcp.client.endpoint import Endpoint, url_host
 
-__all__ = ["BoundedTransport", "SignInError", "bounded_client"]
+__all__ = ["BoundedTransport", "SignInError", "bounded_client", "insufficient_scopes"]
 
 
 class SignInError(ShadowcodeError):
@@ -115,3 +117,25 @@ def bounded_client(network_hosts: frozenset[str], **kwargs: object) -> httpx2.As
         timeout=httpx2.Timeout(MCP_OAUTH_HTTP_SECONDS),
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+_SCOPE_TOKEN = re.compile(r"^[A-Za-z0-9._:/+=@~-]{1,64}$")
+
+
+def insufficient_scopes(challenge: str) -> list[str]:
+    """The scopes a ``WWW-Authenticate`` challenge with ``error="insufficient_scope"`` asks for (CW-08).
+
+    Only plain scope tokens (letters, digits and ``._:/+=@~-``, a subset of RFC 6749 section 3.3
+    that is safe to show in a command, at most 64 characters each, at most 16) are returned, so
+    nothing else from the header reaches a message; [] when the challenge is not
+    an insufficient_scope one or names no usable scope.
+    """
+    if not re.search(r'error\s*=\s*"?insufficient_scope"?', challenge):
+        return []
+    found = re.search(r'scope\s*=\s*"([^"]{0,1100})"', challenge) or re.search(r"scope\s*=\s*([^\s,]{1,64})", challenge)
+    if found is None:
+        return []
+    scopes = found.group(1).split()
+    if not scopes or len(scopes) > 16 or not all(_SCOPE_TOKEN.match(t) for t in scopes):
+        return []
+    return scopes

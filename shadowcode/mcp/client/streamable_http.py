@@ -58,6 +58,7 @@ from shadowcode.limits import (
     MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX,
 )
 from shadowcode.mcp.client.endpoint import Endpoint
+from shadowcode.mcp.client.oauth_http import insufficient_scopes
 from shadowcode.mcp.client.sse import SseError, SseParser
 from shadowcode.ndjson import FrameRate
 
@@ -343,6 +344,13 @@ class StreamableHttpClient:
                 "a task starts no login), or store the credential its definition names"
             )
         if response.status_code == 403:
+            scopes = insufficient_scopes(response.headers.get("www-authenticate", ""))
+            if scopes:
+                wanted = " ".join(f"--scope {s}" for s in scopes)
+                raise _Failed(
+                    f"the server needs more access (HTTP 403, insufficient_scope): run "
+                    f"`shadowcode mcp login {self.label} {wanted}` (a task starts no login)"
+                )
             raise _Failed("the server refused access (HTTP 403)")
         if response.status_code == 404 and self.session_id is not None:
             raise _Failed("the server ended the session (HTTP 404); nothing is sent again")

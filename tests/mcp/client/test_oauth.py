@@ -192,3 +192,10 @@ async def test_the_scopes_asked_for_are_sent_and_recorded(fixture: OAuthFixture)
             record = await login(fixture.url, "config:secure", settings, frozenset(), announce=announce)
     assert "scope=read+write" in shown[0]
     assert record.token["scope"] == "read write"
+
+
+async def test_a_server_that_guards_everything_but_initialize_still_gets_a_sign_in(fixture: OAuthFixture) -> None:
+    fixture.control(bad="open-initialize")
+    record = await _login(fixture)
+    assert str(record.token["access_token"]).startswith("at-")
+    assert record.resource == fixture.url

@@ -15,7 +15,7 @@ import pytest
 
 from shadowcode.limits import MCP_OAUTH_BODY_MAX_BYTES, MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES
 from shadowcode.mcp.client.oauth_callback import CallbackListener
-from shadowcode.mcp.client.oauth_http import SignInError, bounded_client
+from shadowcode.mcp.client.oauth_http import SignInError, bounded_client, insufficient_scopes
 
 pytestmark = [pytest.mark.anyio, pytest.mark.req("CW-08")]
 
@@ -88,3 +88,21 @@ async def test_a_denied_sign_in_and_a_deadline_are_clear_errors() -> None:
     async with CallbackListener() as listener:
         with anyio.fail_after(30), pytest.raises(SignInError, match="time ran out.*within 0.2 s"):
             await listener.wait(0.2)
+
+
+@pytest.mark.parametrize(
+    ("challenge", "scopes"),
+    [
+        (
+            'Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="x"',
+            ["mcp:basic", "mcp:write"],
+        ),
+        ('Bearer scope="a", error="insufficient_scope"', ["a"]),
+        ('Bearer scope="mcp:basic", resource_metadata="x"', []),
+        ('Bearer error="insufficient_scope"', []),
+        ('Bearer error="insufficient_scope", scope="ok `rm -rf` x"', []),
+        ('Bearer error="insufficient_scope", scope="' + "s " * 17 + '"', []),
+    ],
+)
+def test_insufficient_scope_challenges_name_only_well_formed_scopes(challenge: str, scopes: list[str]) -> None:
+    assert insufficient_scopes(challenge) == scopes
