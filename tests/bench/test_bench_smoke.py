@@ -186,6 +186,7 @@ def test_importtime_parser_reads_self_cumulative_and_depth_issue7(bench_modules:
 @pytest.mark.slow
 @pytest.mark.node
 @needs_node
+@pytest.mark.timeout(RUN_TIMEOUT_SECONDS + 60)  # the run's own bound, plus reading its results
 def test_tiny_bench_run_measures_the_peers_and_writes_every_ratio_key_issue7(tmp_path: Path) -> None:
     code, results, output = _bench(
         tmp_path,
