@@ -10,7 +10,8 @@ A definition is a small JSON or YAML object naming one server:
   (a secret or environment name sent as ``Authorization: Bearer``), ``env_headers`` (header name
   → secret or environment name), literal ``headers`` for non-secret values (a literal
   ``Authorization`` is refused), and the OAuth settings ``oauth`` (``client_id`` with its exact
-  ``issuer`` and optionally ``client_secret_env``, ``client_metadata_url``, ``scopes``, ``callback_port``) and ``oauth_resource``.
+  ``issuer`` and optionally ``client_secret_env``, ``client_metadata_url``, ``scopes``,
+  ``callback_port``) and ``oauth_resource``.
 - either transport: optional ``enabled_tools`` / ``disabled_tools`` (tool filters, CW-02),
   ``connect_timeout``, ``call_timeout``, ``read_timeout`` (CW-07) and ``required``
   (:class:`ServerOptions`). They are part of the bytes, hence of the hash: changing one needs
