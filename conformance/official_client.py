@@ -16,6 +16,11 @@ ShadowCode is driven only through its command line, in a profile of its own
    asks for is checked to name exactly that server, tool and arguments before it is given, and
    the tool's answer must come back in the task's events.
 
+For ``auth/pre-registration`` the definition names the scenario's pre-registered client
+(``client_id`` from ``MCP_CONFORMANCE_CONTEXT``, the issuer its protected-resource metadata
+names) and ``oauth.client_secret_env``; the secret is set in that variable for the ``mcp login``
+command only (no other command gets the context).
+
 ``sse-retry`` closes the tool's SSE stream before answering and expects the client to
 resume it; ShadowCode never resumes a stream (CLI-18), so there the call fails, as it should.
 
@@ -61,6 +66,7 @@ DEFINITION_EXTRAS: dict[str, dict[str, Any]] = {
 """Scenario → what its definition adds: the client ID metadata document URL the scenario expects."""
 
 _SERVER = "conformance"
+_SECRET_ENV = "CONFORMANCE_CLIENT_SECRET"
 _LOGIN_SECONDS = 120.0
 _BROWSER_SECONDS = 30.0
 _URL_LINE = "authorization URL: "
@@ -79,7 +85,9 @@ class _Cli:
     def __init__(self, target: list[str], home: Path, project: Path) -> None:
         self.target = target
         self.project = project
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOWCODE_")}
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith("SHADOWCODE_") and k != "MCP_CONFORMANCE_CONTEXT"
+        }
         self.env["SHADOWCODE_HOME"] = str(home)
 
     def argv(self, *args: str) -> list[str]:
@@ -236,7 +244,9 @@ def play_browser(authorization_url: str, max_hops: int = 5) -> str:
     raise AdapterError(f"no redirect to a loopback callback within {max_hops} hops")
 
 
-def sign_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = ()) -> tuple[int, str, str]:
+def sign_in(
+    cli: _Cli, server_id: str, scopes: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     """Run ``mcp login SERVER --no-browser``, playing the browser for every authorization URL it prints.
 
     Returns:
@@ -249,7 +259,7 @@ def sign_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = ()) -> tuple[in
     argv = cli.argv("mcp", "login", server_id, "--no-browser", *(a for s in scopes for a in ("--scope", s)))
     proc = subprocess.Popen(
         argv,
-        env=cli.env,
+        env={**cli.env, **(env or {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -299,8 +309,8 @@ def sign_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = ()) -> tuple[in
                 pipe.close()
 
 
-def _signed_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = ()) -> str:
-    code, out, err = sign_in(cli, server_id, scopes)
+def _signed_in(cli: _Cli, server_id: str, scopes: tuple[str, ...] = (), env: dict[str, str] | None = None) -> str:
+    code, out, err = sign_in(cli, server_id, scopes, env)
     if code != 0:
         raise AdapterError(f"mcp login exited {code}: {err.strip()[-600:]}")
     if _URL_LINE not in err:
@@ -325,7 +335,12 @@ def _auth_scenario(cli: _Cli, scratch: Path, scenario: str, server_id: str) -> s
         if code == 0 or _URL_LINE in err or "resource" not in err:
             raise AdapterError(f"expected login to refuse the mismatched resource; exit {code}: {err[-300:]}")
         return f"login refused: {err.strip().splitlines()[-1]}"
-    signed = _signed_in(cli, server_id)
+    env = None
+    if scenario == "auth/pre-registration":
+        # The client secret reaches only the login command, through the variable the
+        # definition's oauth.client_secret_env names.
+        env = {_SECRET_ENV: str(_context().get("client_secret") or "")}
+    signed = _signed_in(cli, server_id, env=env)
     if scenario != "auth/scope-step-up":
         return f"{signed}; {_validate(cli, server_id)}"
     # Step-up: the call is refused with 403 insufficient_scope; the task names the scopes to
@@ -342,6 +357,40 @@ def _auth_scenario(cli: _Cli, scratch: Path, scenario: str, server_id: str) -> s
     return f"{signed}; step-up login with {' '.join(scopes)}: {again}; test-tool answered; task {status}"
 
 
+def _context() -> dict[str, Any]:
+    """The scenario's context (``MCP_CONFORMANCE_CONTEXT``, JSON), or {}."""
+    try:
+        doc = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _issuer_of(url: str) -> str:
+    """The first authorization server the server's protected-resource metadata names (RFC 9728)."""
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path.rstrip("/")
+    metadata = urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, "/.well-known/oauth-protected-resource" + path, "", "")
+    )
+    try:
+        with urllib.request.urlopen(metadata, timeout=_BROWSER_SECONDS) as reply:  # noqa: S310 - http(s) checked
+            return str(json.loads(reply.read())["authorization_servers"][0])
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise AdapterError(f"no authorization server named at {metadata}: {exc}") from exc
+
+
+def _extras(scenario: str, url: str) -> dict[str, Any] | None:
+    """What the scenario's definition adds (:data:`DEFINITION_EXTRAS`, or a pre-registered client)."""
+    if scenario == "auth/pre-registration":
+        client_id = _context().get("client_id")
+        if not client_id:
+            raise AdapterError("MCP_CONFORMANCE_CONTEXT names no client_id")
+        issuer = _issuer_of(url)
+        return {"oauth": {"client_id": str(client_id), "issuer": issuer, "client_secret_env": _SECRET_ENV}}
+    return DEFINITION_EXTRAS.get(scenario)
+
+
 def run_scenario(scenario: str, url: str, target: list[str]) -> str:
     """Run one scenario's client side; return a one-line summary.
 
@@ -355,7 +404,7 @@ def run_scenario(scenario: str, url: str, target: list[str]) -> str:
         project.mkdir()
         (project / "app.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
         cli = _Cli(target, scratch / "home", project)
-        server_id = _register(cli, scratch, url, DEFINITION_EXTRAS.get(scenario))
+        server_id = _register(cli, scratch, url, _extras(scenario, url))
         if scenario == "initialize":
             return _validate(cli, server_id)
         if scenario.startswith("auth/"):

@@ -35,10 +35,6 @@ __all__ = ["EXPECTED_FAILURES", "judge", "main", "never_resumed"]
 EXPECTED_FAILURES: dict[str, str] = {
     "sse-retry": "expects SSE resumption, which CLI-18 forbids",
     # The client auth suite (spec versions in brackets).
-    "auth/pre-registration": (
-        "[2025-11-25] needs a pre-registered confidential client (a client_secret sent with HTTP Basic); "
-        "a definition's oauth.client_id is a public client and no client secret setting exists yet"
-    ),
     "auth/2025-03-26-oauth-metadata-backcompat": (
         "[2025-03-26] its metadata at the server root names the issuer <server>/oauth; a metadata document "
         "whose issuer differs from the one it was discovered for is refused (RFC 8414 section 3.3, CW-08)"

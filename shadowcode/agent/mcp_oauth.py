@@ -22,12 +22,12 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from shadowcode.errors import ConfigError, UsageError
 from shadowcode.mcp.client.definitions import HttpSpec, ServerDefinition
 from shadowcode.mcp.client.oauth import OAuthSettings, SignIn, SignInError, access_token
-from shadowcode.secrets import SecretStore
+from shadowcode.secrets import SecretStore, resolve
 
 if TYPE_CHECKING:
     from shadowcode.profile import Profile
@@ -41,14 +41,15 @@ __all__ = [
 ]
 
 
-def oauth_settings(spec: HttpSpec) -> OAuthSettings:
-    """The sign-in settings of an HTTP definition."""
+def oauth_settings(spec: HttpSpec, client_secret: str | None = None) -> OAuthSettings:
+    """The sign-in settings of an HTTP definition, with the client secret resolved by the caller."""
     o = spec.oauth
     if o is None:
         return OAuthSettings(resource=spec.oauth_resource)
     return OAuthSettings(
         client_id=o.client_id,
         issuer=o.issuer,
+        client_secret=SecretStr(client_secret) if client_secret and o.client_secret_env else None,
         client_metadata_url=o.client_metadata_url,
         scopes=o.scopes,
         callback_port=o.callback_port,
@@ -128,7 +129,11 @@ async def stored_access_token(
     if record is None:
         return None
     try:
-        return await access_token(record, signins, oauth_settings(spec), network_hosts)
+        secret = None
+        if spec.oauth is not None and spec.oauth.client_secret_env is not None:
+            # Resolved now but sent only if the token must be refreshed; never stored.
+            secret = resolve(profile, spec.oauth.client_secret_env)
+        return await access_token(record, signins, oauth_settings(spec, secret), network_hosts)
     except SignInError as exc:
         raise ConfigError(exc.message) from None
 

@@ -19,12 +19,15 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import SecretStr
+
 from shadowcode.agent.mcp_oauth import ProfileSignIns, login_lock
 from shadowcode.agent.mcp_tools import network_hosts_setting
 from shadowcode.errors import UsageError
 from shadowcode.limits import MCP_OAUTH_LOGIN_SECONDS
 from shadowcode.mcp.client.oauth import OAuthSettings, check_browser_url, login
 from shadowcode.profile import Profile
+from shadowcode.secrets import resolve
 
 __all__ = ["browser_command", "sign_in", "sign_out"]
 
@@ -81,9 +84,17 @@ async def sign_in(
     """
     url = _http(server)
     oauth = server.get("oauth") or {}
+    secret_ref = oauth.get("client_secret_env")
+    secret = resolve(profile, secret_ref) if secret_ref else None
+    if secret_ref and not secret:
+        raise UsageError(
+            f"oauth.client_secret_env of {server['id']} refers to {secret_ref}, which is neither set in the "
+            f"environment nor stored (store it with `shadowcode secret set {secret_ref}`); nothing was sent"
+        )
     settings = OAuthSettings(
         client_id=oauth.get("client_id"),
         issuer=oauth.get("issuer"),
+        client_secret=SecretStr(secret) if secret else None,
         client_metadata_url=oauth.get("client_metadata_url"),
         scopes=tuple(scopes) or tuple(oauth.get("scopes") or ()),
         callback_port=oauth.get("callback_port"),

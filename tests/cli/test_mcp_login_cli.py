@@ -118,3 +118,41 @@ def test_login_of_a_stdio_server_or_an_unknown_one_is_bad_usage(tmp_path: Path) 
     home = tmp_path / "home"
     unknown = cli(home, "mcp", "login", "nothing", "--no-browser", workspace=tmp_path)
     assert unknown.returncode == 2 and "no MCP server 'nothing'" in unknown.stderr
+
+
+def test_a_confidential_client_logs_in_with_its_secret_which_stays_out_of_every_output(
+    tmp_path: Path, fixture: OAuthFixture
+) -> None:
+    home, secret = tmp_path / "home", "conf-secret-9f2c"
+    fixture.control(confidential={"client_id": "pre-reg", "client_secret": secret})
+    try:
+        oauth = {"client_id": "pre-reg", "issuer": fixture.origin + "/as1", "client_secret_env": "SECURE_SECRET"}
+        definition = tmp_path / "secure.json"
+        definition.write_text(json.dumps({"name": "secure", "url": fixture.url, "oauth": oauth}), encoding="utf-8")
+        assert cli(home, "mcp", "add", str(definition), workspace=tmp_path, timeout=120).returncode == 0
+        missing = cli(home, "mcp", "login", "secure", "--no-browser", workspace=tmp_path, timeout=120)
+        assert missing.returncode == 2 and "SECURE_SECRET" in missing.stderr
+        proc = subprocess.Popen(
+            [PY, "-m", "shadowcode", "--workspace", str(tmp_path), "mcp", "login", "secure", "--no-browser"],
+            env=cli_env(home) | {"SECURE_SECRET": secret},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        try:
+            assert anyio.run(play_browser, _authorization_url(proc)) == 200
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, err
+        listing = cli(home, "--json", "mcp", workspace=tmp_path, timeout=120).stdout
+        assert "SECURE_SECRET" in listing
+        assert secret not in out + err + listing
+        for path in home.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+    finally:
+        fixture.control(confidential=None)

@@ -90,16 +90,17 @@ def test_the_auth_suite_line_and_its_expected_failures(tmp_path: Path, capsys: p
     (tmp_path / "auth" / "metadata-default" / "auth").mkdir()
     inner = next(moved.glob("metadata-default-*"))
     inner.rename(moved / "auth" / inner.name)
-    bad = {"id": "pre-registration-auth", "status": "FAILURE"}
-    _write(tmp_path / "auth", "pre-registration", [bad])
-    scenarios = ["auth/metadata-default", "auth/pre-registration"]
+    bad = {"id": "authorization-server-metadata", "status": "FAILURE"}
+    _write(tmp_path / "auth", "2025-03-26-oauth-endpoint-fallback", [bad])
+    scenarios = ["auth/metadata-default", "auth/2025-03-26-oauth-endpoint-fallback"]
     assert main(["--label", "auth", str(tmp_path), *scenarios]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "client auth: 1 passed, 0 failed, 1 expected failure"
-    assert any(line.startswith("xfail auth/pre-registration: [2025-11-25]") for line in out)
+    assert any(line.startswith("xfail auth/2025-03-26-oauth-endpoint-fallback: [2025-03-26]") for line in out)
 
 
 def test_an_expected_auth_failure_that_passes_fails_the_run(tmp_path: Path) -> None:
-    ok = {"id": "pre-registration-auth", "status": "SUCCESS"}
-    _write(tmp_path / "auth", "pre-registration", [ok], "auth/pre-registration: signed in\n")
-    assert main(["--label", "auth", str(tmp_path), "auth/pre-registration"]) == 1
+    ok = {"id": "authorization-server-metadata", "status": "SUCCESS"}
+    name = "2025-03-26-oauth-endpoint-fallback"
+    _write(tmp_path / "auth", name, [ok], f"auth/{name}: signed in\n")
+    assert main(["--label", "auth", str(tmp_path), f"auth/{name}"]) == 1

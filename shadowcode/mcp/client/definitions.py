@@ -10,7 +10,8 @@ A definition is a small JSON or YAML object naming one server:
   (a secret or environment name sent as ``Authorization: Bearer``), ``env_headers`` (header name
   → secret or environment name), literal ``headers`` for non-secret values (a literal
   ``Authorization`` is refused), and the OAuth settings ``oauth`` (``client_id`` with its exact
-  ``issuer``, ``client_metadata_url``, ``scopes``, ``callback_port``) and ``oauth_resource``.
+  ``issuer`` and optionally ``client_secret_env``, ``client_metadata_url``, ``scopes``,
+  ``callback_port``) and ``oauth_resource``.
 - either transport: optional ``enabled_tools`` / ``disabled_tools`` (tool filters, CW-02),
   ``connect_timeout``, ``call_timeout``, ``read_timeout`` (CW-07) and ``required``
   (:class:`ServerOptions`). They are part of the bytes, hence of the hash: changing one needs
@@ -251,8 +252,8 @@ def _check_header_names(value: dict[str, str], field: str) -> None:
 class OAuthSpec(BaseModel):
     """How ``shadowcode mcp login`` signs in to an HTTP server (CW-08); every field is optional.
 
-    A pre-registered public client names its ``client_id`` and the exact ``issuer`` of the
-    authorization server that registered it; without one the client uses
+    A pre-registered client names its ``client_id`` and the exact ``issuer`` of the
+    authorization server that registered it (a confidential one also ``client_secret_env``); without one the client uses
     ``client_metadata_url`` (a client ID metadata document) when the server supports it, else
     dynamic client registration.
     """
@@ -263,6 +264,9 @@ class OAuthSpec(BaseModel):
     """A pre-registered public client id; requires ``issuer``."""
     issuer: str | None = Field(default=None, min_length=1, max_length=2048)
     """The exact issuer the pre-registered client belongs to."""
+    client_secret_env: str | None = None
+    """Name of the stored secret or environment variable holding a pre-registered confidential
+    client's secret (resolved only at login and refresh, never stored); requires ``client_id``."""
     client_metadata_url: str | None = Field(default=None, min_length=1, max_length=2048)
     """An https URL of a client ID metadata document describing this client."""
     scopes: tuple[str, ...] = ()
@@ -276,6 +280,13 @@ class OAuthSpec(BaseModel):
         for scope in value:
             if not scope or any(ord(c) <= 0x20 or c in '"\\' or ord(c) == 0x7F for c in scope):
                 raise ValueError(f"{scope!r} is not a valid scope")
+        return value
+
+    @field_validator("client_secret_env")
+    @classmethod
+    def _secret_env(cls, value: str | None) -> str | None:
+        if value is not None and not _VAR.fullmatch(value):
+            raise ValueError(f"{value!r} is not a valid secret or variable name")
         return value
 
     @field_validator("issuer", "client_metadata_url")
@@ -292,6 +303,10 @@ class OAuthSpec(BaseModel):
     def _pair(self) -> OAuthSpec:
         if self.client_id is not None and self.issuer is None:
             raise PydanticCustomError("oauth", "{reason}", {"reason": "'client_id' requires its exact 'issuer'"})
+        if self.client_secret_env is not None and self.client_id is None:
+            raise PydanticCustomError(
+                "oauth", "{reason}", {"reason": "'client_secret_env' requires the pre-registered 'client_id'"}
+            )
         return self
 
 

@@ -48,7 +48,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import calculate_token_expiry, check_resource_allowed, resource_url_from_server_url
-from pydantic import AnyUrl, BaseModel, ConfigDict, ValidationError
+from pydantic import AnyUrl, BaseModel, ConfigDict, SecretStr, ValidationError
 
 from shadowcode.limits import MCP_OAUTH_LOGIN_SECONDS, MCP_OAUTH_REFRESH_EARLY_SECONDS
 from shadowcode.mcp.client.endpoint import is_loopback_host, url_host
@@ -62,6 +62,7 @@ for _name in ("mcp.client.auth", "mcp.client.auth.oauth2"):  # its messages can 
     logging.getLogger(_name).propagate = False
 
 _PROTOCOL = "2025-11-25"
+_SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 _STATUS = re.compile(r"\((\d{3})\)|: (\d{3})\b")
 
 
@@ -72,6 +73,8 @@ class OAuthSettings(BaseModel):
 
     client_id: str | None = None
     issuer: str | None = None
+    client_secret: SecretStr | None = None
+    """A pre-registered confidential client's secret, resolved by the caller for this one use."""
     client_metadata_url: str | None = None
     scopes: tuple[str, ...] = ()
     callback_port: int | None = None
@@ -135,10 +138,12 @@ class _Memory:
         self.tokens: OAuthToken | None = None
         self.client: OAuthClientInformationFull | None = None
         if settings.client_id is not None:
+            secret = settings.client_secret.get_secret_value() if settings.client_secret is not None else None
             self.client = OAuthClientInformationFull(
                 client_id=settings.client_id,
+                client_secret=secret,
                 redirect_uris=[AnyUrl(redirect_uri)],
-                token_endpoint_auth_method="none",
+                token_endpoint_auth_method="client_secret_basic" if secret else "none",
                 issuer=settings.issuer,
             )
 
@@ -176,6 +181,7 @@ class _Provider(OAuthClientProvider):
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         if self.configured_scope:
             self.context.client_metadata.scope = self.configured_scope
+        _secret_method(self.context.client_info, self.context.oauth_metadata)
         return await super()._perform_authorization_code_grant()
 
     def _select_authorization_server(self, advertised: list[str]) -> str:
@@ -188,6 +194,16 @@ class _Provider(OAuthClientProvider):
             f"the server names the authorization server {advertised[0]}, not the configured issuer "
             f"{self.pinned_issuer}; nothing was stored"
         )
+
+
+def _secret_method(info: OAuthClientInformationFull | None, asm: OAuthMetadata | None) -> None:
+    """A confidential client sends its secret with HTTP Basic, or in the form when the server's
+    metadata names only ``client_secret_post`` (RFC 8414 ``token_endpoint_auth_methods_supported``)."""
+    if info is None or info.client_secret is None or asm is None:
+        return
+    named = asm.token_endpoint_auth_methods_supported or []
+    if "client_secret_post" in named and "client_secret_basic" not in named:
+        info.token_endpoint_auth_method = "client_secret_post"
 
 
 def _status(message: str) -> str:
@@ -213,6 +229,11 @@ def _explain(exc: Exception) -> SignInError:
     if isinstance(exc, OAuthTokenError):
         if message.startswith("Invalid token response"):
             return SignInError("the token response carries no usable access_token; nothing was stored")
+        if _status(message) == " (HTTP 401)":
+            return SignInError(
+                "the token exchange failed (HTTP 401): the authorization server refused the client's "
+                "credentials (check oauth.client_id and the secret oauth.client_secret_env names); nothing was stored"
+            )
         return SignInError(f"the token exchange failed{_status(message)}; nothing was stored")
     if isinstance(exc, OAuthRegistrationError):
         return SignInError(f"dynamic client registration failed{_status(message)}; nothing was stored")
@@ -343,7 +364,8 @@ async def login(
             issuer=str(context.oauth_metadata.issuer),
             resource=resource,
             token_endpoint=str(context.oauth_metadata.token_endpoint),
-            client=memory.client.model_dump(mode="json", exclude_none=True),
+            # A confidential client's secret is not kept: it is resolved again at refresh.
+            client=memory.client.model_dump(mode="json", exclude_none=True, exclude={"client_secret"}),
             token=memory.tokens.model_dump(mode="json", exclude_none=True),
             expires_at=context.token_expiry_time,
         )
@@ -421,7 +443,7 @@ async def access_token(
                 return token.access_token
             if not token.refresh_token:
                 raise _relogin(sid, f"the stored sign-in for {sid} has expired and holds no refresh token")
-            return await _refresh(client, record, store, asm, prm, token)
+            return await _refresh(client, record, store, asm, prm, token, settings)
     except SignInError:
         raise
     except (httpx2.HTTPError, ValidationError, OAuthFlowError) as exc:
@@ -435,9 +457,18 @@ async def _refresh(
     asm: OAuthMetadata,
     prm: ProtectedResourceMetadata | None,
     token: OAuthToken,
+    settings: OAuthSettings,
 ) -> str:
     sid = record.server_id
     info = OAuthClientInformationFull.model_validate(record.client)
+    if info.token_endpoint_auth_method in _SECRET_METHODS:
+        if settings.client_secret is None or settings.client_id != info.client_id:
+            raise _relogin(
+                sid,
+                f"the stored sign-in for {sid} has expired and its refresh needs the client secret "
+                "oauth.client_secret_env names, which is neither set in the environment nor stored now",
+            )
+        info.client_secret = settings.client_secret.get_secret_value()
     context = OAuthContext(
         server_url=record.url,
         client_metadata=OAuthClientMetadata(redirect_uris=info.redirect_uris or None),

@@ -152,3 +152,21 @@ def test_the_new_fields_are_in_the_hash_and_the_catalog_view() -> None:
     doc = ServerDefinition("config:tools", "config", None, sha256_hex(filtered), spec).describe()
     assert doc["disabled_tools"] == ["rm"] and doc["enabled_tools"] is None
     assert doc["required"] is False and doc["call_timeout"] is None
+
+
+@pytest.mark.req("CW-08")
+def test_client_secret_env_needs_a_client_id_and_only_its_name_is_in_the_catalog_view() -> None:
+    url = "https://example.com/mcp"
+    with pytest.raises(ConfigError, match="'client_secret_env' requires the pre-registered 'client_id'"):
+        _parse({"name": "s", "url": url, "oauth": {"client_secret_env": "S"}})
+    with pytest.raises(ConfigError, match="not a valid secret or variable name"):
+        _parse(
+            {
+                "name": "s",
+                "url": url,
+                "oauth": {"client_id": "c", "issuer": "https://as.example", "client_secret_env": "a b"},
+            }
+        )
+    oauth = {"client_id": "c", "issuer": "https://as.example", "client_secret_env": "MY_SECRET"}
+    spec = _parse({"name": "s", "url": url, "oauth": oauth})
+    assert spec.oauth.client_secret_env == "MY_SECRET"  # type: ignore[attr-defined]

@@ -5,10 +5,12 @@ Covers CW-08.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import anyio
 import pytest
+from pydantic import SecretStr
 
 from shadowcode.mcp.client.oauth import OAuthSettings, SignIn, SignInError, access_token, check_browser_url, login
 from tests.support.oauth import OAuthFixture, oauth_fixture, play_browser
@@ -29,7 +31,7 @@ def fixture() -> Iterator[OAuthFixture]:
 
 @pytest.fixture(autouse=True)
 def _reset(fixture: OAuthFixture) -> None:
-    fixture.control(bad=None, issuer_path="/as1", expires_in=3600)
+    fixture.control(bad=None, issuer_path="/as1", expires_in=3600, confidential=None)
 
 
 class Memory:
@@ -199,3 +201,41 @@ async def test_a_server_that_guards_everything_but_initialize_still_gets_a_sign_
     record = await _login(fixture)
     assert str(record.token["access_token"]).startswith("at-")
     assert record.resource == fixture.url
+
+
+_CONFIDENTIAL = {"client_id": "pre-registered-client", "client_secret": "s3cret:with/odd chars"}
+
+
+def _confidential(fixture: OAuthFixture, secret: str) -> OAuthSettings:
+    fixture.control(confidential=_CONFIDENTIAL)
+    return OAuthSettings(
+        client_id=_CONFIDENTIAL["client_id"], issuer=fixture.origin + "/as1", client_secret=SecretStr(secret)
+    )
+
+
+async def test_a_confidential_pre_registered_client_signs_in_with_basic_and_its_secret_is_not_stored(
+    fixture: OAuthFixture,
+) -> None:
+    fixture.control(expires_in=1)
+    settings = _confidential(fixture, _CONFIDENTIAL["client_secret"])
+    assert _CONFIDENTIAL["client_secret"] not in repr(settings) + settings.model_dump_json()
+    before = fixture.control()["registrations"]
+    record = await _login(fixture, settings)
+    assert fixture.control()["registrations"] == before
+    assert record.client["client_id"] == _CONFIDENTIAL["client_id"]
+    assert record.client["token_endpoint_auth_method"] == "client_secret_basic"
+    assert _CONFIDENTIAL["client_secret"] not in json.dumps(record.model_dump(mode="json"))
+    # The refresh resolves the secret again (the settings), and fails without it.
+    with anyio.fail_after(30), pytest.raises(SignInError, match="client_secret_env.*mcp login"):
+        await access_token(record, Memory(), settings.model_copy(update={"client_secret": None}), frozenset())
+    store = Memory()
+    with anyio.fail_after(30):
+        token = await access_token(record, store, settings, frozenset())
+    assert token != record.token["access_token"] and store.record is not None
+    assert _CONFIDENTIAL["client_secret"] not in store.record.model_dump_json()
+
+
+async def test_a_wrong_client_secret_fails_the_login_with_a_clear_message(fixture: OAuthFixture) -> None:
+    with pytest.raises(SignInError, match=r"HTTP 401.*refused the client's credentials.*client_secret_env") as failed:
+        await _login(fixture, _confidential(fixture, "wrong"))
+    assert "wrong" not in failed.value.message
