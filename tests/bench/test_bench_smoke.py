@@ -317,11 +317,13 @@ def test_a_figure_fails_when_the_server_that_answered_is_not_the_expected_one_is
     env = {**os.environ, "SHADOWCODE_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
     with pytest.raises(BenchError, match="answered without"):
         run_startup(REPO_ROOT, NODE or "node", target, env, runs=1, warmup=0, timeout=RUN_TIMEOUT_SECONDS)
-    # A server that loaded the SDK (as an in-process one attached to the engine would) maps
-    # pydantic's core; a relay row refuses it whatever the status says.
+    # A server that loaded the SDK in the measured process (one without the stdio front, as an
+    # in-process one attached to the engine would) maps pydantic's core; a relay row refuses it
+    # whatever the status says.
     loaded = replace(target, expect_text=None, forbid_mapped=RELAY_FORBIDDEN_MAPPING)
+    in_process = {**env, "SHADOWCODE_STDIO_FRONT": "0"}
     with pytest.raises(BenchError, match="maps"):
-        run_startup(REPO_ROOT, NODE or "node", loaded, env, runs=1, warmup=0, timeout=RUN_TIMEOUT_SECONDS)
+        run_startup(REPO_ROOT, NODE or "node", loaded, in_process, runs=1, warmup=0, timeout=RUN_TIMEOUT_SECONDS)
 
 
 @pytest.mark.slow
