@@ -65,14 +65,16 @@ def test_the_fast_path_imports_no_dependency_and_no_heavy_stdlib_module() -> Non
     probe = (
         "import json, sys\n"
         "before = set(sys.modules)\n"
-        "import shadowcode.__main__ as m, shadowcode.mcp.server.relay\n"
-        "m.attached_fast_path(['mcp', 'serve'])\n"
+        "import shadowcode.__main__ as m, shadowcode.mcp.server.relay, shadowcode.mcp.server.front\n"
+        "from shadowcode.mcp.server.discovery import load_manifest\n"
+        "assert load_manifest() is not None\n"
+        "assert m.attached_fast_path(['mcp', 'serve']) is None\n"
         "print(json.dumps(sorted(set(sys.modules) - before)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-S", "-c", probe],
         cwd=REPO,
-        env={"SHADOWCODE_HOME": str(REPO / "no-such-home"), "PATH": "/usr/bin:/bin"},
+        env={"SHADOWCODE_HOME": str(REPO / "no-such-home"), "PATH": "/usr/bin:/bin", "SHADOWCODE_STDIO_FRONT": "0"},
         capture_output=True,
         text=True,
         encoding="utf-8",

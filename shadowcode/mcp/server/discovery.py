@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["HANDSHAKE_METHODS", "MANIFEST_FILE", "Manifest", "load_manifest"]
 

@@ -37,7 +37,9 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from typing import Any
 
 from shadowcode.limits import (
     FRONT_ENGINE_START_SECONDS,
