@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
     from typing import Any
