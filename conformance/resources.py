@@ -72,7 +72,6 @@ NODE_GROUPS = frozenset(
 NODE_SETUP_ARGV = ("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 """The command that installs the pinned Node peers, run in ``node_probes/``."""
 
-_STAMP = ".installed-from"
 _COMPLETE = ".complete"
 
 
@@ -130,15 +129,13 @@ def _copy_bundle(root: Path) -> None:
     partial.rename(root)
 
 
-def _node_wanted(probes: Path) -> str:
-    return hashlib.sha256(
-        (probes / "package.json").read_bytes() + (probes / "package-lock.json").read_bytes()
-    ).hexdigest()
-
-
 def _node_ready(probes: Path) -> bool:
-    stamp = probes / "node_modules" / _STAMP
-    return stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == _node_wanted(probes)
+    """Whether ``npm ci`` completed in ``probes``: npm writes its hidden lock file last.
+
+    The cache root is keyed by the bundle, lock file included, so what is installed there
+    always matches the pinned versions.
+    """
+    return (probes / "node_modules" / ".package-lock.json").is_file()
 
 
 def _setup_command(probes: Path) -> str:
@@ -159,7 +156,8 @@ def _set_up_node(probes: Path, needing: list[str], say: Callable[[str], None]) -
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if missing:
         say(
-            f"the pinned Node probes are not set up and {' and '.join(missing)} is not on PATH: "
+            f"the pinned Node probes are not set up and {' and '.join(missing)} "
+            f"{'are' if len(missing) > 1 else 'is'} not on PATH: "
             f"checks needing them will fail ({names}); set them up with: {_setup_command(probes)}"
         )
         return
@@ -176,7 +174,6 @@ def _set_up_node(probes: Path, needing: list[str], say: Callable[[str], None]) -
                 f"will fail ({names}); retry with: {_setup_command(probes)}"
             )
             return
-        (probes / "node_modules" / _STAMP).write_text(_node_wanted(probes) + "\n", encoding="utf-8")
 
     _locked(probes, install)
 
