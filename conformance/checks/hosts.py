@@ -19,12 +19,13 @@ false``, no retries) pointing it at the endpoint. It offers an MCP server's tool
 ``namespace`` tool named ``mcp__<server>`` (older versions: functions named
 ``mcp__<server>__<tool>``); the script calls whichever form it was offered.
 
-Claude Code (``claude -p``) gets the printed ``.mcp.json`` document with ``--mcp-config``,
-``ANTHROPIC_BASE_URL`` pointing at the endpoint and a placeholder ``ANTHROPIC_API_KEY``. By
-default it defers MCP tools: the first request names them in its list of deferred tools
-rather than carrying their schemas; either form counts as offered (the detail says which).
-A ``-p`` run cannot ask for permission, so ``--allowedTools mcp__shadowcode__shadow_status``
-grants the one call. docs/conformance.md says what was measured.
+Claude Code (``claude -p``) finds the printed document as the project's ``.mcp.json`` (a
+``-p`` run starts project servers without asking), with ``ANTHROPIC_BASE_URL`` pointing at
+the endpoint and a placeholder ``ANTHROPIC_API_KEY``. By default it defers MCP tools: the
+first request names them in its list of deferred tools rather than carrying their schemas;
+either form counts as offered (the detail says which). A ``-p`` run cannot ask for
+permission, so ``--allowedTools mcp__shadowcode__shadow_status`` grants the one call.
+docs/conformance.md says what was measured.
 
 Both hosts run with every proxy variable pointing at a closed loopback port (loopback
 addresses excepted), so nothing they try beyond the endpoint leaves the machine.
@@ -338,7 +339,7 @@ def _claude_result(requests: Iterable[ModelRequest]) -> str | None:
 
 @check("hosts:claude_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=180)
 async def claude_first_turn(ctx: Context) -> CheckResult:
-    """``claude -p`` with the printed ``.mcp.json``: the tools on the first turn, ``shadow_status`` answered."""
+    """``claude -p`` with the printed project ``.mcp.json``: tools on turn one, ``shadow_status`` answered."""
     claude = _host_bin(ctx, "claude")
     if claude is None:
         return _missing_host("claude")
@@ -353,8 +354,7 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
         return CheckResult(False, f"not a Claude Code .mcp.json snippet: {exc!r}: {tail(done.stdout)}")
     if (entry.get("env") or {}).get("SHADOWCODE_HOME") != str(ctx.home):
         return CheckResult(False, f"the entry does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
-    config = ctx.scratch / "mcp.json"
-    config.write_bytes(done.stdout)
+    (ctx.project / ".mcp.json").write_bytes(done.stdout)  # the project's registration, as printed
     script = _ClaudeScript()
     async with scripted_model(script.answer) as model:
         env = _host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **_OFFLINE)
@@ -363,8 +363,6 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
             str(claude),
             "-p",
             _PROMPT,
-            "--mcp-config",
-            str(config),
             "--allowedTools",
             f"mcp__{_NAME}__{_TOOL}",
             "--output-format",
