@@ -11,7 +11,9 @@ answers from a script (:mod:`conformance.scripted_model`):
 2. the scripted model answers it with a call to ``shadow_status``;
 3. a later request must carry that call's result, and the result must show the project
    trusted in the check's profile: the server the host started opened the profile named by
-   the snippet (its ``env`` table carries ``SHADOWCODE_HOME``; the host is run without it).
+   the snippet (its ``env`` table carries ``SHADOWCODE_HOME``; the host is run without it),
+   and its ``engine.mode`` must be the run's (``attached`` with ``--attached``: the session
+   went through the relay into the headless engine).
 
 Codex (``codex exec``) reads the printed TOML section from ``$CODEX_HOME/config.toml``, with a
 ``[model_providers.scripted]`` section (``wire_api = "responses"``, ``requires_openai_auth =
@@ -99,7 +101,7 @@ def _status_in(text: str) -> dict[str, Any] | None:
 
 
 def _judge_status(ctx: Context, status: dict[str, Any] | None, text: str) -> str | None:
-    """A problem sentence unless the status shows the sample project trusted, else None."""
+    """A problem sentence unless the status shows the sample project trusted and the run's engine mode, else None."""
     if status is None:
         return f"the {_TOOL} result that reached the model holds no status: {tail(text, 300)!r}"
     project = status.get("project") if isinstance(status.get("project"), dict) else {}
@@ -108,6 +110,9 @@ def _judge_status(ctx: Context, status: dict[str, Any] | None, text: str) -> str
             f"the server the host started does not see the trust given beforehand (profile "
             f"{status.get('profile')!r}, project {project!r}): the registered command lost its profile"
         )
+    engine = status.get("engine") if isinstance(status.get("engine"), dict) else {}
+    if engine.get("mode") != ctx.engine.value:
+        return f"the server reports engine mode {engine.get('mode')!r}, expected {ctx.engine.value!r} in this run"
     return None
 
 
@@ -151,7 +156,8 @@ def _verdict(
         True,
         f"{host}'s first request ({first_at - started:.1f} s after start) offered all {len(EXPECTED_TOOLS)} "
         f"ShadowCode tools {how}; the {_TOOL} result reached the model: project trusted at "
-        f"{project.get('level')!r} in profile {status.get('profile') if status else None!r}",
+        f"{project.get('level')!r} in profile {status.get('profile') if status else None!r}, engine "
+        f"{ctx.engine.value}",
         data,
     )
 
