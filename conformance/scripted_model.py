@@ -195,7 +195,9 @@ async def scripted_model(answer: Answer) -> AsyncIterator[ScriptedModel]:
 
     async def serve(stream: SocketStream) -> None:
         async with stream:
-            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, h11.ProtocolError):
+            with suppress(
+                anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, h11.ProtocolError, OSError
+            ):
                 await _connection(stream, model, answer)
 
     async with listener, anyio.create_task_group() as tg:
@@ -216,8 +218,11 @@ async def _connection(stream: SocketStream, model: ScriptedModel, answer: Answer
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                with anyio.fail_after(CONNECTION_IDLE_SECONDS):
+                data = b""
+                with anyio.move_on_after(CONNECTION_IDLE_SECONDS):
                     data = await stream.receive(_READ_BYTES)
+                if not data:
+                    return  # idle too long
                 conn.receive_data(data)
                 continue
             if isinstance(event, h11.ConnectionClosed):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import shlex
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,25 @@ def test_a_failing_script_a_body_too_large_and_requests_past_the_cap_are_refused
     assert [status for status, _ in got] == [200, 500, 413, 503]
     assert b"script broke" in got[1][1]
     assert [r.path for r in requests] == ["/a", "/b"]
+
+
+@pytest.mark.req("REG-08")
+def test_an_idle_connection_is_closed_and_the_endpoint_keeps_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scripted, "CONNECTION_IDLE_SECONDS", 0.2)
+
+    def idle_then_post(port: int) -> tuple[bytes, list[tuple[int, bytes]]]:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as idle:
+            closed = idle.recv(1)  # b"" once the endpoint gives up on the silent connection
+        return closed, _post(port, [("/after", b"{}")])
+
+    async def go() -> tuple[bytes, list[tuple[int, bytes]]]:
+        with anyio.fail_after(30):
+            async with scripted_model(lambda request, index: Reply(200, "application/json", b"{}")) as model:
+                return await anyio.to_thread.run_sync(idle_then_post, model.port)
+
+    closed, got = anyio.run(go)
+    assert closed == b""
+    assert got == [(200, b"{}")]
 
 
 def test_messages_replies_stream_only_when_asked() -> None:
