@@ -135,10 +135,12 @@ def _verdict(
     }
     missing = sorted(EXPECTED_TOOLS - offered)
     if missing:
+        which = "none" if not offered else f"{len(offered)} (missing: {', '.join(missing)})"
         return CheckResult(
             False,
-            f"{host}'s first request offered {len(offered)} of ShadowCode's {len(EXPECTED_TOOLS)} tools "
-            f"(missing: {', '.join(missing)}); it was sent {first_at - started:.1f} s after {host} started",
+            f"{host}'s first request offered {which} of ShadowCode's {len(EXPECTED_TOOLS)} tools; it was sent "
+            f"{first_at - started:.1f} s after {host} started (a server that lists its tools later than the host "
+            f"waits is left out of it)",
             data,
         )
     if result_text is None:
