@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import time
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from conformance.checks.python_client import EXPECTED_TOOLS
@@ -56,6 +56,9 @@ _CALL_ID = "call_shadow_status"
 _PROMPT = "Report the status of ShadowCode for this project."
 _FINAL = "ShadowCode answered."
 _HOST_RUN_SECONDS = 150.0
+_HOST_ATTEMPTS = 3
+"""Host runs a check makes at most while the first request comes out without the tools."""
+_ATTEMPT_RESERVE_SECONDS = 60.0
 _CLOSED_PORT_PROXY = "http://127.0.0.1:9"
 _OFFLINE = {
     "HTTP_PROXY": _CLOSED_PORT_PROXY,
@@ -171,6 +174,32 @@ async def _run_host(ctx: Context, argv: list[str], env: Mapping[str, str]) -> Co
     )
 
 
+async def _first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
+    """Run the host up to :data:`_HOST_ATTEMPTS` times while its first request lacks the tools.
+
+    A host waits well under a second for its MCP servers before it first asks the model (Codex
+    0.171: 0.5 to 0.8 s, measured). On a machine loaded far past that, one late start-up is the
+    machine's; a server that lists its tools late every time fails every attempt. Any other
+    failure ends the check at once. The detail says how many runs it took.
+    """
+    missed: list[float] = []
+    while True:
+        result = await attempt()
+        offered = set(result.data.get("offered") or ())
+        if result.ok or offered >= EXPECTED_TOOLS or "offered" not in result.data:
+            break
+        missed.append(result.data.get("first_request_after_seconds", 0.0))
+        if len(missed) >= _HOST_ATTEMPTS or ctx.remaining() < _ATTEMPT_RESERVE_SECONDS:
+            break
+    if missed:
+        result.data["runs_without_the_tools"] = missed
+        if result.ok:
+            result.detail += (
+                f" (on run {len(missed) + 1}; the first request of {len(missed)} earlier run(s) lacked them)"
+            )
+    return result
+
+
 # --- Codex --------------------------------------------------------------------------------
 
 
@@ -245,7 +274,7 @@ def _codex_config(url: str, snippet: str) -> str:
     )
 
 
-@check("hosts:codex_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=180)
+@check("hosts:codex_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=300)
 async def codex_first_turn(ctx: Context) -> CheckResult:
     """``codex exec`` with the printed section: ShadowCode's tools in the first request, ``shadow_status`` answered."""
     codex = _host_bin(ctx, "codex")
@@ -264,23 +293,30 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
     pinned = (entry.get("env") or {}).get("SHADOWCODE_HOME")
     if pinned != str(ctx.home):
         return CheckResult(False, f"the section does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
-    codex_home = ctx.scratch / "codex home"
-    codex_home.mkdir()
-    env = _host_env(ctx, CODEX_HOME=str(codex_home), **_OFFLINE)
-    env.pop("SHADOWCODE_HOME", None)  # only the section's env table may carry the profile
-    script = _CodexScript()
-    async with scripted_model(script.answer) as model:
-        (codex_home / "config.toml").write_text(_codex_config(model.url, snippet), encoding="utf-8")
-        argv = [str(codex), "exec", "--skip-git-repo-check", "--ephemeral", "--json", "-s", "read-only", _PROMPT]
-        started = time.monotonic()
-        run = await _run_host(ctx, argv, env)
-    turns = [r for r in model.requests if r.method == "POST" and r.path.split("?")[0].endswith("/responses")]
-    if not turns:
-        return CheckResult(False, f"Codex never asked the model ({_failed('codex exec', run) or 'exit 0'})")
-    first = _codex_tools(turns[0].body)
-    namespaced = any("namespace" in how for how in first.values())
-    how = "in the namespace tool mcp__shadowcode" if namespaced else "as mcp__shadowcode__* functions"
-    return _verdict(ctx, "Codex", set(first), how, _codex_result(turns[1:]), run, started, turns[0].at)
+    runs = 0
+
+    async def attempt() -> CheckResult:
+        nonlocal runs
+        runs += 1
+        codex_home = ctx.scratch / f"codex home {runs}"
+        codex_home.mkdir()
+        env = _host_env(ctx, CODEX_HOME=str(codex_home), **_OFFLINE)
+        env.pop("SHADOWCODE_HOME", None)  # only the section's env table may carry the profile
+        script = _CodexScript()
+        async with scripted_model(script.answer) as model:
+            (codex_home / "config.toml").write_text(_codex_config(model.url, snippet), encoding="utf-8")
+            argv = [str(codex), "exec", "--skip-git-repo-check", "--ephemeral", "--json", "-s", "read-only", _PROMPT]
+            started = time.monotonic()
+            run = await _run_host(ctx, argv, env)
+        turns = [r for r in model.requests if r.method == "POST" and r.path.split("?")[0].endswith("/responses")]
+        if not turns:
+            return CheckResult(False, f"Codex never asked the model ({_failed('codex exec', run) or 'exit 0'})")
+        first = _codex_tools(turns[0].body)
+        namespaced = any("namespace" in how for how in first.values())
+        how = "in the namespace tool mcp__shadowcode" if namespaced else "as mcp__shadowcode__* functions"
+        return _verdict(ctx, "Codex", set(first), how, _codex_result(turns[1:]), run, started, turns[0].at)
+
+    return await _first_turn(ctx, attempt)
 
 
 # --- Claude Code ----------------------------------------------------------------------------
@@ -345,7 +381,7 @@ def _claude_result(requests: Iterable[ModelRequest]) -> str | None:
     return None
 
 
-@check("hosts:claude_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=180)
+@check("hosts:claude_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=300)
 async def claude_first_turn(ctx: Context) -> CheckResult:
     """``claude -p`` with the printed project ``.mcp.json``: tools on turn one, ``shadow_status`` answered."""
     claude = _host_bin(ctx, "claude")
@@ -363,24 +399,28 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
     if (entry.get("env") or {}).get("SHADOWCODE_HOME") != str(ctx.home):
         return CheckResult(False, f"the entry does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
     (ctx.project / ".mcp.json").write_bytes(done.stdout)  # the project's registration, as printed
-    script = _ClaudeScript()
-    async with scripted_model(script.answer) as model:
-        env = _host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **_OFFLINE)
-        env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
-        argv = [
-            str(claude),
-            "-p",
-            _PROMPT,
-            "--allowedTools",
-            f"mcp__{_NAME}__{_TOOL}",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ]
-        started = time.monotonic()
-        run = await _run_host(ctx, argv, env)
-    turns = [r for r in model.requests if _is_main_loop(r)]
-    if not turns:
-        return CheckResult(False, f"Claude Code never asked the model ({_failed('claude -p', run) or 'exit 0'})")
-    offered, how = _claude_offered(turns[0].body)
-    return _verdict(ctx, "Claude Code", offered, how, _claude_result(turns[1:]), run, started, turns[0].at)
+
+    async def attempt() -> CheckResult:
+        script = _ClaudeScript()
+        async with scripted_model(script.answer) as model:
+            env = _host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **_OFFLINE)
+            env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
+            argv = [
+                str(claude),
+                "-p",
+                _PROMPT,
+                "--allowedTools",
+                f"mcp__{_NAME}__{_TOOL}",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ]
+            started = time.monotonic()
+            run = await _run_host(ctx, argv, env)
+        turns = [r for r in model.requests if _is_main_loop(r)]
+        if not turns:
+            return CheckResult(False, f"Claude Code never asked the model ({_failed('claude -p', run) or 'exit 0'})")
+        offered, how = _claude_offered(turns[0].body)
+        return _verdict(ctx, "Claude Code", offered, how, _claude_result(turns[1:]), run, started, turns[0].at)
+
+    return await _first_turn(ctx, attempt)

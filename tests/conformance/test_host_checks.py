@@ -16,8 +16,9 @@ import anyio.to_thread
 import pytest
 
 import conformance.scripted_model as scripted
-from conformance.checks.hosts import _claude_offered, _codex_tools, _status_in
+from conformance.checks.hosts import _HOST_ATTEMPTS, _claude_offered, _codex_tools, _first_turn, _status_in
 from conformance.checks.python_client import EXPECTED_TOOLS
+from conformance.registry import CheckResult
 from conformance.scripted_model import ModelRequest, Reply, messages_reply, responses_reply, scripted_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -177,6 +178,51 @@ def test_the_status_is_found_behind_a_hosts_header() -> None:
     assert _status_in("Wall time: 0.1 seconds\nOutput:\n" + json.dumps(status)) == status
     assert _status_in('{"not": "it"} then ' + json.dumps(status)) == status
     assert _status_in("no status {here") is None
+
+
+class _Ctx:
+    def __init__(self, remaining: float = 300.0) -> None:
+        self.left = remaining
+
+    def remaining(self) -> float:
+        return self.left
+
+
+def _runs(results: list[CheckResult], ctx: _Ctx | None = None) -> tuple[CheckResult, int]:
+    calls = 0
+
+    async def attempt() -> CheckResult:
+        nonlocal calls
+        calls += 1
+        return results[calls - 1]
+
+    return anyio.run(_first_turn, ctx or _Ctx(), attempt), calls  # type: ignore[arg-type]
+
+
+def _late(offered: set[str]) -> CheckResult:
+    return CheckResult(False, "late", {"offered": sorted(offered), "first_request_after_seconds": 0.9})
+
+
+def test_a_first_request_without_the_tools_is_tried_again_and_the_detail_says_so() -> None:
+    passed = CheckResult(True, "all offered", {"offered": sorted(EXPECTED_TOOLS)})
+    result, calls = _runs([_late(set()), _late({"shadow_status"}), passed])
+    assert (result.ok, calls) == (True, 3)
+    assert "on run 3" in result.detail and result.data["runs_without_the_tools"] == [0.9, 0.9]
+
+
+def test_a_server_late_on_every_run_fails_after_the_last_attempt() -> None:
+    result, calls = _runs([_late(set())] * (_HOST_ATTEMPTS + 1))
+    assert (result.ok, calls) == (False, _HOST_ATTEMPTS)
+    assert result.data["runs_without_the_tools"] == [0.9] * _HOST_ATTEMPTS
+
+
+def test_any_other_failure_and_too_little_time_end_the_runs_at_once() -> None:
+    wrong_profile = CheckResult(False, "lost its profile", {"offered": sorted(EXPECTED_TOOLS)})
+    assert _runs([wrong_profile, wrong_profile]) == (wrong_profile, 1)
+    no_model = CheckResult(False, "Codex never asked the model")
+    assert _runs([no_model, no_model]) == (no_model, 1)
+    result, calls = _runs([_late(set()), _late(set())], _Ctx(remaining=10.0))
+    assert (result.ok, calls) == (False, 1)
 
 
 @pytest.mark.req("REG-08", "REG-01")
