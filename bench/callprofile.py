@@ -95,7 +95,8 @@ def _stdio_calls(
     pacer = _Pacer()
 
     def ask(message: dict[str, Any]) -> dict[str, Any] | None:
-        pacer.take()
+        pacer.take()  # before the clock starts (see `timed`)
+        timed[0] = time.perf_counter()
         proc.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]
         if "id" not in message:
@@ -106,6 +107,7 @@ def _stdio_calls(
                 return answer
         raise RuntimeError(f"the server closed stdout (exit {proc.wait()})")
 
+    timed = [0.0]
     try:
         client = {"name": "shadowcode-callprofile", "version": "0"}
         ask({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -115,13 +117,12 @@ def _stdio_calls(
         for i in range(calls + 1):  # the first call is untimed (the server may still be warming up)
             if i == 1 and profiled is not None:
                 profiled(proc)
-            start = time.perf_counter()
             answer = ask({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
                           "params": {"name": "shadow_status", "arguments": {}}})  # fmt: skip
             if not answer or "result" not in answer or answer["result"].get("isError"):
                 raise RuntimeError(f"shadow_status failed: {str(answer)[:300]}")
             if i:
-                latencies.append((time.perf_counter() - start) * 1000)
+                latencies.append((time.perf_counter() - timed[0]) * 1000)
         proc.stdin.close()
         proc.wait(timeout=_DEADLINE_SECONDS)
         return latencies
@@ -244,13 +245,25 @@ def _latency_line(lat: list[float]) -> str:
     return f"{len(lat)} timed calls: p50 {percentile(lat, 50):.2f} ms, p99 {percentile(lat, 99):.2f} ms (profiled)"
 
 
-def _top(out: Path, sort: str, count: int, strip: str) -> str:
+def _shown(file: str) -> str:
+    """A profiled file's path without machine folders: relative to the repository or the interpreter."""
+    if file == "~":
+        return ""
+    for root in (REPO, Path(sys.prefix), Path(sys.base_prefix)):
+        for base in {str(root), str(root.resolve())}:
+            if file.startswith(base + os.sep):
+                return file[len(base) + 1 :]
+    return file
+
+
+def _top(out: Path, sort: str, count: int) -> str:
     stats = pstats.Stats(str(out))
     rows = []
     total = stats.total_tt  # type: ignore[attr-defined]
     for (file, line, name), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        where = file.replace(strip, "") if file != "~" else ""
-        rows.append((tottime if sort == "tottime" else cumtime, calls, tottime, cumtime, f"{where}:{line}({name})"))
+        rows.append(
+            (tottime if sort == "tottime" else cumtime, calls, tottime, cumtime, f"{_shown(file)}:{line}({name})")
+        )
     rows.sort(reverse=True)
     lines = [f"top {count} by {sort} (total {total:.2f} s):", "  ncalls   tottime   cumtime  function"]
     lines += [f"{c:8d} {tt:9.3f} {ct:9.3f}  {fn}" for _key, c, tt, ct, fn in rows[:count]]
@@ -286,10 +299,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if args.save:
             shutil.copy2(out, args.save)
-        strip = str(Path(sys.prefix).resolve()) + "/"
         sys.stdout.write(f"{args.path}: {summary}\n\n")
         for sort in ("cumulative", "tottime"):
-            sys.stdout.write(_top(out, sort, args.top, strip).replace(str(REPO) + "/", "") + "\n\n")
+            sys.stdout.write(_top(out, sort, args.top) + "\n\n")
         return 0
     except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as exc:
         sys.stderr.write(f"callprofile: {args.path}: {exc}\n")

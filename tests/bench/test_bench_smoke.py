@@ -305,8 +305,11 @@ def test_tiny_bench_run_measures_the_peers_and_writes_every_ratio_key_issue7(tmp
     assert code == 0, output
     assert results is not None, output
     for key in ("startup_ratio_vs_bare", "startup_attached_ratio_vs_ts", "call_p50_ratio_vs_bare",
-                "rss_ratio_vs_bare", "rss_attached_ratio_vs_bare", "gateway_rps_ratio_vs_bare"):  # fmt: skip
+                "rss_ratio_vs_bare", "rss_attached_ratio_vs_bare", "gateway_rps_ratio_vs_bare",
+                "startup_ratio_vs_floor", "startup_cold_ratio_vs_floor", "startup_attached_ratio_vs_floor",
+                "rss_front_ratio_vs_bare", "rss_front_attached_ratio_vs_bare"):  # fmt: skip
         assert key in results["ratios"]
+    assert results["temporary_engine"]["rss_hwm_kib"] is None and results["temporary_engine"]["reason"]
     assert results["ratios"]["startup_ratio_vs_bare"] is None  # ShadowCode was left out of this run
     assert "not run" in results["ratio_reasons"]["startup_attached_ratio_vs_ts"]
     assert results["engine"]["started"] is False  # no attached target: no engine
