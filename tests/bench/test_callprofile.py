@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import marshal
 import os
-import pstats
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -48,6 +48,5 @@ def test_a_server_that_ends_with_os_exit_still_writes_its_profile(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
     assert done.stdout == b""  # stdout stays JSON-RPC only (nothing was asked)
-    # Nothing sent SIGUSR1, so the profile is empty, but it was written on the way out.
-    assert out.is_file()
-    pstats.Stats(str(out))
+    # Nothing sent SIGUSR1, so the profile holds no function, but it was written on the way out.
+    assert marshal.loads(out.read_bytes()) == {}
