@@ -36,7 +36,7 @@ from bench.http_client import (
     http_client_figures,
     pending_http_client_figures,
 )
-from bench.report import compute_ratios, render_table, summarize_target, write_results
+from bench.report import compute_ratios, render_table, summarize_target, temporary_engine_figure, write_results
 from bench.runner import BenchOptions, Samples, run_rounds
 from bench.targets import ATTACHED_TARGETS, Layout, Target, base_python, build_targets, engine_argv
 
@@ -234,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         (root / "tmp").mkdir()
         env = {**os.environ, "SHADOWCODE_HOME": str(layout.home), "TMPDIR": str(root / "tmp")}
         env.pop("SHIV_ROOT", None)
+        # `mcp serve` runs as a host runs it: behind the stdio front (issue 15), never with the
+        # front turned off by a variable the caller happened to export.
+        env.pop("SHADOWCODE_STDIO_FRONT", None)
+        env.pop("SHADOWCODE_FRONT_READY_FD", None)
         # Servers start as a host starts them: Python may cache bytecode (a warm zipapp cache
         # otherwise recompiles every module on every start), unless asked to measure without.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -370,6 +374,7 @@ def _results(
         "pyz": {"path": None, "size_bytes": pyz_size},
         "targets": entries,
         "engine": engine,
+        "temporary_engine": temporary_engine_figure(entries),
         "gateway": gateway,
         "ratios": ratios,
         "ratio_reasons": reasons,

@@ -24,6 +24,7 @@ __all__ = [
     "compute_ratios",
     "render_table",
     "summarize_target",
+    "temporary_engine_figure",
     "write_results",
 ]
 
@@ -44,8 +45,19 @@ REQUIRED_RATIOS: Final = (
     "rss_ratio_vs_bare",
     "rss_attached_ratio_vs_bare",
     "gateway_rps_ratio_vs_bare",
+    "startup_ratio_vs_floor",
+    "startup_cold_ratio_vs_floor",
+    "startup_attached_ratio_vs_floor",
+    "rss_front_ratio_vs_bare",
+    "rss_front_attached_ratio_vs_bare",
 )
 """Ratio keys every results document holds (null when not measurable)."""
+
+COLD_TARGET: Final = "shadowcode_pyz_cold"
+"""The variant the empty-cache ratios use: the archive with a new, empty shiv cache each spawn."""
+
+FLOOR_TARGET: Final = "floor"
+"""The no-SDK floor server: the start-up figure issue 15's targets are stated against."""
 
 _LATENCY_DECIMALS: Final = 4
 
@@ -68,12 +80,15 @@ def _summarize_calls(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None
                 "p99_ms": percentile(lat, 99),
                 "mean_ms": sum(lat) / len(lat),
                 "sequential_wall_ms": rep["sequential_wall_ms"],
+                "first_call_ms": rep.get("first_call_ms"),
+                "spawn_to_first_call_ms": rep.get("spawn_to_first_call_ms"),
                 "inflight": thr["inflight"],
                 "burst_calls": thr["calls"],
                 "busy_ms": thr["busy_ms"],
                 "calls_per_second": thr["calls_per_second"],
                 "rss_hwm_kib": rep["rss_hwm_kib"],
                 "tree_rss_hwm_kib": rep["tree_rss_hwm_kib"],
+                "children_rss_hwm_kib": _children_rss(rep),
                 "descendants": rep["descendants"],
                 "latencies_ms": [round(x, _LATENCY_DECIMALS) for x in lat],
             }
@@ -82,9 +97,20 @@ def _summarize_calls(reports: Sequence[dict[str, Any]]) -> dict[str, Any] | None
         "p50_ms": spread(_field(runs, "p50_ms")),
         "p99_ms": spread(_field(runs, "p99_ms")),
         "calls_per_second": spread(_field(runs, "calls_per_second")),
+        "spawn_to_first_call_ms": spread(_field(runs, "spawn_to_first_call_ms")),
         "rss_hwm_kib": spread(_field(runs, "rss_hwm_kib")),
+        "tree_rss_hwm_kib": spread(_field(runs, "tree_rss_hwm_kib")),
+        "children_rss_hwm_kib": spread(_field(runs, "children_rss_hwm_kib")),
         "runs": runs,
     }
+
+
+def _children_rss(report: dict[str, Any]) -> int | None:
+    """KiB of peak RSS of the spawned process's descendants (the front's child), or None without any."""
+    own, tree = report.get("rss_hwm_kib"), report.get("tree_rss_hwm_kib")
+    if not report.get("descendants") or own is None or tree is None:
+        return None
+    return tree - own
 
 
 def summarize_target(target: Target, samples: Samples | None, display: list[str]) -> dict[str, Any]:
@@ -100,8 +126,12 @@ def summarize_target(target: Target, samples: Samples | None, display: list[str]
         "startup": {...} | None, "calls": {...} | None}``. ``startup`` holds
         ``spawn_to_tools_list_ms`` / ``spawn_to_initialize_ms`` / ``rss_hwm_kib`` spreads
         (median, min, max, n) and ``samples``; ``calls`` holds ``p50_ms``, ``p99_ms``,
-        ``calls_per_second`` and ``rss_hwm_kib`` spreads over call rounds and the raw
-        ``runs`` (latencies included).
+        ``calls_per_second``, ``spawn_to_first_call_ms`` (spawn → the answer of the untimed
+        first call, which waits for a server still starting behind the front),
+        ``rss_hwm_kib`` (the spawned process alone: the front or the
+        relay), ``tree_rss_hwm_kib`` (it and its descendants) and ``children_rss_hwm_kib``
+        (the descendants alone: the front's temporary engine; None without any) spreads over
+        call rounds and the raw ``runs`` (latencies included).
     """
     entry: dict[str, Any] = {
         "label": target.label,
@@ -119,6 +149,7 @@ def summarize_target(target: Target, samples: Samples | None, display: list[str]
             "spawn_to_tools_list_ms": spread(_field(samples.startup, "spawn_to_tools_list_ms")),
             "spawn_to_initialize_ms": spread(_field(samples.startup, "spawn_to_initialize_ms")),
             "rss_hwm_kib": spread(_field(samples.startup, "rss_hwm_kib")),
+            "tree_rss_hwm_kib": spread(_field(samples.startup, "tree_rss_hwm_kib")),
             "samples": samples.startup,
         }
     entry["calls"] = _summarize_calls(samples.calls)
@@ -132,6 +163,16 @@ def _median(entry: dict[str, Any] | None, *path: str) -> float | None:
             return None
         node = node.get(key)
     return node.get("median") if isinstance(node, dict) else None
+
+
+def _own_rss(entry: dict[str, Any] | None) -> float | None:
+    """Peak RSS (KiB) of the spawned process alone: after the call rounds, else after start-up."""
+    return _median(entry, "calls", "rss_hwm_kib") or _median(entry, "startup", "rss_hwm_kib")
+
+
+def _session_rss(entry: dict[str, Any] | None) -> float | None:
+    """Peak RSS (KiB) of the whole session after the call rounds: the process and its children."""
+    return _median(entry, "calls", "tree_rss_hwm_kib") or _median(entry, "calls", "rss_hwm_kib")
 
 
 def _why(targets: dict[str, dict[str, Any]], *names: str) -> str:
@@ -165,13 +206,22 @@ def compute_ratios(
         ``call_p50_attached_ratio_vs_bare``, ``call_p99_attached_ratio_vs_bare``,
         ``gateway_p99_ratio_vs_bare``, ``http_client_p50_ratio_vs_ts``,
         ``http_client_p99_ratio_vs_ts``) to a float or None; ``reasons`` maps each None key
-        to a sentence. The ``rss`` ratios use the peak RSS after the call rounds; the
-        attached one is the relay process alone (the per-session cost), not the engine.
+        to a sentence. The ``*_vs_floor`` ratios are spawn → first ``tools/list`` over the
+        no-SDK floor's (issue 15). The ``rss`` ratios use the peak RSS after the call rounds
+        (after start-up for a row without calls): ``rss_ratio_vs_bare`` is the whole
+        in-process session (the stdio front and its temporary engine, summed);
+        ``rss_front_ratio_vs_bare`` and ``rss_front_attached_ratio_vs_bare`` the spawned
+        process alone (the front without an engine, the relay with one: the per-session
+        cost); ``rss_attached_ratio_vs_bare`` is the relay as well (kept from issue 7). The
+        temporary engine's own figure is :func:`temporary_engine_figure`.
     """
     t = targets.get
     p = PRIMARY_TARGET
     a = ATTACHED_TARGET
+    c = COLD_TARGET
+    f = FLOOR_TARGET
     spawn = ("startup", "spawn_to_tools_list_ms")
+    floor_spawn = _median(t(f), *spawn)
     specs: dict[str, tuple[float | None, float | None, tuple[str, ...]]] = {
         "startup_ratio_vs_bare": (_median(t(p), *spawn), _median(t("bare"), *spawn), (p, "bare")),
         "startup_attached_ratio_vs_ts": (
@@ -184,11 +234,7 @@ def compute_ratios(
             _median(t("bare"), "calls", "p50_ms"),
             (p, "bare"),
         ),
-        "rss_ratio_vs_bare": (
-            _median(t(p), "calls", "rss_hwm_kib"),
-            _median(t("bare"), "calls", "rss_hwm_kib"),
-            (p, "bare"),
-        ),
+        "rss_ratio_vs_bare": (_session_rss(t(p)), _median(t("bare"), "calls", "rss_hwm_kib"), (p, "bare")),
         "rss_attached_ratio_vs_bare": (
             _median(t(a), "calls", "rss_hwm_kib"),
             _median(t("bare"), "calls", "rss_hwm_kib"),
@@ -231,6 +277,11 @@ def compute_ratios(
             _median(t("bare"), "calls", "p99_ms"),
             (a, "bare"),
         ),
+        "startup_ratio_vs_floor": (_median(t(p), *spawn), floor_spawn, (p, f)),
+        "startup_cold_ratio_vs_floor": (_median(t(c), *spawn), floor_spawn, (c, f)),
+        "startup_attached_ratio_vs_floor": (_median(t(a), *spawn), floor_spawn, (a, f)),
+        "rss_front_ratio_vs_bare": (_own_rss(t(p)), _own_rss(t("bare")), (p, "bare")),
+        "rss_front_attached_ratio_vs_bare": (_own_rss(t(a)), _own_rss(t("bare")), (a, "bare")),
     }
     ratios: dict[str, Any] = {}
     reasons: dict[str, str] = {}
@@ -253,6 +304,37 @@ def compute_ratios(
     return ratios, reasons
 
 
+def temporary_engine_figure(targets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The temporary engine of the warm archive's sessions: the stdio front's child, on its own.
+
+    Without a headless engine, ``mcp serve`` is the stdio front (the process the driver
+    spawned and whose RSS the ``rss_front`` ratios use) and the full server with its temporary
+    engine runs as its child. This is that child's peak RSS, read with the front's after the
+    call rounds (the descendants' ``VmHWM`` summed).
+
+    Args:
+        targets: results entries by name (see :func:`summarize_target`).
+
+    Returns:
+        ``{"target", "rss_hwm_kib": spread | None, "front_rss_hwm_kib": spread | None,
+        "reason": str | None}``; ``reason`` says why ``rss_hwm_kib`` is null.
+    """
+    entry = targets.get(PRIMARY_TARGET)
+    calls = (entry or {}).get("calls") or {}
+    figure: dict[str, Any] = {
+        "target": PRIMARY_TARGET,
+        "rss_hwm_kib": calls.get("children_rss_hwm_kib"),
+        "front_rss_hwm_kib": calls.get("rss_hwm_kib"),
+        "reason": None,
+    }
+    if figure["rss_hwm_kib"] is None:
+        if not calls:
+            figure["reason"] = _why(targets, PRIMARY_TARGET) + " (no call figures)"
+        else:
+            figure["reason"] = "the spawned process had no child: the stdio front did not run"
+    return figure
+
+
 def _fmt_spread(s: dict[str, Any] | None, scale: float = 1.0, digits: int = 0) -> str:
     if not s:
         return "null"
@@ -269,18 +351,27 @@ def render_table(results: dict[str, Any]) -> str:
     Returns:
         Lines joined with newlines, ending with a newline.
     """
-    header = ("server", "spawn->tools/list ms", "call p50 ms", "call p99 ms", "calls/s (8 in flight)", "peak RSS MiB")
+    header = (
+        "server",
+        "spawn->tools/list ms",
+        "spawn->1st call ms",
+        "call p50 ms",
+        "call p99 ms",
+        "calls/s (8 in flight)",
+        "peak RSS MiB",
+    )
     rows = [header]
     for entry in results["targets"].values():
         startup, calls = entry["startup"], entry["calls"]
         rss = (calls or {}).get("rss_hwm_kib") or (startup or {}).get("rss_hwm_kib")
         if entry["unavailable"]:
-            rows.append((entry["label"], "null (unavailable)", "-", "-", "-", "-"))
+            rows.append((entry["label"], "null (unavailable)", "-", "-", "-", "-", "-"))
             continue
         rows.append(
             (
                 entry["label"],
                 _fmt_spread((startup or {}).get("spawn_to_tools_list_ms")),
+                _fmt_spread(calls.get("spawn_to_first_call_ms")) if calls else "-",
                 _fmt_spread((calls or {}).get("p50_ms"), digits=3) if calls else "-",
                 _fmt_spread((calls or {}).get("p99_ms"), digits=3) if calls else "-",
                 _fmt_spread((calls or {}).get("calls_per_second")) if calls else "-",
@@ -289,8 +380,13 @@ def render_table(results: dict[str, Any]) -> str:
         )
     lines = _aligned(rows)
     lines.append("")
-    lines.append("median (min-max) of repeated runs; RSS is VmHWM after the call rounds (after start-up otherwise)")
+    lines.append(
+        "median (min-max) of repeated runs; RSS is VmHWM of the spawned process (the front or the relay for"
+        " ShadowCode) after the call rounds (after start-up otherwise); spawn->1st call is spawn to the answer"
+        " of the call round's first, untimed tools/call"
+    )
     lines.append(_engine_line(results.get("engine")))
+    lines.append(_temporary_engine_line(results.get("temporary_engine")))
     size = results["pyz"]["size_bytes"]
     before = f"one-interpreter build before: {PYZ_ONE_INTERPRETER_BYTES / (1024 * 1024):.1f} MiB"
     lines.append(
@@ -307,7 +403,7 @@ def render_table(results: dict[str, Any]) -> str:
     lines.append("ratios (ShadowCode / peer, same run; reported, not asserted):")
     for key, value in results["ratios"].items():
         shown = f"{value:.3f}" if value is not None else f"null  ({results['ratio_reasons'][key]})"
-        lines.append(f"  {key:32} {shown}")
+        lines.append(f"  {key:36} {shown}")
     for name, entry in results["targets"].items():
         if entry["unavailable"]:
             lines.append(f"unavailable [{name}]: {entry['unavailable']}")
@@ -333,6 +429,16 @@ def _engine_line(engine: dict[str, Any] | None) -> str:
     if ready:
         shown += f" ({ready / 1024:.1f} MiB resident when ready)"
     return f"headless engine (attached rows, shared by every session): {shown}, ready in {engine['ready_ms']:.0f} ms"
+
+
+def _temporary_engine_line(figure: dict[str, Any] | None) -> str:
+    title = "temporary engine (the stdio front's child, warm archive, no headless engine)"
+    if not figure or figure.get("rss_hwm_kib") is None:
+        return f"{title}: null ({(figure or {}).get('reason') or 'not measured'})"
+    front = figure.get("front_rss_hwm_kib")
+    shown = _fmt_spread(figure["rss_hwm_kib"], scale=1024, digits=1)
+    beside = f"; the front itself {_fmt_spread(front, scale=1024, digits=1)} MiB" if front else ""
+    return f"{title}: {shown} MiB peak RSS after the call rounds{beside}"
 
 
 def _gateway_lines(gw: dict[str, Any]) -> list[str]:

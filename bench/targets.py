@@ -7,10 +7,12 @@ report then shows ``null`` for its figures with that reason.
 The attached targets spawn ``mcp serve`` with ``SHADOWCODE_HOME`` pointing at the profile
 root whose headless engine the benchmark runs (:attr:`Layout.attached_home`), so they take
 the relay path; every other ShadowCode target uses a profile root without an engine and
-serves in its own process. Each ShadowCode target names the engine mode its
-``shadow_status`` must report (``expect_text``), and the attached ones a library the relay
-must never map (``forbid_mapped``: the SDK's pydantic core), so a relay that fell back to
-serving in its own process (attached to the engine or not) fails the figure instead of
+serves behind the stdio front (issue 15): the spawned process answers discovery itself and
+runs the full server, with its temporary engine, as its child. Each ShadowCode target names
+the engine mode its ``shadow_status`` must report (``expect_text``) and a library the spawned
+process must never map (``forbid_mapped``: the SDK's pydantic core), which neither the relay
+nor the front loads; so a relay that fell back to serving in its own process (attached to the
+engine or not), or an in-process row served without the front, fails the figure instead of
 skewing it.
 """
 
@@ -26,6 +28,7 @@ __all__ = [
     "ATTACHED_EXPECT_TEXT",
     "ATTACHED_TARGETS",
     "ECHO_TOOL",
+    "FRONT_FORBIDDEN_MAPPING",
     "IN_PROCESS_EXPECT_TEXT",
     "Layout",
     "RELAY_FORBIDDEN_MAPPING",
@@ -47,7 +50,10 @@ RELAY_FORBIDDEN_MAPPING: Final = "_pydantic_core"
 """Part of a library path the stdlib-only relay never maps (the SDK's models need it)."""
 
 IN_PROCESS_EXPECT_TEXT: Final = '"mode": "temporary"'
-"""What ``shadow_status`` says when ``mcp serve`` serves in its own process (temporary engine)."""
+"""What ``shadow_status`` says when ``mcp serve`` serves with its own temporary engine (behind the front)."""
+
+FRONT_FORBIDDEN_MAPPING: Final = RELAY_FORBIDDEN_MAPPING
+"""What the stdio front never maps either: the SDK loads in its child, never in the front."""
 
 STATUS_TOOL: Final = "shadow_status"
 """ShadowCode's cheapest read-only tool, the one timed on ShadowCode."""
@@ -228,6 +234,7 @@ def build_targets(layout: Layout) -> list[Target]:
             tool=STATUS_TOOL,
             tool_args={},
             expect_text=IN_PROCESS_EXPECT_TEXT,
+            forbid_mapped=FRONT_FORBIDDEN_MAPPING,
         ),
         Target(
             name="shadowcode_pyz_cold",
@@ -238,6 +245,7 @@ def build_targets(layout: Layout) -> list[Target]:
             fresh_dir_env="SHIV_ROOT",
             measure_calls=False,
             expect_text=IN_PROCESS_EXPECT_TEXT,
+            forbid_mapped=FRONT_FORBIDDEN_MAPPING,
         ),
         Target(
             name="shadowcode_pyz_warm",
@@ -247,6 +255,7 @@ def build_targets(layout: Layout) -> list[Target]:
             tool_args={},
             env={"SHIV_ROOT": str(layout.shiv_warm)},
             expect_text=IN_PROCESS_EXPECT_TEXT,
+            forbid_mapped=FRONT_FORBIDDEN_MAPPING,
         ),
         *attached_targets(layout),
         Target(

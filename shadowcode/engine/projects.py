@@ -53,6 +53,18 @@ class ProjectRegistry:
         """Record the project row (untrusted) if missing, so other records can reference it."""
         self._rows.ensure(path)
 
+    def recorded(self, path: Path) -> Project:
+        """The trust record of an already canonical path, recording it (untrusted) first when new.
+
+        Reads first and writes only for a path never recorded: every tool call asks for its
+        project, and an ``INSERT OR IGNORE`` is a write transaction even when it changes nothing.
+        """
+        row = self._rows.get(path)
+        if row is None:
+            self._rows.ensure(path)
+            return self.get(path)
+        return Project(path=path, trusted=row.trusted, level=row.level)
+
     def trust(self, path: Path, level: PermissionLevel | str) -> Project:
         """Mark a canonical project trusted at ``level`` (ENG-02).
 

@@ -119,9 +119,7 @@ class EngineState:
         Raises:
             ConfigError: the folder does not exist or is not a folder.
         """
-        path = canonical_project(folder)
-        self.projects.ensure(path)
-        return self.projects.get(path)
+        return self.projects.recorded(canonical_project(folder))
 
     def project(self, caller: Caller) -> Project:
         """The caller's project, canonical, recorded and with its current trust (trust may change outside).

@@ -163,6 +163,115 @@ def test_ratios_are_null_with_a_reason_when_a_side_is_missing_issue7(bench_modul
     assert set(reasons) == {k for k, v in ratios.items() if v is None}
 
 
+def _figures(
+    spawn_ms: float | None,
+    *,
+    own_kib: float | None = None,
+    tree_kib: float | None = None,
+    child_kib: float | None = None,
+) -> dict[str, Any]:
+    """A results entry with a start-up median and (when ``own_kib`` is given) call-round memory."""
+
+    def one(value: float) -> dict[str, Any]:
+        return {"median": value, "min": value, "max": value, "n": 1}
+
+    startup = {"spawn_to_tools_list_ms": one(spawn_ms)} if spawn_ms is not None else None
+    calls = None
+    if own_kib is not None:
+        calls = {
+            "p50_ms": one(1.0),
+            "p99_ms": one(2.0),
+            "calls_per_second": one(500.0),
+            "rss_hwm_kib": one(own_kib),
+            "tree_rss_hwm_kib": one(tree_kib if tree_kib is not None else own_kib),
+            "children_rss_hwm_kib": one(child_kib) if child_kib is not None else None,
+        }
+    return {"label": "row", "unavailable": None, "errors": [], "startup": startup, "calls": calls}
+
+
+def test_floor_and_front_ratios_come_from_the_floor_the_front_and_bare_issue15(bench_modules: None) -> None:
+    from bench.gateway import pending_gateway_figures
+    from bench.report import REQUIRED_RATIOS, compute_ratios, temporary_engine_figure
+
+    targets = {
+        "shadowcode_pyz_warm": _figures(90.0, own_kib=16_000.0, tree_kib=96_000.0, child_kib=80_000.0),
+        "shadowcode_pyz_cold": _figures(135.0),
+        "shadowcode_pyz_attached": _figures(60.0, own_kib=15_000.0),
+        "bare": _figures(600.0, own_kib=64_000.0),
+        "floor": _figures(45.0, own_kib=11_000.0),
+    }
+    ratios, reasons = compute_ratios(targets, pending_gateway_figures("the gateway was left out"))
+    for key in (
+        "startup_ratio_vs_floor", "startup_cold_ratio_vs_floor", "startup_attached_ratio_vs_floor",
+        "rss_front_ratio_vs_bare", "rss_front_attached_ratio_vs_bare",
+    ):  # fmt: skip
+        assert key in REQUIRED_RATIOS
+    assert ratios["startup_ratio_vs_floor"] == pytest.approx(2.0)
+    assert ratios["startup_cold_ratio_vs_floor"] == pytest.approx(3.0)
+    assert ratios["startup_attached_ratio_vs_floor"] == pytest.approx(60.0 / 45.0)
+    # The front alone against bare, and the whole session (front and its temporary engine).
+    assert ratios["rss_front_ratio_vs_bare"] == pytest.approx(0.25)
+    assert ratios["rss_ratio_vs_bare"] == pytest.approx(1.5)
+    assert ratios["rss_front_attached_ratio_vs_bare"] == pytest.approx(15_000 / 64_000)
+    assert ratios["rss_attached_ratio_vs_bare"] == ratios["rss_front_attached_ratio_vs_bare"]
+    assert set(reasons) == {k for k, v in ratios.items() if v is None}
+
+    engine = temporary_engine_figure(targets)
+    assert engine["rss_hwm_kib"]["median"] == 80_000.0 and engine["reason"] is None
+    assert engine["front_rss_hwm_kib"]["median"] == 16_000.0
+
+
+def test_front_rss_falls_back_to_start_up_memory_for_a_row_without_calls_issue15(bench_modules: None) -> None:
+    from bench.gateway import pending_gateway_figures
+    from bench.report import compute_ratios
+
+    attached = _figures(60.0)
+    attached["startup"]["rss_hwm_kib"] = {"median": 16_000.0}
+    targets = {"shadowcode_pyz_attached": attached, "bare": _figures(600.0, own_kib=64_000.0)}
+    ratios, _ = compute_ratios(targets, pending_gateway_figures("left out"))
+    assert ratios["rss_front_attached_ratio_vs_bare"] == pytest.approx(0.25)
+    assert ratios["rss_attached_ratio_vs_bare"] is None  # that one reads the call rounds only
+
+
+def test_floor_ratios_are_null_with_the_missing_side_named_issue15(bench_modules: None) -> None:
+    from bench.gateway import pending_gateway_figures
+    from bench.report import compute_ratios, temporary_engine_figure
+
+    targets = {
+        "shadowcode_pyz_warm": _figures(90.0, own_kib=16_000.0),
+        "shadowcode_pyz_cold": {**_figures(None), "errors": ["shadowcode_pyz_cold: the driver timed out"]},
+        "bare": {**_figures(None), "unavailable": "no SDK"},
+    }
+    ratios, reasons = compute_ratios(targets, pending_gateway_figures("left out"))
+    assert ratios["startup_ratio_vs_floor"] is None
+    assert reasons["startup_ratio_vs_floor"] == "floor was not run (left out with --targets)"
+    assert "timed out" in reasons["startup_cold_ratio_vs_floor"]
+    assert "not run" in reasons["startup_attached_ratio_vs_floor"]
+    assert reasons["rss_front_ratio_vs_bare"] == "bare: no SDK"
+    assert "not run" in reasons["rss_front_attached_ratio_vs_bare"]
+    # A warm row whose process had no child was not served by the front: no engine figure.
+    engine = temporary_engine_figure(targets)
+    assert engine["rss_hwm_kib"] is None and "no child" in engine["reason"]
+    assert "not run" in temporary_engine_figure({})["reason"]
+
+
+def test_the_table_prints_the_temporary_engine_on_its_own_line_issue15(bench_modules: None) -> None:
+    from bench.gateway import pending_gateway_figures
+    from bench.report import compute_ratios, render_table, temporary_engine_figure
+
+    targets = {"shadowcode_pyz_warm": _figures(90.0, own_kib=16_384.0, tree_kib=98_304.0, child_kib=81_920.0)}
+    gateway = pending_gateway_figures("left out")
+    ratios, reasons = compute_ratios(targets, gateway)
+    results = {
+        "targets": targets, "engine": None, "temporary_engine": temporary_engine_figure(targets),
+        "pyz": {"size_bytes": None}, "gateway": gateway, "ratios": ratios, "ratio_reasons": reasons,
+    }  # fmt: skip
+    table = render_table(results)
+    line = next(ln for ln in table.splitlines() if ln.startswith("temporary engine"))
+    assert "80.0" in line and "16.0" in line
+    assert "rss_front_ratio_vs_bare" in table and "startup_ratio_vs_floor" in table
+
+
 def test_importtime_parser_reads_self_cumulative_and_depth_issue7(bench_modules: None) -> None:
     from bench.importtime import parse_importtime, top_imports
 
@@ -196,8 +305,11 @@ def test_tiny_bench_run_measures_the_peers_and_writes_every_ratio_key_issue7(tmp
     assert code == 0, output
     assert results is not None, output
     for key in ("startup_ratio_vs_bare", "startup_attached_ratio_vs_ts", "call_p50_ratio_vs_bare",
-                "rss_ratio_vs_bare", "rss_attached_ratio_vs_bare", "gateway_rps_ratio_vs_bare"):  # fmt: skip
+                "rss_ratio_vs_bare", "rss_attached_ratio_vs_bare", "gateway_rps_ratio_vs_bare",
+                "startup_ratio_vs_floor", "startup_cold_ratio_vs_floor", "startup_attached_ratio_vs_floor",
+                "rss_front_ratio_vs_bare", "rss_front_attached_ratio_vs_bare"):  # fmt: skip
         assert key in results["ratios"]
+    assert results["temporary_engine"]["rss_hwm_kib"] is None and results["temporary_engine"]["reason"]
     assert results["ratios"]["startup_ratio_vs_bare"] is None  # ShadowCode was left out of this run
     assert "not run" in results["ratio_reasons"]["startup_attached_ratio_vs_ts"]
     assert results["engine"]["started"] is False  # no attached target: no engine

@@ -48,6 +48,23 @@ def test_project_is_untrusted_until_trusted_then_untrusted(state: EngineState, p
 
 
 @pytest.mark.req("ENG-02")
+def test_a_known_project_is_read_without_a_store_write(
+    state: EngineState, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert state.project_at(project_dir).trusted is False  # first sight: recorded, untrusted
+    assert state.store.projects.get(project_dir.resolve()) is not None
+    state.projects.trust(project_dir.resolve(), PermissionLevel.WORKSPACE)
+
+    def no_write(path: object) -> None:
+        raise AssertionError(f"a known project was written again: {path}")
+
+    # Every tool call asks for its project: a known one costs one read, no write transaction.
+    monkeypatch.setattr(state.store.projects, "ensure", no_write)
+    again = state.project_at(project_dir)
+    assert again.trusted and again.level == PermissionLevel.WORKSPACE
+
+
+@pytest.mark.req("ENG-02")
 def test_trust_through_a_symlink_is_trust_of_the_target(state: EngineState, tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
