@@ -23,7 +23,8 @@ with the reason above it).
 * Any other scenario: every SUCCESS/FAILURE/WARNING check must be SUCCESS, at least one check
   must have been made, and the adapter must have printed its summary line (it exited 0).
 
-The expected failures are read from ``conformance/expected_failures.yml``. Exit status 0 when every scenario ended as it should, else 1.
+The expected failures are read from ``conformance/expected_failures.yml``.
+Exit status 0 when every scenario ended as it should, else 1.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["EXPECTED_FAILURES", "judge", "main", "never_resumed"]
+
 
 def _expected_failures() -> dict[str, str]:
     """Client scenario -> reason, from the ``official:client:*`` and ``official:auth:*`` entries of
