@@ -5,11 +5,14 @@ Usage (from the repository root, with the project's virtualenv):
 - ``python ci/archive.py lock``: pin the run-time dependencies of ``shadowcode`` (the versions
   installed in the virtualenv) and record the sha256 of every wheel the archive takes from the
   package registry, for every carried interpreter and platform, in ``ci/archive.lock``.
-- ``python ci/archive.py layout SITE PLATLIB``: download exactly the wheels ``ci/archive.lock``
-  names (``pip download --require-hashes``), unpack the pure-Python ones and ``shadowcode``
-  itself into ``SITE`` (shiv's site-packages) and each compiled wheel into ``PLATLIB/<wheel>/``,
-  and write ``PLATLIB/manifest.json``: for each tag (``cp312-manylinux_x86_64``) the wheels it
-  takes and the oldest glibc they run on. Prints the build id, a sha256 over everything laid out.
+- ``python ci/archive.py layout SITE PLATLIB [PROJECT]``: download exactly the wheels
+  ``ci/archive.lock`` names (``pip download --require-hashes``), unpack the pure-Python ones
+  the project needs and the project itself into ``SITE`` (shiv's site-packages) and each
+  compiled wheel it needs into ``PLATLIB/<wheel>/``, and write ``PLATLIB/manifest.json``: for
+  each tag (``cp312-manylinux_x86_64``) the wheels it takes and the oldest glibc they run on.
+  Prints the build id, a sha256 over everything laid out. ``PROJECT`` is ``shadowcode`` (the
+  default, ``dist/shadowcode.pyz``) or ``conformance`` (``dist/conformance.pyz``, built from
+  ``conformance/pyproject.toml``; its dependencies are a subset of the same lock).
 
 A compiled wheel built for the stable ABI (``abi3``, e.g. cryptography) is stored once per
 platform and shared by the tags that can load it. PyYAML ships no pure wheel, but its pure
@@ -25,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +45,8 @@ MACHINES = ("x86_64", "aarch64")
 PURE_FALLBACK = frozenset({"pyyaml"})
 """Packages whose pure-Python modules run without their compiled module: taken once, without it."""
 PROJECT = "shadowcode"
+PROJECTS = {"shadowcode": ROOT, "conformance": ROOT / "conformance"}
+"""Each archive's project folder (holding its ``pyproject.toml``)."""
 
 
 def tags() -> list[tuple[str, str, str]]:
@@ -73,19 +79,27 @@ def _download(python: str, machine: str, requirements: list[str], dest: Path, *e
 # --- lock -----------------------------------------------------------------------------------
 
 
-def _runtime_closure() -> dict[str, str]:
-    """``{canonical name: version}`` of everything ``shadowcode`` needs at run time, on any carried Python."""
+def _requirements(project: str) -> list[str]:
+    """The ``[project] dependencies`` of ``PROJECTS[project]/pyproject.toml``."""
+    with (PROJECTS[project] / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["project"]["dependencies"])
+
+
+def _runtime_closure(project: str = PROJECT) -> dict[str, str]:
+    """``{canonical name: version}`` of everything ``project`` needs at run time, on any carried Python."""
     from packaging.requirements import Requirement
 
     seen: dict[str, str] = {}
-    todo: list[tuple[str, frozenset[str]]] = [(PROJECT, frozenset())]
+    todo: list[tuple[str | None, frozenset[str]]] = [(None, frozenset())]
     while todo:
         name, extras = todo.pop()
-        dist = metadata.distribution(name)
-        key = _canonical(dist.metadata["Name"])
-        if key != PROJECT:
-            seen[key] = dist.version
-        for line in dist.requires or []:
+        if name is None:
+            requires = _requirements(project)
+        else:
+            dist = metadata.distribution(name)
+            seen[_canonical(dist.metadata["Name"])] = dist.version
+            requires = dist.requires or []
+        for line in requires:
             req = Requirement(line)
             wanted = any(
                 req.marker is None
@@ -99,8 +113,11 @@ def _runtime_closure() -> dict[str, str]:
 
 
 def lock() -> None:
-    """Write ``ci/archive.lock`` from the virtualenv's versions and the registry's wheels."""
-    pins = [f"{name}=={version}" for name, version in _runtime_closure().items()]
+    """Write ``ci/archive.lock`` from the virtualenv's versions and the registry's wheels (every project's)."""
+    closure: dict[str, str] = {}
+    for project in PROJECTS:
+        closure.update(_runtime_closure(project))
+    pins = [f"{name}=={version}" for name, version in sorted(closure.items())]
     folder = WHEELS / "lock"
     shutil.rmtree(folder, ignore_errors=True)
     for _tag, python, machine in tags():
@@ -183,17 +200,28 @@ def _fetch(python: str, machine: str, folder: Path) -> None:
             sys.exit(f"archive: {wheel.name} has a hash ci/archive.lock does not list")
 
 
-def layout(site: Path, platlib: Path) -> str:
-    """Lay out the archive's dependencies; returns the build id (hex sha256 of all of it).
+def layout(site: Path, platlib: Path, project: str = PROJECT) -> str:
+    """Lay out one archive's dependencies and project; returns the build id (hex sha256 of all of it).
+
+    Args:
+        site: shiv's site-packages folder to fill.
+        platlib: the folder for the compiled wheels and ``manifest.json``.
+        project: a key of :data:`PROJECTS`; only the locked wheels its closure needs are laid out.
 
     Raises:
         subprocess.CalledProcessError: pip refused (a hash mismatch, a wheel missing from the registry).
-        SystemExit: a pure wheel differs between interpreters, or a tag lacks a locked package.
+        SystemExit: a pure wheel differs between interpreters, a tag lacks a locked package, or the
+            project needs a package the lock lacks.
     """
     for folder in (site, platlib):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
     locked = {_canonical(line.split("==")[0]) for line in LOCK.read_text("utf-8").splitlines() if "==" in line}
+    if project != PROJECT:
+        needed = set(_runtime_closure(project))
+        if unlocked := needed - locked:
+            sys.exit(f"archive: ci/archive.lock lacks {', '.join(sorted(unlocked))}; run python ci/archive.py lock")
+        locked = needed
     manifest: dict[str, dict[str, object]] = {}
     pure_done: set[str] = set()
     for tag, python, machine in tags():
@@ -219,9 +247,17 @@ def layout(site: Path, platlib: Path) -> str:
             compiled.append(stem)
             glibc = max(glibc, _oldest_glibc(wheel.name))
         manifest[tag] = {"python": python, "machine": machine, "glibc": f"{glibc[0]}.{glibc[1]}", "wheels": compiled}
-    _pip("install", "--no-deps", "--no-compile", "--target", str(site), str(ROOT))
+    source = PROJECTS[project]
+    if source != ROOT:
+        # setuptools builds in place and reuses build/lib: a deleted module would still reach the wheel.
+        shutil.rmtree(source / "build", ignore_errors=True)
+    _pip("install", "--no-deps", "--no-compile", "--target", str(site), str(source))
+    if source != ROOT:
+        shutil.rmtree(source / "build", ignore_errors=True)
+        for egg_info in source.glob("*.egg-info"):
+            shutil.rmtree(egg_info)
     # PEP 610 metadata records the folder the project was built from: not an input of the build.
-    for direct_url in site.glob(f"{PROJECT}-*.dist-info/direct_url.json"):
+    for direct_url in site.glob("*.dist-info/direct_url.json"):
         direct_url.unlink()
         record = direct_url.with_name("RECORD")
         kept = [ln for ln in record.read_text("utf-8").splitlines() if "/direct_url.json," not in ln]
@@ -237,7 +273,7 @@ def layout(site: Path, platlib: Path) -> str:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["lock"] and len(sys.argv) == 2:
         lock()
-    elif sys.argv[1:2] == ["layout"] and len(sys.argv) == 4:
-        sys.stdout.write(layout(Path(sys.argv[2]), Path(sys.argv[3])) + "\n")
+    elif sys.argv[1:2] == ["layout"] and len(sys.argv) in (4, 5) and sys.argv[4:5] in ([], *[[p] for p in PROJECTS]):
+        sys.stdout.write(layout(Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:5]) + "\n")
     else:
-        sys.exit("usage: python ci/archive.py lock | layout SITE PLATLIB")
+        sys.exit(f"usage: python ci/archive.py lock | layout SITE PLATLIB [{' | '.join(PROJECTS)}]")

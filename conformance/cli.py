@@ -32,12 +32,14 @@ from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
 from conformance.registry import PROFILES, Check, load_checks, select
 from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
+from conformance.resources import bundled_baseline, resource_root
 from conformance.runner import run_checks
 
 __all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-"""The folder holding ``conformance/``, ``fixtures/`` and ``node_probes/``."""
+"""The folder holding ``conformance/``, ``fixtures/`` and ``node_probes/`` in a checkout; a run
+reads them from :func:`conformance.resources.resource_root`, which is this folder only there."""
 
 DEFAULT_EXPECTED_FAILURES = Path(__file__).resolve().parent / "expected_failures.yml"
 """ShadowCode's own baseline, used unless ``--expected-failures`` or ``--no-expected-failures`` is given."""
@@ -110,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--junit", metavar="FILE", help="also write the run as JUnit XML to FILE (for CI test reports)")
     p.add_argument("--jobs", type=int, default=JOBS_DEFAULT, help=f"checks run at once (default: {JOBS_DEFAULT})")
     p.add_argument(
-        "--fixture", help="a Python file defining make_sample_project(dest) (default: fixtures/sample_project.py)"
+        "--fixture", help="a Python file defining make_sample_project(dest) (default: the bundled sample project)"
     )
     p.add_argument("--list", action="store_true", help="list the selected checks and the ids they cover, then exit")
     p.add_argument(
@@ -123,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     baseline.add_argument(
         "--expected-failures",
         metavar="FILE",
-        help="YAML list of {check, reason} known to fail (default: conformance/expected_failures.yml)",
+        help="YAML list of {check, reason} known to fail, or the name of a bundled one (python-sdk-server, "
+        "server-everything) (default: conformance/expected_failures.yml)",
     )
     baseline.add_argument(
         "--no-expected-failures", action="store_true", help="use no baseline: every failing check fails the run"
@@ -169,7 +172,8 @@ def filtered_by_only(
 def _baseline(args: argparse.Namespace) -> list[ExpectedFailure]:
     if args.no_expected_failures or (args.profile != "shadowcode" and not args.expected_failures):
         return []
-    return load_expected_failures(Path(args.expected_failures) if args.expected_failures else DEFAULT_EXPECTED_FAILURES)
+    chosen = bundled_baseline(args.expected_failures) if args.expected_failures else DEFAULT_EXPECTED_FAILURES
+    return load_expected_failures(chosen)
 
 
 def _run(argv: Sequence[str]) -> int:
@@ -205,7 +209,8 @@ def _run(argv: Sequence[str]) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     expected = _baseline(args)
-    fixture = Path(args.fixture) if args.fixture else default_fixture_path(REPO_ROOT)
+    root = resource_root(c.group for c in checks)
+    fixture = Path(args.fixture) if args.fixture else default_fixture_path(root)
     factory = load_project_factory(fixture)
     out_dir = Path(args.out)
     mode = EngineMode.ATTACHED if args.attached else EngineMode.TEMPORARY
@@ -215,7 +220,7 @@ def _run(argv: Sequence[str]) -> int:
             checks,
             target=target,
             cwd=Path.cwd(),
-            repo_root=REPO_ROOT,
+            repo_root=root,
             project_factory=factory,
             jobs=args.jobs,
             engine=mode,

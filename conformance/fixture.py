@@ -1,7 +1,8 @@
 """Loading the sample-project factory: ``make_sample_project(dest) -> Path`` from a file.
 
-By default the factory is ``fixtures/sample_project.py`` beside this package; another file
-defining the same function can be given with ``--fixture``. The file is imported by path,
+By default the factory is ``fixtures/sample_project.py`` under the run's resource root (the
+checkout, or the installed package's bundled copy: see :mod:`conformance.resources`); another
+file defining the same function can be given with ``--fixture``. The file is imported by path,
 so it need not be on ``sys.path``.
 """
 
@@ -20,7 +21,7 @@ ProjectFactory = Callable[[Path], Path]
 
 
 def default_fixture_path(repo_root: Path) -> Path:
-    """``<repo_root>/fixtures/sample_project.py``."""
+    """``<repo_root>/fixtures/sample_project.py`` (``repo_root``: :func:`conformance.resources.resource_root`)."""
     return repo_root / "fixtures" / "sample_project.py"
 
 

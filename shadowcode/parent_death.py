@@ -2,6 +2,11 @@
 
 Standard library only, so the stdio front (which loads nothing else) and the process groups
 of the engine share it.
+
+The kernel sends the signal when the *thread* that started the child exits, and again each time
+the child passes to another exiting thread of the same process: start children from a thread
+that lives as long as the process (the event loop's), and let a child that cleans up on the
+signal expect it more than once.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +43,11 @@ from conformance.checks.external_servers import (
 from conformance.context import Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["filters", "required", "timeouts"]
 
-_PY = sys.executable
+_PY = helper_python()
 
 
 def _results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any
 
 import anyio
@@ -33,12 +32,13 @@ from conformance.checks.external_servers import _cli, _json, _leftovers, _model,
 from conformance.context import Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["everything", "python_sdk", "ttl"]
 
 _POLL_SECONDS = 0.3
 _TASK_SECONDS = 150.0
-_PY = sys.executable
+_PY = helper_python()
 _LITERAL = "conformance-literal-8c2e61f0"
 
 

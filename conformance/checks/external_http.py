@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from contextlib import suppress
 from typing import Any
 
@@ -40,6 +39,7 @@ from conformance.checks.external_servers import _json as _cli_json
 from conformance.context import Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["gateway_bearer", "python_sdk", "refusals"]
 
@@ -57,7 +57,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
     problems: list[str] = []
     server = ctx.repo_root / "fixtures/servers/python_sdk_server.py"
     out = bytearray()
-    async with ctx.spawn([sys.executable, str(server), "http-stateless"]) as proc:
+    async with ctx.spawn([helper_python(), str(server), "http-stateless"]) as proc:
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, bytearray())

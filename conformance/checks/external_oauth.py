@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any
 
 import anyio
@@ -33,6 +32,7 @@ from conformance.checks.external_servers import _cli, _model, _register, _result
 from conformance.context import Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["sign_in"]
 
@@ -110,7 +110,7 @@ async def sign_in(ctx: Context) -> CheckResult:
     seen: list[str] = []
     out = bytearray()
     server = ctx.repo_root / "fixtures/servers/oauth_server.py"
-    async with ctx.spawn([sys.executable, str(server)]) as proc, anyio.create_task_group() as tg:
+    async with ctx.spawn([helper_python(), str(server)]) as proc, anyio.create_task_group() as tg:
         tg.start_soon(drain, proc.stdout, out)
         tg.start_soon(drain, proc.stderr, bytearray())
         with anyio.move_on_after(60):

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -43,13 +42,14 @@ import anyio
 from conformance.context import Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["definitions", "edited_definition", "everything", "hostile", "python_sdk"]
 
 _POLL_SECONDS = 0.3
 _TASK_SECONDS = 120.0
 _SECRET = "conformance-secret-5b7e21d9"
-_PY = sys.executable
+_PY = helper_python()
 
 
 def _result(problems: list[str], success: str, data: dict[str, Any] | None = None) -> CheckResult:

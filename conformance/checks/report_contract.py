@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from typing import Any
 
 from conformance.context import Context
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
 from conformance.requirements import requirement_ids
+from conformance.resources import helper_python
 
 __all__ = ["judge_report", "nested_run_reports_every_id"]
 
@@ -91,7 +91,7 @@ async def nested_run_reports_every_id(ctx: Context) -> CheckResult:
         f"import runpy, sys; sys.path.insert(0, {str(ctx.repo_root)!r}); "
         "runpy.run_module('conformance', run_name='__main__', alter_sys=True)"
     )
-    argv = [sys.executable, "-c", bootstrap, "--target", shlex.join(ctx.target), "--only", _INNER_CHECK]
+    argv = [helper_python(), "-c", bootstrap, "--target", shlex.join(ctx.target), "--only", _INNER_CHECK]
     argv += ["--out", str(out), "--fixture", str(fixture), "--no-expected-failures", "--jobs", "1"]
     done = await ctx.run(argv, timeout_seconds=_INNER_TIMEOUT_SECONDS)
     if done.timed_out:

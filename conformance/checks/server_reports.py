@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from conformance.context import Context
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["validate_tools_doctor"]
 
@@ -42,7 +42,7 @@ async def _cli(ctx: Context, *args: str, workspace: Path, stdin: bytes = b"") ->
 
 
 def _noting_pid(fixture: Path, name: str, mode: str) -> list[str]:
-    return ["/bin/sh", "-c", f'echo $$ > {name}.pid; exec "$0" "$@"', sys.executable, str(fixture), mode]
+    return ["/bin/sh", "-c", f'echo $$ > {name}.pid; exec "$0" "$@"', helper_python(), str(fixture), mode]
 
 
 def _define(workspace: Path, name: str, doc: dict[str, Any]) -> str:

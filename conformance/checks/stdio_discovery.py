@@ -24,7 +24,6 @@ the target's client.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +31,13 @@ from conformance.checks.external_servers import _cli, _enable, _result, _trust
 from conformance.context import Context
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
+from conformance.resources import helper_python
 
 __all__ = ["stdio_discovery"]
 
 _MODERN = "2026-07-28"
 _LEGACY = "2025-11-25"
-_PY = sys.executable
+_PY = helper_python()
 
 
 def _servers(ctx: Context) -> list[list[tuple[str, list[str], str]]]:

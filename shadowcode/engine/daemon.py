@@ -94,27 +94,29 @@ async def _serve(profile: Profile, attach: AttachHandler | None) -> None:
     stop = anyio.Event()
     engine = LocalEngine(profile, mode=EngineMode.HEADLESS)
     notices = RelayNotices()
-    async with engine.running(), listener, anyio.create_task_group() as tg:
+    # Signals are received until the engine has closed: a repeated SIGTERM queues instead of
+    # cutting the cleanup of jobs and commands short.
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with engine.running(), listener, anyio.create_task_group() as tg:
 
-        async def on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async def on_signal() -> None:
                 async for _ in signals:
                     stop.set()
                     return
 
-        async def accept() -> None:
-            async def handle(stream: anyio.abc.SocketStream) -> None:
-                await _Connection(engine, stream, stop, attach, notices).serve()
+            async def accept() -> None:
+                async def handle(stream: anyio.abc.SocketStream) -> None:
+                    await _Connection(engine, stream, stop, attach, notices).serve()
 
-            await listener.serve(handle)
+                await listener.serve(handle)
 
-        tg.start_soon(on_signal)
-        tg.start_soon(accept)
-        sys.stderr.write(f"shadowcode engine ready: profile {profile.name}, pid {os.getpid()}, socket {path}\n")
-        sys.stderr.flush()
-        await stop.wait()
-        tg.cancel_scope.cancel()
-    await engine.aclose()
+            tg.start_soon(on_signal)
+            tg.start_soon(accept)
+            sys.stderr.write(f"shadowcode engine ready: profile {profile.name}, pid {os.getpid()}, socket {path}\n")
+            sys.stderr.flush()
+            await stop.wait()
+            tg.cancel_scope.cancel()
+        await engine.aclose()
     sys.stderr.write("shadowcode engine stopped\n")
 
 

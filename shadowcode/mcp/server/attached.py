@@ -22,6 +22,9 @@ import anyio.abc
 
 from shadowcode.engine.api import Access, Caller, Empty, EngineApi
 from shadowcode.errors import ShadowcodeError
+from shadowcode.mcp.server.app import build_server
+from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.stdio import stdio_transport
 
 __all__ = ["serve_attached"]
 
@@ -39,10 +42,6 @@ async def serve_attached(
         params: ``{"project": path, "allow_write": bool, "allow_approvals": bool}`` from the relay.
         notice: records the transport's closing lines for the relay to print (SRV-25).
     """
-    from shadowcode.mcp.server.app import build_server
-    from shadowcode.mcp.server.context import ServerContext
-    from shadowcode.mcp.server.stdio import stdio_transport
-
     try:
         project = await api.project_get(Empty(), Caller(project=Path(str(params.get("project", "")))))
     except ShadowcodeError as exc:

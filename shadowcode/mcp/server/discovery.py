@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
     from typing import Any
@@ -48,6 +49,17 @@ def _client_info(value: object) -> bool:
         and all(isinstance(v, str) for k, v in value.items() if k in ("title", "websiteUrl", "description"))
         and set(value) <= {"name", "version", "title", "websiteUrl", "description"}
     )
+
+
+def _progress_only(params: object) -> bool:
+    """``params`` is ``{"_meta": {"progressToken": T}}`` with a string or integer token, nothing else."""
+    if not isinstance(params, dict) or set(params) != {"_meta"}:
+        return False
+    meta = params["_meta"]
+    if not isinstance(meta, dict) or set(meta) != {"progressToken"}:
+        return False
+    token = meta["progressToken"]
+    return isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
 
 
 class Manifest:
@@ -83,8 +95,13 @@ class Manifest:
         return revision, self._handshake[revision]["initialize"]
 
     def after_handshake(self, revision: str, method: str, params: object) -> Any | None:
-        """The answer to ``method`` without parameters in a session initialized at ``revision``, or None."""
-        if method not in HANDSHAKE_METHODS or params not in (None, {}):
+        """The answer to ``method`` in a session initialized at ``revision``, or None.
+
+        The request may carry no parameters, or only ``_meta`` holding only a progress token
+        (Codex sends ``{"_meta": {"progressToken": 0}}`` with its ``tools/list``): a listing is
+        answered at once, so the token changes nothing in the answer.
+        """
+        if method not in HANDSHAKE_METHODS or not (params in (None, {}) or _progress_only(params)):
             return None
         return self._handshake.get(revision, {}).get(method)
 

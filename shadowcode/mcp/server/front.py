@@ -37,9 +37,6 @@ import subprocess
 import sys
 import threading
 import time
-TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
-if TYPE_CHECKING:
-    from typing import Any
 
 from shadowcode.limits import (
     FRONT_ENGINE_START_SECONDS,
@@ -49,6 +46,10 @@ from shadowcode.limits import (
 )
 from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
 from shadowcode.parent_death import pdeathsig_preexec
+
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["READY_FD_ENV", "serve_front"]
 

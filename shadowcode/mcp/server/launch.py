@@ -80,29 +80,32 @@ async def _serve(
     from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
 
-    async with open_engine(profile) as api:
-        project = await api.project_get(Empty(), Caller(project=workspace))
-        ctx = ServerContext(api=api, root=Path(project.path), access=Access(allow_write, allow_approvals))
-        server = build_server(ctx)
-        read_fd, write_fd = claim_stdio()
-        _say_ready(ready_fd)
-        reason = "connection closed"
-        try:
-            async with anyio.create_task_group() as tg:
+    # Signals are received until the engine has closed, so a second SIGTERM queues instead of
+    # cutting the cleanup short: PR_SET_PDEATHSIG fires again as each thread of a killed stdio
+    # front exits, and hosts repeat their SIGTERM.
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with open_engine(profile) as api:
+            project = await api.project_get(Empty(), Caller(project=workspace))
+            ctx = ServerContext(api=api, root=Path(project.path), access=Access(allow_write, allow_approvals))
+            server = build_server(ctx)
+            read_fd, write_fd = claim_stdio()
+            _say_ready(ready_fd)
+            reason = "connection closed"
+            try:
+                async with anyio.create_task_group() as tg:
 
-                async def stop_on_signal() -> None:
-                    nonlocal reason
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async def stop_on_signal() -> None:
+                        nonlocal reason
                         async for signum in signals:
                             reason = f"signal {signal.Signals(signum).name}"
                             tg.cancel_scope.cancel()
                             return
 
-                tg.start_soon(stop_on_signal)
-                async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
-                    await server.run(read_stream, write_stream, server.create_initialization_options())
-                tg.cancel_scope.cancel()
-        finally:
-            if ctx.owner is not None:
-                with anyio.CancelScope(shield=True):
-                    await api.close_owner(ctx.owner, reason)
+                    tg.start_soon(stop_on_signal)
+                    async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
+                        await server.run(read_stream, write_stream, server.create_initialization_options())
+                    tg.cancel_scope.cancel()
+            finally:
+                if ctx.owner is not None:
+                    with anyio.CancelScope(shield=True):
+                        await api.close_owner(ctx.owner, reason)

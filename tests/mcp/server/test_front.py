@@ -206,6 +206,38 @@ def test_a_request_in_another_shape_waits_for_the_server(make_front: Any) -> Non
 
 
 @pytest.mark.req("SRV-03")
+def test_a_listing_carrying_only_a_progress_token_is_answered_from_the_recording(make_front: Any) -> None:
+    """Codex 0.171 sends ``tools/list`` with ``{"_meta": {"progressToken": 0}}``; it must not wait for the server."""
+    front = make_front()
+    codex_init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-06-18"}}
+    front.send(codex_init)
+    assert front.answer(0)["result"]["protocolVersion"] == "2025-06-18"
+    front.send(INITIALIZED)
+    front.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {"progressToken": 0}}})
+    assert len(front.answer(1)["result"]["tools"]) == 17
+    front.send({"jsonrpc": "2.0", "id": 2, "method": "prompts/list", "params": {"_meta": {"progressToken": "p"}}})
+    assert "prompts" in front.answer(2)["result"]
+    assert front.received() == []
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"_meta": {"progressToken": True}},
+        {"_meta": {"progressToken": 1.5}},
+        {"_meta": {"progressToken": 0, "other": 1}},
+        {"_meta": {}},
+        {"_meta": {"progressToken": 0}, "cursor": "c"},
+        {"cursor": "c"},
+    ],
+)
+def test_a_listing_with_any_other_parameters_is_left_to_the_server(params: dict[str, Any]) -> None:
+    assert MANIFEST is not None
+    assert MANIFEST.after_handshake("2025-06-18", "tools/list", params) is None
+    assert MANIFEST.after_handshake("2025-06-18", "tools/list", {"_meta": {"progressToken": 7}}) is not None
+
+
+@pytest.mark.req("SRV-03")
 def test_modern_discovery_is_answered_from_the_recording(make_front: Any) -> None:
     front = make_front()
     meta = {

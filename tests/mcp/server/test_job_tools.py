@@ -616,3 +616,51 @@ async def test_shadow_approve_of_an_approval_expired_with_its_cancelled_job_says
         refused, message = await call(client, "shadow_approve", approval_id=approval["id"], decision="approve")
         assert h.core.approvals.get(approval["id"]).reason == "its job was cancelled: cancelled by its owner"
     assert not refused and "already expired (its job was cancelled: cancelled by its owner)" in message
+
+
+@pytest.mark.req("SRV-21", "SRV-22", "SRV-07")
+def test_sigkill_of_the_stdio_front_while_a_command_runs_stops_the_server_the_command_and_the_jobs(
+    tmp_path: Path,
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    owned_pid = tmp_path / "owned.pid"
+    profile = Profile(name="default", root=home / "profiles" / "default")
+    scripted_model(profile, tmp_path / "script.json", [run_command_script("", sleeper_argv(owned_pid))])
+    assert cli(home, "trust", "--level", "workspace", str(project)).returncode == 0
+    server = ServerProcess(project, home, "--allow-write", "--allow-approvals", front=True)
+    try:
+        server.initialize()
+        (behind,) = wait_for_sync(server.child_pids, timeout=30, what="the server behind the front")
+        owned = rpc(server, 2, "shadow_run", prompt="owned", permission_level="workspace")["job_id"]
+
+        def first_pending() -> str | None:
+            found = rpc(server, 3, "shadow_jobs", action="get", job_id=owned)["pending_approvals"]
+            return found[0]["id"] if found else None
+
+        rpc(server, 4, "shadow_approve", approval_id=wait_for_sync(first_pending, timeout=60, what="approval"),
+            decision="approve")  # fmt: skip
+        command = int(wait_for_sync(lambda: owned_pid.exists() and owned_pid.read_text(encoding="utf-8"), what="pid"))
+        server.proc.kill()  # the front, relaying to its server, which runs the approved command
+        server.proc.wait(timeout=30)
+        server.proc.stderr.close()  # type: ignore[union-attr]  # as a host may: the server's notes now fail
+        wait_for_sync(lambda: group_gone(command), timeout=30, what="the command's process group to end")
+        wait_for_sync(lambda: not Path(f"/proc/{behind}").exists() or _zombie(behind), timeout=30, what="the server")
+    finally:
+        server.close()
+
+    def status() -> str | None:
+        store = Store(profile.db_path)
+        try:
+            return next(task.status for task in store.tasks.recent(10) if task.id == owned)
+        finally:
+            store.close()
+
+    assert wait_for_sync(lambda: (s := status()) in FINISHED and s, timeout=30, what="the job to end") == "cancelled"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[-1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -127,3 +127,27 @@ def test_a_client_that_stops_reading_is_dropped_after_the_write_deadline(tmp_pat
     assert code == 0
     assert elapsed < STDIO_WRITE_DEADLINE_SECONDS + 20
     assert b"closing the connection: a response write took longer than" in err
+
+
+@pytest.mark.req("SRV-03", "ENG-03")
+def test_the_engine_has_the_mcp_server_imported_before_its_first_attach(tmp_path: Path) -> None:
+    """Importing the attach handler (as ``engine`` does before it serves) loads the MCP server.
+
+    Left to the first ``mcp/attach``, those imports took 3.7 s on a 2-core machine: longer than
+    the second Codex gives a server before its first model request, so a host's first session
+    through a fresh engine offered none of our tools (issue 15).
+    """
+    code = (
+        "import sys, shadowcode.mcp.server.attached; "
+        "print(all(m in sys.modules for m in ('shadowcode.mcp.server.app', 'shadowcode.mcp.server.stdio', 'mcp')))"
+    )
+    done = subprocess.run(
+        [PY, "-c", code],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+        env=cli_env(tmp_path),
+    )
+    assert done.stdout.strip() == "True", done.stderr

@@ -1,0 +1,94 @@
+"""The conformance suite as its own distribution: what it declares, finds and bundles (CONF-01).
+
+``conformance/pyproject.toml`` must name exactly the third-party packages ``conformance/``
+imports, and nothing of the implementation it checks. From the checkout the suite reads the
+checkout's ``fixtures/`` and ``node_probes/``; installed, it copies the bundle the build put
+into ``conformance/_bundle/`` into a cache folder (see ``conformance/resources.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conformance import resources
+
+pytestmark = pytest.mark.req("CONF-01")
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "conformance"
+DISTRIBUTIONS = {"anyio": "anyio", "h11": "h11", "httpx2": "httpx2", "mcp": "mcp", "yaml": "pyyaml"}
+"""Top-level import name to the distribution that provides it."""
+
+
+def _imported_top_levels() -> set[str]:
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        if "build" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def _declared() -> set[str]:
+    with (PACKAGE / "pyproject.toml").open("rb") as f:
+        project = tomllib.load(f)["project"]
+    return {re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].lower() for line in project["dependencies"]}
+
+
+def test_the_distribution_declares_exactly_what_the_suite_imports() -> None:
+    third_party = _imported_top_levels() - set(sys.stdlib_module_names) - {"conformance", "__future__"}
+    assert "shadowcode" not in third_party
+    assert third_party <= DISTRIBUTIONS.keys(), f"map these to their distribution: {third_party - DISTRIBUTIONS.keys()}"
+    assert _declared() == {DISTRIBUTIONS[name] for name in third_party}
+
+
+def test_from_the_checkout_the_suite_reads_the_checkout_and_runs_helpers_with_this_interpreter() -> None:
+    assert resources.resource_root(["cli_usage"], say=pytest.fail) == REPO
+    assert resources.helper_python() == sys.executable
+
+
+def test_a_bundled_baseline_is_found_by_name_and_a_path_stays_a_path(tmp_path: Path) -> None:
+    assert resources.bundled_baseline("python-sdk-server") == PACKAGE / "baselines" / "python-sdk-server.yml"
+    assert resources.bundled_baseline("server-everything.yml") == PACKAGE / "baselines" / "server-everything.yml"
+    assert resources.bundled_baseline("no-such-baseline") == Path("no-such-baseline")
+    own = tmp_path / "python-sdk-server"
+    assert resources.bundled_baseline(str(own)) == own
+
+
+def test_an_installed_copy_uses_its_bundle_from_the_cache_and_says_how_to_set_up_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = tmp_path / "site" / "conformance" / "_bundle"
+    (bundle / "fixtures").mkdir(parents=True)
+    (bundle / "fixtures" / "sample_project.py").write_text("def make_sample_project(dest): ...\n", encoding="utf-8")
+    (bundle / "node_probes").mkdir()
+    for name in ("package.json", "package-lock.json"):
+        (bundle / "node_probes" / name).write_text("{}\n", encoding="utf-8")
+    monkeypatch.setattr(resources, "BUNDLE", bundle)
+    monkeypatch.setattr(resources, "PACKAGE", bundle.parent)
+    monkeypatch.setattr(resources, "_bundle_key", lambda: "k")
+    monkeypatch.setenv("SHADOWCODE_CONFORMANCE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # neither node nor npm
+    said: list[str] = []
+
+    root = resources.resource_root(["cli_usage", "node_stdio"], say=said.append)
+
+    assert root == tmp_path / "cache" / "root-k"
+    assert (root / "fixtures" / "sample_project.py").is_file()
+    assert len(said) == 1 and "node and npm are not on PATH" in said[0] and "(node_stdio)" in said[0]
+    assert said[0].endswith(f"cd {root / 'node_probes'} && npm ci --no-audit --no-fund --loglevel=error")
+    wrapper = Path(resources.helper_python())
+    assert wrapper.parent == root / "bin" and str(bundle.parent.parent) in wrapper.read_text(encoding="utf-8")
+
+    said.clear()  # a second run reuses the copy and says nothing when no selected check needs Node
+    assert resources.resource_root(["cli_usage"], say=said.append) == root and said == []
