@@ -31,14 +31,17 @@ from typing import Any, Final
 
 from conformance.context import Context
 from conformance.processes import Completed, tail
+from conformance.resources import NODE_SETUP_ARGV
 
 __all__ = [
+    "ADAPTER",
     "INSTALL_COMMAND",
     "PACKAGE_VERSION",
     "BearerProxy",
     "Installed",
     "ScenarioRun",
     "failures",
+    "install_command",
     "installed",
     "run_client_scenario",
     "run_server_scenario",
@@ -74,12 +77,19 @@ class Installed:
     version: str
 
 
+def install_command(repo_root: Path) -> str:
+    """:data:`INSTALL_COMMAND` in a checkout; in an installed package's root, ``npm ci`` in its ``node_probes/``."""
+    if (repo_root / "ci" / "setup").is_file():
+        return INSTALL_COMMAND
+    return f"cd {shlex.quote(str(repo_root / 'node_probes'))} && {' '.join(NODE_SETUP_ARGV)}"
+
+
 def installed(repo_root: Path) -> Installed | str:
     """Node 22 and the official package under ``repo_root/node_probes``, or why not (CONF-01).
 
     Returns:
         An :class:`Installed`, or a sentence saying what is missing and that
-        :data:`INSTALL_COMMAND` installs it.
+        :func:`install_command` installs it.
     """
     node = repo_root / _NODE
     script = repo_root / _PACKAGE / "dist" / "index.js"
@@ -90,7 +100,7 @@ def installed(repo_root: Path) -> Installed | str:
     if not script.is_file() or not manifest.is_file():
         missing.append(f"@modelcontextprotocol/conformance {PACKAGE_VERSION} ({_PACKAGE})")
     if missing:
-        return f"not run: {' and '.join(missing)} missing; install with `{INSTALL_COMMAND}`"
+        return f"not run: {' and '.join(missing)} missing; install with `{install_command(repo_root)}`"
     try:
         version = str(json.loads(manifest.read_text(encoding="utf-8")).get("version", "?"))
     except (OSError, ValueError):
@@ -235,9 +245,13 @@ async def run_server_scenario(ctx: Context, tool: Installed, url: str, scenario:
     return ScenarioRun(checks, "", done)
 
 
+ADAPTER: Final = Path(__file__).resolve().parent / "official_client.py"
+"""The client adapter, beside this module in the checkout and in an installed package alike."""
+
+
 def adapter_command(ctx: Context) -> str:
-    """The client command the package runs: ``conformance/official_client.py --target <target>``."""
-    adapter = ctx.repo_root / "conformance" / "official_client.py"
+    """The client command the package runs: ``<python> official_client.py --target <target>``."""
+    adapter = ADAPTER
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(adapter))} --target {shlex.quote(shlex.join(ctx.target))}"
 
 

@@ -53,6 +53,10 @@ def test_not_run_checks_prove_nothing_and_only_unavailable_ones_fail_the_run() -
 
 @pytest.mark.req("CONF-01")
 def test_official_checks_without_the_package_are_not_run_naming_the_install_command(tmp_path: Path) -> None:
+    # An installed package's root (no ci/setup) names npm ci in its node_probes; a checkout names ci/setup.
+    assert "npm ci" in str(installed(tmp_path))
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "setup").write_text("", encoding="utf-8")
     assert isinstance(installed(tmp_path), str)
     load_checks()
     chk = CHECKS["official:server:ping"]
