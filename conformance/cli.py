@@ -13,9 +13,11 @@ a malformed baseline included.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -78,10 +80,27 @@ def _parser() -> argparse.ArgumentParser:
         "--profile",
         choices=PROFILES,
         default="shadowcode",
-        help="shadowcode: the ShadowCode contract (default); generic: stdio rules of any MCP server, "
-        "the target being the whole server command",
+        help="shadowcode: the ShadowCode contract (default); generic: stdio and Streamable HTTP rules of "
+        "any MCP server, the target being the whole server command and/or --url its endpoint",
     )
     p.add_argument("--target", help='the command to test, split like a shell, e.g. "python3 dist/shadowcode.pyz"')
+    p.add_argument(
+        "--url",
+        help="generic profile: the server's Streamable HTTP endpoint (e.g. http://127.0.0.1:3001/mcp); "
+        "its HTTP checks run only with it, its stdio checks only with --target",
+    )
+    p.add_argument(
+        "--bearer-env",
+        metavar="NAME",
+        help="with --url: send 'Authorization: Bearer <value of NAME>' on every request to the endpoint",
+    )
+    p.add_argument(
+        "--official",
+        action="store_true",
+        help="also run the official @modelcontextprotocol/conformance package's scenarios as checks "
+        "(server scenarios against the gateway or --url; client scenarios in the shadowcode profile); "
+        "needs Node 22 and the package in node_probes/ (bash ci/setup)",
+    )
     p.add_argument("--out", default="conformance-out", help="report folder (default: conformance-out)")
     p.add_argument(
         "--only",
@@ -118,12 +137,12 @@ def _parser() -> argparse.ArgumentParser:
 def filtered_by_only(
     registered: Sequence[Check], selected: Sequence[Check], patterns: Sequence[str]
 ) -> Callable[[str], bool]:
-    """Which baseline names ``--only`` left out on purpose (CONF-01).
+    """Which baseline names ``--only`` (or the absence of ``--official``) left out on purpose (CONF-01).
 
-    Without patterns nothing is left out. With them, a registered check that was not
-    selected is left out, and so is any other name (a probe's sub-check, the synthesized
-    SRV-03 check) that no pattern matches as a wildcard, as a substring, or through the
-    part before its first colon.
+    A registered check that was not selected is left out (an official check without
+    ``--official`` too). Without patterns nothing else is left out. With them, any other
+    name (a probe's sub-check, the synthesized SRV-03 check) that no pattern matches as a
+    wildcard, as a substring, or through the part before its first colon is left out.
 
     Args:
         registered: every registered check.
@@ -138,10 +157,12 @@ def filtered_by_only(
     selected_names = {c.name for c in selected}
 
     def left_out(name: str) -> bool:
-        if not wanted:
-            return False
         if name in registered_names:
             return name not in selected_names
+        if not wanted:
+            return not any(name.startswith(n + ":") for n in selected_names) and any(
+                name.startswith(n + ":") for n in registered_names
+            )
         group = name.split(":", 1)[0]
         return not any(fnmatchcase(name, p) or fnmatchcase(group, p) or p in name for p in wanted)
 
@@ -158,20 +179,33 @@ def _baseline(args: argparse.Namespace) -> list[ExpectedFailure]:
 def _run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     patterns = [p.strip() for item in args.only for p in item.split(",")]
-    registered = [c for c in load_checks().values() if c.profile == args.profile]
-    checks = select(registered, patterns)
+    registered = [c for c in load_checks().values() if args.profile in c.profiles]
+    checks = select([c for c in registered if args.official or not c.official], patterns)
     if not checks:
-        raise UsageError("--only matched no check; use --list to see them")
+        hint = "" if args.official else " (official:* checks need --official)"
+        raise UsageError("--only matched no check; use --list to see them" + hint)
     if args.list:
         for c in checks:
             line = f"{c.name}\t{','.join(c.covers)}"
+            if args.profile == "generic":
+                line += f"\t{c.needs}"
             if args.attached:
                 line += "\town engine" if c.own_engine else "\tattached"
             sys.stdout.write(line + "\n")
         return 0
-    if args.target is None:
-        raise UsageError("--target is required")
-    target = parse_target(args.target)
+    if args.url is not None and args.profile != "generic":
+        raise UsageError("--url is for --profile generic; the shadowcode profile starts its own gateway")
+    if args.bearer_env and args.url is None:
+        raise UsageError("--bearer-env needs --url")
+    if args.target is None and args.url is None:
+        raise UsageError("--target is required" + (" (or --url)" if args.profile == "generic" else ""))
+    target = parse_target(args.target) if args.target is not None else []
+    url = _check_url(args.url) if args.url is not None else None
+    bearer = None
+    if args.bearer_env:
+        bearer = os.environ.get(args.bearer_env)
+        if not bearer:
+            raise UsageError(f"--bearer-env {args.bearer_env}: that variable is not set or empty")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     expected = _baseline(args)
@@ -190,6 +224,9 @@ def _run(argv: Sequence[str]) -> int:
             project_factory=factory,
             jobs=args.jobs,
             engine=mode,
+            url=url,
+            bearer=bearer,
+            profile=args.profile,
         )
     )
     report = build_report(
@@ -200,6 +237,7 @@ def _run(argv: Sequence[str]) -> int:
         expected_failures=expected,
         filtered_out=filtered_by_only(registered, checks, patterns),
         engine=mode.value,
+        url=url,
     )
     json_path, md_path = write_report(out_dir, report)
     _summarize(report)
@@ -216,7 +254,7 @@ def _summarize(report: Mapping[str, Any]) -> None:
     sys.stderr.write(
         f"conformance ({report.get('engine', EngineMode.TEMPORARY.value)} engine): "
         f"{statuses.count('pass')} checks passed, {statuses.count('fail')} failed, "
-        f"{statuses.count('expected_fail')} failed as expected; "
+        f"{statuses.count('expected_fail')} failed as expected, {statuses.count('not_run')} not run; "
         f"ids: {s['pass']} pass, {s['fail']} fail, {s['not_covered']} not covered\n"
     )
     for c in checks:
@@ -224,11 +262,21 @@ def _summarize(report: Mapping[str, Any]) -> None:
             sys.stderr.write(f"  FAIL {c['name']}: {c['detail'][:300]}\n")
         elif c["status"] == "expected_fail":
             sys.stderr.write(f"  EXPECTED FAIL {c['name']}: {c['reason']}\n")
+        elif c.get("not_run") == "unavailable":
+            sys.stderr.write(f"  NOT RUN {c['name']}: {c['detail'][:300]}\n")
     for e in baseline:
         if e["outcome"] == "stale":
             sys.stderr.write(f"  STALE {e['check']}: it passed; remove it from the baseline\n")
         elif e["outcome"] == "unknown":
             sys.stderr.write(f"  UNKNOWN {e['check']}: no check of this name ran; fix or remove the entry\n")
+
+
+def _check_url(url: str) -> str:
+    """``--url`` as given, once it is an absolute http(s) URL with a host."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--url must be an http:// or https:// URL with a host, not {url!r}")
+    return url
 
 
 def main(argv: Sequence[str] | None = None) -> int:

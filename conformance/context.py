@@ -61,6 +61,9 @@ class Context:
             :attr:`EngineMode.TEMPORARY` otherwise (always for a check registered with
             ``own_engine=True``).
         revisions: protocol revisions recorded by the check, label to revision.
+        url: the Streamable HTTP endpoint under test (``--url``), or None.
+        bearer: a bearer token to send to ``url`` (read from ``--bearer-env``), or None.
+        profile: the profile being run (``"shadowcode"`` or ``"generic"``).
     """
 
     target: list[str]
@@ -73,6 +76,9 @@ class Context:
     deadline: float
     engine: EngineMode = EngineMode.TEMPORARY
     revisions: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    bearer: str | None = None
+    profile: str = "shadowcode"
 
     def remaining(self) -> float:
         """Seconds left before the deadline (never negative)."""

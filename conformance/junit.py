@@ -6,7 +6,10 @@ with the standard library's :mod:`xml.etree.ElementTree`. Two test suites:
 * ``conformance.checks``: one test case per check that ran (probe sub-checks included),
   ``classname`` its group (the part before ``:``), ``time`` its seconds. A failed check has a
   ``<failure>`` whose message is the first line of its detail; an expected failure (listed in
-  the baseline) is ``<skipped>`` with the baseline's reason. Each case carries a ``covers``
+  the baseline) is ``<skipped>`` with the baseline's reason. A check not run because the run
+  was not given what it needs (``--target``, ``--url``) is ``<skipped>``; one that was asked for
+  but could not run (Node 22 or the official package missing) is a ``<failure>`` of type
+  ``not run``. Each case carries a ``covers``
   property listing the requirement ids it proves. Baseline entries that are stale or unknown
   fail the run, so each becomes a failing case named ``baseline:<check>``.
 * ``conformance.requirements``: one test case per requirement id in contract order: pass,
@@ -82,6 +85,10 @@ def render_junit(report: Mapping[str, Any]) -> bytes:
         detail = _clean(record.get("detail", ""))
         if record.get("status") == "fail":
             ET.SubElement(case, "failure", {"message": _message(detail), "type": "check failed"}).text = detail
+        elif record.get("status") == "not_run" and record.get("not_run") == "unavailable":
+            ET.SubElement(case, "failure", {"message": _message(detail), "type": "not run"}).text = detail
+        elif record.get("status") == "not_run":
+            ET.SubElement(case, "skipped", {"message": f"not run: {_message(detail)}"[:_MESSAGE_MAX_CHARS]})
         elif record.get("status") == "expected_fail":
             reason = _clean(record.get("reason", ""))
             ET.SubElement(

@@ -1,8 +1,12 @@
 """Judge the official conformance package's client scenarios run against ShadowCode.
 
+``python -m conformance --official`` runs the scenarios as checks of its own run (see
+:mod:`conformance.checks.official`); this module keeps the judge of a results folder written
+by hand (``conformance client -o``) and :func:`never_resumed`, which that run uses too.
+
 Usage::
 
-    python3 conformance/official_judge.py RESULTS_DIR SCENARIO...
+    python -m conformance.official_judge RESULTS_DIR SCENARIO...
 
 ``RESULTS_DIR/<scenario>/<scenario>-<time>/`` is what ``conformance client -o`` writes:
 ``checks.json`` (the package's checks), ``stdout.txt`` and ``stderr.txt`` (the adapter's,
@@ -19,7 +23,8 @@ with the reason above it).
 * Any other scenario: every SUCCESS/FAILURE/WARNING check must be SUCCESS, at least one check
   must have been made, and the adapter must have printed its summary line (it exited 0).
 
-Only the standard library is used. Exit status 0 when every scenario ended as it should, else 1.
+The expected failures are read from ``conformance/expected_failures.yml``.
+Exit status 0 when every scenario ended as it should, else 1.
 """
 
 from __future__ import annotations
@@ -32,23 +37,23 @@ from typing import Any
 
 __all__ = ["EXPECTED_FAILURES", "judge", "main", "never_resumed"]
 
-EXPECTED_FAILURES: dict[str, str] = {
-    "sse-retry": "expects SSE resumption, which CLI-18 forbids",
-    # The client auth suite (spec versions in brackets).
-    "auth/2025-03-26-oauth-metadata-backcompat": (
-        "[2025-03-26] its metadata at the server root names the issuer <server>/oauth; a metadata document "
-        "whose issuer differs from the one it was discovered for is refused (RFC 8414 section 3.3, CW-08)"
-    ),
-    "auth/2025-03-26-oauth-endpoint-fallback": (
-        "[2025-03-26] publishes no metadata and expects guessed /authorize, /token, /register endpoints; "
-        "guessed endpoints are never used (CW-08)"
-    ),
-    "auth/client-credentials-jwt": "[extension] the client credentials grant (SEP-1046) is not implemented",
-    "auth/client-credentials-basic": "[extension] the client credentials grant (SEP-1046) is not implemented",
-    "auth/cross-app-access-complete-flow": (
-        "[extension] enterprise-managed authorization (SEP-990: token exchange, JWT bearer grant) is not implemented"
-    ),
-}
+
+def _expected_failures() -> dict[str, str]:
+    """Client scenario -> reason, from the ``official:client:*`` and ``official:auth:*`` entries of
+    ShadowCode's baseline (``conformance/expected_failures.yml``), the one list both this judge and
+    ``python -m conformance --official`` go by."""
+    from conformance.report import load_expected_failures
+
+    found: dict[str, str] = {}
+    for entry in load_expected_failures(Path(__file__).resolve().parent / "expected_failures.yml"):
+        if entry.check.startswith("official:client:") and entry.check.count(":") == 2:
+            found[entry.check.removeprefix("official:client:")] = entry.reason
+        elif entry.check.startswith("official:auth:") and entry.check.count(":") == 2:
+            found["auth/" + entry.check.removeprefix("official:auth:")] = entry.reason
+    return found
+
+
+EXPECTED_FAILURES: dict[str, str] = _expected_failures()
 """Client scenarios that must fail, and why."""
 
 _NEVER_RESUMED = frozenset({"sse-retry"})

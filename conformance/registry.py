@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
+    "NEEDS",
     "PROFILES",
     "Check",
     "CheckFn",
@@ -60,12 +61,31 @@ class CheckResult:
         detail: a short explanation; on failure, what differed.
         data: free JSON-able facts for debugging (not copied into the report).
         subresults: inner checks to report as checks of their own.
+        not_run: ``""`` when the check ran, else why not: ``"not_asked"`` (:meth:`not_asked`)
+            or ``"unavailable"`` (:meth:`unavailable`).
     """
 
     ok: bool
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
     subresults: list[SubResult] = field(default_factory=list)
+    not_run: str = ""
+
+    @classmethod
+    def not_asked(cls, detail: str) -> CheckResult:
+        """A check the run was not given what it needs for (``--url``, ``--target``): reported
+        "not run"; it proves nothing and does not fail the run (CONF-01)."""
+        return cls(False, detail, not_run="not_asked")
+
+    @classmethod
+    def unavailable(cls, detail: str) -> CheckResult:
+        """A check that was asked for but could not run (e.g. Node 22 missing): reported "not run",
+        and the run fails, since what it was asked to prove stays unproven (CONF-01).
+
+        Args:
+            detail: why, and the command that installs what is missing.
+        """
+        return cls(False, detail, not_run="unavailable")
 
 
 CheckFn = Callable[["Context"], Awaitable[CheckResult]]
@@ -85,8 +105,13 @@ class Check:
         own_engine: True when the check's subject is the engine's own lifecycle or the
             temporary engine: it starts ``<target> engine`` itself or needs none to run, so
             an ``--attached`` run starts no engine for it.
-        profile: the profile that runs it: ``"shadowcode"`` (the contract, the default) or
-            ``"generic"`` (rules every MCP server keeps; the target is any server command).
+        profiles: the profiles that run it: ``"shadowcode"`` (the contract, the default) and/or
+            ``"generic"`` (rules every MCP server keeps; the target is any server command or URL).
+        needs: what the run must have been given for the check to run: ``"target"`` (a command,
+            ``--target``), ``"url"`` (a Streamable HTTP endpoint, ``--url``) or ``"either"``.
+            Without it the check is reported "not run" and counts for nothing.
+        official: the check runs the official ``@modelcontextprotocol/conformance`` package;
+            it is selected only with ``--official``.
     """
 
     name: str
@@ -95,7 +120,14 @@ class Check:
     fn: CheckFn
     timeout_seconds: float
     own_engine: bool = False
-    profile: str = "shadowcode"
+    profiles: tuple[str, ...] = ("shadowcode",)
+    needs: str = "target"
+    official: bool = False
+
+    @property
+    def profile(self) -> str:
+        """The first profile that runs the check."""
+        return self.profiles[0]
 
 
 CHECKS: dict[str, Check] = {}
@@ -105,6 +137,9 @@ CHECKS: dict[str, Check] = {}
 PROFILES = ("shadowcode", "generic")
 """Check profiles: the ShadowCode contract (default) and the rules of any MCP server."""
 
+NEEDS = ("target", "url", "either")
+"""What a check needs from the command line: ``--target``, ``--url``, or one of them."""
+
 
 def check(
     name: str,
@@ -112,7 +147,9 @@ def check(
     covers: Sequence[str],
     timeout_seconds: float = CHECK_TIMEOUT_SECONDS,
     own_engine: bool = False,
-    profile: str = "shadowcode",
+    profile: str | Sequence[str] = "shadowcode",
+    needs: str = "target",
+    official: bool = False,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register an async check function under ``name`` (CONF-01).
 
@@ -122,7 +159,9 @@ def check(
         timeout_seconds: wall-clock bound; the check fails when it runs out.
         own_engine: the check starts ``<target> engine`` itself or needs the profile to
             have none, so ``--attached`` must not start one for it.
-        profile: one of :data:`PROFILES`.
+        profile: one of :data:`PROFILES`, or several.
+        needs: ``"target"``, ``"url"`` or ``"either"`` (see :class:`Check`).
+        official: the check runs the official conformance package (``--official`` only).
 
     Returns:
         A decorator that registers the function and returns it unchanged.
@@ -130,8 +169,12 @@ def check(
     Raises:
         ValueError: an unknown requirement id or profile, or a name registered twice.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"check {name!r} names unknown profile {profile!r}")
+    profiles = (profile,) if isinstance(profile, str) else tuple(profile)
+    for one in profiles:
+        if one not in PROFILES:
+            raise ValueError(f"check {name!r} names unknown profile {one!r}")
+    if needs not in NEEDS:
+        raise ValueError(f"check {name!r} needs {needs!r}, not one of {', '.join(NEEDS)}")
     known = set(requirement_ids())
     unknown = [c for c in covers if c not in known]
     if unknown:
@@ -141,7 +184,9 @@ def check(
         if name in CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
         group = fn.__module__.rsplit(".", 1)[-1]
-        CHECKS[name] = Check(name, group, tuple(covers), fn, float(timeout_seconds), own_engine, profile)
+        CHECKS[name] = Check(
+            name, group, tuple(covers), fn, float(timeout_seconds), own_engine, profiles, needs, official
+        )
         return fn
 
     return register

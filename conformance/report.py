@@ -36,6 +36,8 @@ from conformance.requirements import REQUIREMENTS
 
 __all__ = [
     "REVISIONS_CHECK",
+    "NOT_ASKED",
+    "UNAVAILABLE",
     "CheckRecord",
     "ExpectedFailure",
     "build_report",
@@ -60,6 +62,10 @@ class CheckRecord:
         ok: whether it passed.
         detail: explanation, cut to ``DETAIL_MAX_CHARS``.
         seconds: wall-clock time it took.
+        not_run: ``""`` when the check ran; :data:`NOT_ASKED` when the run was not given what
+            it needs (``--target`` or ``--url``); :data:`UNAVAILABLE` when it was asked for but
+            something it needs is missing (Node 22, the official package). Either way it proves
+            nothing; only an unavailable check fails the run.
     """
 
     name: str
@@ -67,21 +73,33 @@ class CheckRecord:
     ok: bool
     detail: str
     seconds: float
+    not_run: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """``{"name", "covers", "ok", "status", "detail", "seconds"}``, seconds rounded to ms.
 
-        ``status`` is ``"pass"`` or ``"fail"`` from ``ok``; :func:`build_report` turns a
-        baselined failure into ``"expected_fail"``.
+        ``status`` is ``"pass"`` or ``"fail"`` from ``ok``, or ``"not_run"`` (then
+        ``"not_run"`` holds :data:`NOT_ASKED` or :data:`UNAVAILABLE` and ``ok`` is false);
+        :func:`build_report` turns a baselined failure into ``"expected_fail"``.
         """
-        return {
+        row: dict[str, Any] = {
             "name": self.name,
             "covers": list(self.covers),
-            "ok": self.ok,
-            "status": "pass" if self.ok else "fail",
+            "ok": self.ok and not self.not_run,
+            "status": "not_run" if self.not_run else "pass" if self.ok else "fail",
             "detail": self.detail[:DETAIL_MAX_CHARS],
             "seconds": round(self.seconds, 3),
         }
+        if self.not_run:
+            row["not_run"] = self.not_run
+        return row
+
+
+NOT_ASKED = "not_asked"
+"""A check not run because the run was not given what it needs (``--target``, ``--url``)."""
+
+UNAVAILABLE = "unavailable"
+"""A check not run because something it needs is missing; it fails the run."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +179,7 @@ def revisions_record(records: Sequence[CheckRecord], revisions: Mapping[str, str
         ``revisions``; a failing one naming what is missing otherwise; None when no record
         covers SRV-03.
     """
-    if not any("SRV-03" in r.covers for r in records):
+    if not any("SRV-03" in r.covers and not r.not_run for r in records):
         return None
     seen = sorted(set(revisions.values()))
     modern = MODERN_REVISION in seen
@@ -191,6 +209,7 @@ def build_report(
     expected_failures: Sequence[ExpectedFailure] = (),
     filtered_out: Callable[[str], bool] = _never_filtered,
     engine: str = "temporary",
+    url: str | None = None,
 ) -> dict[str, Any]:
     """Aggregate check records into the report document (CONF-01).
 
@@ -203,6 +222,8 @@ def build_report(
         filtered_out: whether a baseline name was left out of the run on purpose (``--only``);
             such an entry is neither checked nor reported.
         engine: how the run met the engine: ``"attached"`` (``--attached``) or ``"temporary"``.
+        url: the Streamable HTTP endpoint under test (``--url``); the report carries a
+            ``"url"`` key only when one was given.
 
     Returns:
         ``{"target": [str], "engine": str, "generated_at": int, "summary": {"pass", "fail", "not_covered"},
@@ -214,14 +235,16 @@ def build_report(
         and ``expected_fail`` the baselined failures left out of it. A check's ``status`` is
         ``"pass"``, ``"fail"`` or ``"expected_fail"`` (which carries the baseline ``reason``).
         An ``outcome`` is ``"failed_as_expected"``, ``"stale"`` (the check passed) or
-        ``"unknown"`` (no check of that name ran). ``summary`` counts ids, not checks.
+        ``"unknown"`` (no check of that name ran). A check that was not run (``"not_run"``)
+        counts for no id, and its baseline entry is left out. ``summary`` counts ids, not checks.
     """
     all_records = list(records)
     synthesized = revisions_record(all_records, revisions)
     if synthesized is not None:
         all_records.append(synthesized)
     reasons = {e.check: e.reason for e in expected_failures}
-    excused = {r.name for r in all_records if not r.ok and r.name in reasons}
+    excused = {r.name for r in all_records if not r.ok and not r.not_run and r.name in reasons}
+    not_run = {r.name for r in all_records if r.not_run}
     checks: list[dict[str, Any]] = []
     for r in all_records:
         row = r.as_json()
@@ -232,7 +255,7 @@ def build_report(
     results: list[dict[str, Any]] = []
     summary = {"pass": 0, "fail": 0, "not_covered": 0}
     for requirement in REQUIREMENTS:
-        covering = [r for r in all_records if requirement.id in r.covers]
+        covering = [r for r in all_records if requirement.id in r.covers and r.name not in not_run]
         counted = [r for r in covering if r.name not in excused]
         if not counted:
             status = "not_covered"
@@ -253,9 +276,9 @@ def build_report(
     baseline = [
         {"check": e.check, "reason": e.reason, "outcome": outcomes.get(e.check, "unknown")}
         for e in expected_failures
-        if e.check in outcomes or not filtered_out(e.check)
+        if (e.check in outcomes and e.check not in not_run) or (e.check not in outcomes and not filtered_out(e.check))
     ]
-    return {
+    report: dict[str, Any] = {
         "target": list(target),
         "engine": engine,
         "generated_at": int(generated_at),
@@ -265,10 +288,14 @@ def build_report(
         "checks": checks,
         "expected_failures": baseline,
     }
+    if url is not None:
+        report["url"] = url
+    return report
 
 
 def report_failed(report: Mapping[str, Any]) -> bool:
-    """Whether the run fails: a check failed outside the baseline, or a baseline entry is stale or unknown.
+    """Whether the run fails: a check failed outside the baseline, a check asked for could not run
+    (unavailable), or a baseline entry is stale or unknown.
 
     Args:
         report: a document from :func:`build_report`.
@@ -276,7 +303,7 @@ def report_failed(report: Mapping[str, Any]) -> bool:
     Returns:
         True when the exit status must be 1 (CONF-01).
     """
-    if any(c["status"] == "fail" for c in report["checks"]):
+    if any(c["status"] == "fail" or c.get("not_run") == UNAVAILABLE for c in report["checks"]):
         return True
     return any(e["outcome"] != "failed_as_expected" for e in report.get("expected_failures", []))
 
@@ -287,7 +314,7 @@ def _cell(text: str) -> str:
 
 
 _MARK = {"pass": "pass", "fail": "**FAIL**", "not_covered": "not covered"}
-_CHECK_MARK = {"pass": "ok", "fail": "**FAIL**", "expected_fail": "expected fail"}
+_CHECK_MARK = {"pass": "ok", "fail": "**FAIL**", "expected_fail": "expected fail", "not_run": "not run"}
 _OUTCOME = {
     "failed_as_expected": "failed as expected",
     "stale": "**STALE**: it passed, remove it from the baseline",
@@ -310,13 +337,14 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         "# Conformance report",
         "",
-        f"- Target: `{' '.join(report['target'])}`",
+        f"- Target: `{' '.join(report['target'])}`" if report["target"] else "- Target: none (no --target)",
+        *([f"- URL: `{report['url']}`"] if report.get("url") else []),
         f"- Engine: {_ENGINE_SAID.get(report.get('engine', 'temporary'), report.get('engine'))}",
         f"- Generated at: {report['generated_at']} (Unix seconds)",
         f"- Result: {'**FAIL**' if report_failed(report) else 'pass'}",
         f"- Requirements: {summary['pass']} pass, {summary['fail']} fail, {summary['not_covered']} not covered",
         f"- Checks: {statuses.count('pass')} passed, {statuses.count('fail')} failed, "
-        f"{statuses.count('expected_fail')} expected failures",
+        f"{statuses.count('expected_fail')} expected failures, {statuses.count('not_run')} not run",
         "",
         "## Protocol revisions negotiated",
         "",
@@ -340,6 +368,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines += ["", "## Checks", "", "| Check | Result | Seconds | Covers | Detail |", "|---|---|---|---|---|"]
     for c in report["checks"]:
         result = _CHECK_MARK[c["status"]]
+        if c.get("not_run") == UNAVAILABLE:
+            result = "**NOT RUN**"
         detail = c["detail"] if "reason" not in c else f"{c['detail']} (baseline: {c['reason']})"
         covers = ", ".join(c["covers"]) or "-"
         lines.append(f"| `{_cell(c['name'])}` | {result} | {c['seconds']:.2f} | {covers} | {_cell(detail)} |")

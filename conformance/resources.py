@@ -63,6 +63,7 @@ NODE_GROUPS = frozenset(
         "external_servers",
         "gateway",
         "node_stdio",
+        "official",
         "registration",
         "stdio_discovery",
     }

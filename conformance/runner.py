@@ -36,7 +36,7 @@ from conformance.fixture import ProjectFactory
 from conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS
 from conformance.processes import kill_marked
 from conformance.registry import Check, CheckResult
-from conformance.report import CheckRecord
+from conformance.report import NOT_ASKED, CheckRecord
 from conformance.requirements import requirement_ids
 
 __all__ = ["RunOutcome", "run_checks", "run_one"]
@@ -112,6 +112,9 @@ async def run_one(
     repo_root: Path,
     project_factory: ProjectFactory,
     engine: EngineMode = EngineMode.TEMPORARY,
+    url: str | None = None,
+    bearer: str | None = None,
+    profile: str = "shadowcode",
 ) -> tuple[list[CheckRecord], dict[str, str]]:
     """Run one check in private directories within its time bound (CONF-01).
 
@@ -124,12 +127,19 @@ async def run_one(
         engine: :attr:`EngineMode.ATTACHED` to run the check while ``<target> engine`` runs
             in its profile (unless the check has ``own_engine``); the readiness wait, at most
             ``ENGINE_READY_SECONDS``, does not count against the check's time.
+        url: the Streamable HTTP endpoint under test (``--url``), or None.
+        bearer: a bearer token for ``url``, or None.
+        profile: the profile being run, passed on in the context.
 
     Returns:
         The check's record followed by one record per sub-result, and the revisions it
         recorded. Never raises for a failing, crashing or slow check, nor for an engine
-        that does not start.
+        that does not start. A check whose :attr:`~conformance.registry.Check.needs` the run
+        was not given is reported "not run" without starting anything.
     """
+    missing = _missing(chk, target, url)
+    if missing:
+        return [CheckRecord(chk.name, chk.covers, False, missing, 0.0, not_run=NOT_ASKED)], {}
     started = time.monotonic()
     attached = engine is EngineMode.ATTACHED and not chk.own_engine
     scratch = Path(tempfile.mkdtemp(prefix="conformance-" + re.sub(r"[^A-Za-z0-9_.-]", "_", chk.name) + "-"))
@@ -157,6 +167,9 @@ async def run_one(
                 repo_root=repo_root,
                 deadline=started + chk.timeout_seconds + (ENGINE_READY_SECONDS if attached else 0.0),
                 engine=EngineMode.ATTACHED if attached else EngineMode.TEMPORARY,
+                url=url,
+                bearer=bearer,
+                profile=profile,
             )
             try:
                 result = await (_run_attached(chk, ctx) if attached else _run_bounded(chk, ctx))
@@ -170,7 +183,7 @@ async def run_one(
     detail = result.detail
     if leftovers:
         detail += f" (killed {len(leftovers)} process(es) still running after the check)"
-    records = [CheckRecord(chk.name, chk.covers, result.ok, detail, seconds)]
+    records = [CheckRecord(chk.name, chk.covers, result.ok, detail, seconds, not_run=result.not_run)]
     known = set(requirement_ids())
     for sub in result.subresults:
         unknown = [c for c in sub.covers if c not in known]
@@ -186,6 +199,17 @@ async def run_one(
     return records, revisions
 
 
+def _missing(chk: Check, target: Sequence[str], url: str | None) -> str:
+    """Why the run cannot run ``chk`` as given (empty when it can)."""
+    if chk.needs == "target" and not target:
+        return "not run: needs --target (the server command); only --url was given"
+    if chk.needs == "url" and not url:
+        return "not run: needs --url (the server's Streamable HTTP endpoint)"
+    if chk.needs == "either" and not target and not url:
+        return "not run: needs --target or --url"
+    return ""
+
+
 async def run_checks(
     checks: Sequence[Check],
     *,
@@ -195,6 +219,9 @@ async def run_checks(
     project_factory: ProjectFactory,
     jobs: int,
     engine: EngineMode = EngineMode.TEMPORARY,
+    url: str | None = None,
+    bearer: str | None = None,
+    profile: str = "shadowcode",
 ) -> RunOutcome:
     """Run ``checks`` with at most ``jobs`` at a time (CONF-01).
 
@@ -207,6 +234,9 @@ async def run_checks(
         jobs: concurrency, at least 1.
         engine: :attr:`EngineMode.ATTACHED` to give each check (but those with
             ``own_engine``) a running ``<target> engine``; see :func:`run_one`.
+        url: the Streamable HTTP endpoint under test (``--url``), or None.
+        bearer: a bearer token for ``url``, or None.
+        profile: the profile being run.
 
     Returns:
         A :class:`RunOutcome` whose records keep the order of ``checks``.
@@ -217,7 +247,15 @@ async def run_checks(
     async def one(index: int, chk: Check) -> None:
         async with limiter:
             slots[index] = await run_one(
-                chk, target=target, cwd=cwd, repo_root=repo_root, project_factory=project_factory, engine=engine
+                chk,
+                target=target,
+                cwd=cwd,
+                repo_root=repo_root,
+                project_factory=project_factory,
+                engine=engine,
+                url=url,
+                bearer=bearer,
+                profile=profile,
             )
 
     async with anyio.create_task_group() as tg:

@@ -3,8 +3,8 @@
 The adapter runs as the package runs it (a separate process, the URL last, the scenario in
 ``MCP_CONFORMANCE_SCENARIO``) against loopback peers that answer as the package's
 ``initialize`` and ``tools_call`` scenario servers do, so it is tested without Node or the
-network; when the package itself is installed (``OFFCONF_DIR`` as ``ci/official_conformance``
-uses it, or ``node_probes/node_modules``), the real scenarios run too.
+network; when the package itself is installed (in ``node_probes/node_modules``, or a folder
+named by ``OFFCONF_DIR``), the real scenarios run too.
 
 Covers CLI-16.
 """

