@@ -3,8 +3,8 @@
 The adapter runs as the package runs it (a separate process, the URL last, the scenario in
 ``MCP_CONFORMANCE_SCENARIO``) against loopback peers that answer as the package's
 ``initialize`` and ``tools_call`` scenario servers do, so it is tested without Node or the
-network; when the package itself is installed (in ``node_probes/node_modules``, or a folder
-named by ``OFFCONF_DIR``), the real scenarios run too.
+network; the real package's scenarios run too, from ``node_probes/node_modules`` where
+``bash ci/setup`` pins it with Node 22 (or a folder named by ``OFFCONF_DIR``).
 
 Covers CLI-16.
 """
@@ -142,11 +142,10 @@ def _official() -> tuple[str, str] | None:
     return None
 
 
-@pytest.mark.skipif(_official() is None, reason="the official conformance package and Node 22 are not installed")
 @pytest.mark.parametrize("scenario", ["initialize", "tools_call"])
 async def test_the_official_client_scenarios_pass(scenario: str, tmp_path: Path) -> None:
     found = _official()
-    assert found is not None
+    assert found is not None, "the official conformance package and Node 22 are missing: run bash ci/setup"
     node, entry = found
     command = f"{sys.executable} conformance/official_client.py --target '{TARGET}'"
     argv = [node, entry, "client", "--command", command, "--scenario", scenario, "--timeout", "200000"]
