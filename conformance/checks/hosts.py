@@ -37,12 +37,18 @@ from __future__ import annotations
 
 import json
 import time
-import tomllib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from conformance.checks.python_client import EXPECTED_TOOLS
-from conformance.checks.registration import _failed, _host_bin, _host_env, _missing_host, _register
+from conformance.checks.registration import (
+    _codex_section,
+    _failed,
+    _host_bin,
+    _host_env,
+    _missing_host,
+    _register,
+)
 from conformance.context import Context
 from conformance.processes import Completed, run_command, tail
 from conformance.registry import CheckResult, check
@@ -286,10 +292,9 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
     if problem:
         return CheckResult(False, problem)
     snippet = done.stdout.decode("utf-8")
-    try:
-        entry = tomllib.loads(snippet)["mcp_servers"][_NAME]
-    except (tomllib.TOMLDecodeError, KeyError) as exc:
-        return CheckResult(False, f"not a [mcp_servers.{_NAME}] TOML section: {exc!r}: {tail(snippet)}")
+    entry, problem = _codex_section(snippet)
+    if problem:
+        return CheckResult(False, problem)
     pinned = (entry.get("env") or {}).get("SHADOWCODE_HOME")
     if pinned != str(ctx.home):
         return CheckResult(False, f"the section does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")

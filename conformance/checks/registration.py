@@ -119,6 +119,14 @@ def _failed(what: str, done: Completed) -> str | None:
     return None
 
 
+def _codex_section(text: str) -> tuple[dict[str, Any], str | None]:
+    """The ``[mcp_servers.shadowcode]`` table of printed TOML, or ``({}, problem)`` when there is none."""
+    try:
+        return dict(tomllib.loads(text)["mcp_servers"][_NAME]), None
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+        return {}, f"not a [mcp_servers.{_NAME}] TOML section: {exc!r}: {tail(text)}"
+
+
 async def _register(ctx: Context, *args: str, workspace: Path | None = None) -> tuple[Completed, str | None]:
     """``<target> --workspace W mcp register ARGS``; returns the run and a problem, if any."""
     argv = ctx.target_argv("mcp", "register", *args, workspace=workspace)
@@ -240,10 +248,9 @@ async def codex_stdio_round_trip(ctx: Context) -> CheckResult:
     if problem:
         return CheckResult(False, problem)
     text = done.stdout.decode("utf-8")
-    try:
-        printed = tomllib.loads(text)["mcp_servers"][_NAME]
-    except (tomllib.TOMLDecodeError, KeyError) as exc:
-        return CheckResult(False, f"not a [mcp_servers.{_NAME}] TOML section: {exc!r}: {tail(text)}")
+    printed, problem = _codex_section(text)
+    if problem:
+        return CheckResult(False, problem)
     if str(project) not in printed.get("args", []):
         return CheckResult(False, f"the project path {str(project)!r} is not a literal argument: {printed!r}")
     return await _codex_reads_back(ctx, codex, text, {"command": printed.get("command"), "args": printed.get("args")})
