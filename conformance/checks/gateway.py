@@ -63,8 +63,8 @@ _CONNECTIONS_MAX = 32
 """GW-07: concurrent TCP connections."""
 _REQUESTS_PER_SECOND_MAX = 128
 """GW-07: requests in one second."""
-_FLOOD_ATTEMPTS = 3
-"""Bursts sent at most while each is too slow to reach the per-second limit."""
+_FLOOD_ATTEMPTS = 6
+"""Request bursts sent at most while each is too slow to reach the per-second limit."""
 _BODY_MAX_BYTES = 1024 * 1024
 """GW-07: request body bytes."""
 _HEADER_DEADLINE_SECONDS = 5.0
@@ -341,21 +341,22 @@ async def refusals(ctx: Context) -> CheckResult:
                 add(name, covers, got == expected, f"answered {got}, expected {expected}")
             got = await _connection_flood(gw)
             add("connection_33", ("GW-07",), got == 429, f"the 33rd connection was answered {got}")
-            # A burst slower than the limit proves nothing either way (a loaded machine can send
-            # fewer than 128 requests a second): such a burst is sent again, at most three in all.
+            # A burst that never went faster than the limit proves nothing either way (a loaded
+            # machine may open fewer than 128 connections a second): one that took more than a
+            # second with no 429 is sent again, at most _FLOOD_ATTEMPTS in all.
             slow: list[str] = []
             for _ in range(_FLOOD_ATTEMPTS):
                 refused, others, seconds = await _request_flood(gw)
-                if refused or seconds < 2.0:
+                if refused or seconds <= 1.0:
                     break
-                slow.append(f"{seconds:.2f} s")
+                slow.append(f"{(refused + others) / seconds:.0f}/s")
             # The window slides: in a burst lasting T seconds at most 128 * ceil(T) are served.
             bound = _REQUESTS_PER_SECOND_MAX * max(1, math.ceil(seconds))
-            earlier = f" (earlier bursts too slow to reach the limit: {', '.join(slow)})" if slow else ""
+            earlier = f" (bursts slower than the limit before it: {', '.join(slow)})" if slow else ""
             add(
                 "request_129_in_a_second",
                 ("GW-07",),
-                seconds < 2.0 and refused > 0 and others <= bound,
+                refused > 0 and others <= bound,
                 f"{refused} answered 429 and {others} served (at most {bound}) of {refused + others} sent "
                 f"in {seconds:.2f} s{earlier}",
             )
