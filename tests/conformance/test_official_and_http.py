@@ -24,6 +24,7 @@ from conformance.official import installed
 from conformance.registry import CHECKS, load_checks
 from conformance.report import NOT_ASKED, UNAVAILABLE, CheckRecord, build_report, report_failed
 from conformance.runner import run_one
+from tests.support.process import stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TARGET = f"{sys.executable} -m shadowcode"
@@ -133,14 +134,7 @@ def bare_http_server() -> Iterator[str]:
         assert url.startswith("http://127.0.0.1:"), "the bare SDK HTTP server did not get ready"
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        stop_process(proc, grace_seconds=15)
 
 
 class _Bounded:

@@ -30,6 +30,7 @@ from shadowcode.process_group import pids_alive
 from shadowcode.profile import Profile
 from shadowcode.store.approvals import ApprovalRecord
 from shadowcode.store.tasks import TaskRecord
+from tests.support.process import stop_process
 
 __all__ = [
     "FINISHED",
@@ -295,11 +296,4 @@ def openai_server(*args: str, timeout: float = 30.0) -> Iterator[str]:
         assert line.startswith("READY "), line
         yield line.split(" ", 1)[1]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_process(proc)

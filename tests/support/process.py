@@ -143,3 +143,16 @@ class ServerProcess:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace_seconds``; reaped, and its pipes closed."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=grace_seconds)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
