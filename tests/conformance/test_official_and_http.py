@@ -2,19 +2,28 @@
 
 Covers CONF-01 (official checks folded into report.json, report.md and the JUnit file, each with
 its own name and ids; "not run" when Node 22 or the package is missing, or when the run was not
-given --url / --target), GW-04 and GW-05 as the generic HTTP checks prove them against the bare
-Python SDK server (bench/bare_http_server.py) with its baseline.
+given --url / --target), GW-04 and GW-05 as the generic HTTP checks prove them, each server with
+its baseline: the bare Python SDK server (bench/bare_http_server.py), ShadowCode's own gateway
+(``mcp serve --http 127.0.0.1:0 --token-env NAME``, checked with ``--bearer-env NAME``) and
+``@modelcontextprotocol/server-everything`` in streamableHttp mode (held to 127.0.0.1 by
+tests/support/node_loopback.cjs).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import socket
 import subprocess
 import sys
-import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -22,13 +31,27 @@ import pytest
 from conformance.cli import main
 from conformance.official import installed
 from conformance.registry import CHECKS, load_checks
-from conformance.report import NOT_ASKED, UNAVAILABLE, CheckRecord, build_report, report_failed
+from conformance.report import (
+    NOT_ASKED,
+    UNAVAILABLE,
+    CheckRecord,
+    build_report,
+    load_expected_failures,
+    report_failed,
+)
 from conformance.runner import run_one
+from tests.support.engine import cli_env, wait_for_sync
 from tests.support.process import stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TARGET = f"{sys.executable} -m shadowcode"
 READY_SECONDS = 60.0
+SERVER_STOP_SECONDS = 30.0
+PORT_ATTEMPTS = 3
+EVERYTHING = REPO_ROOT / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE_LOOPBACK = REPO_ROOT / "tests/support/node_loopback.cjs"
+GATEWAY_TOKEN_ENV = "CONFORMANCE_GATEWAY_TOKEN"
+GATEWAY_TOKEN = "conformance-gateway-token-7c1e9b3a5d2f4e6a8b0c"
 
 
 def _project(dest: Path) -> Path:
@@ -110,44 +133,141 @@ def test_official_scenarios_fold_into_one_report_and_junit(tmp_path: Path) -> No
     assert cases["official:server:ping"].find("failure") is None
 
 
-@pytest.fixture
-def bare_http_server() -> Iterator[str]:
-    """``python -m bench.bare_http_server`` on 127.0.0.1 and a free port; its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.bare_http_server", "--port", "0"],
-        cwd=REPO_ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+class _Exited(AssertionError):
+    """The server process exited before it was ready; the message holds the end of its log."""
+
+
+@contextmanager
+def _serving(argv: list[str], ready: Callable[[str], str | None], *, log: Path, env: dict[str, str]) -> Iterator[str]:
+    """Run ``argv`` from the checkout until the block ends; yields the URL ``ready`` finds.
+
+    The process gets its own session, no stdin, and ``log`` for stdout and stderr. ``ready(text)``
+    is called with the log's text until it returns a URL, for at most READY_SECONDS (an
+    AssertionError then; :class:`_Exited` when the process exits first). Stopped (TERM, then
+    KILL after SERVER_STOP_SECONDS) and reaped with ``stop_process``.
+    """
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=True
+        )
     try:
-        url = ""
-        assert proc.stderr is not None
-        with _Bounded(READY_SECONDS, proc):
-            while not url:
-                line = proc.stderr.readline().decode("utf-8", "replace")
-                if not line:
-                    break
-                if "bare http ready: " in line:
-                    url = line.split("bare http ready: ", 1)[1].strip()
-        assert url.startswith("http://127.0.0.1:"), "the bare SDK HTTP server did not get ready"
-        yield url
+
+        def seen() -> str | None:
+            text = log.read_text(encoding="utf-8", errors="replace")
+            if proc.poll() is not None:
+                raise _Exited(f"{argv[1:]} exited {proc.returncode} before it was ready: {text[-2000:]}")
+            return ready(text)
+
+        yield wait_for_sync(seen, timeout=READY_SECONDS, what=f"{argv[1:]} to get ready")
     finally:
-        stop_process(proc, grace_seconds=15)
+        stop_process(proc, grace_seconds=SERVER_STOP_SECONDS)
 
 
-class _Bounded:
-    """Kill ``proc`` if the block takes longer than ``seconds`` (so a blocked readline returns)."""
+def _after(marker: str) -> Callable[[str], str | None]:
+    """A ``ready`` for :func:`_serving`: the loopback URL printed after ``marker``, once printed."""
+    pattern = re.compile(re.escape(marker) + r"(http://127\.0\.0\.1:\d+/mcp)\s")
 
-    def __init__(self, seconds: float, proc: subprocess.Popen[bytes]) -> None:
-        self._timer = threading.Timer(seconds, proc.kill)
+    def ready(text: str) -> str | None:
+        found = pattern.search(text)
+        return found.group(1) if found else None
 
-    def __enter__(self) -> None:
-        self._timer.start()
+    return ready
 
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _accepting(port: int) -> Callable[[str], str | None]:
+    """A ``ready`` for :func:`_serving`: the URL once 127.0.0.1:``port`` accepts a connection."""
+
+    def ready(_: str) -> str | None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return None
+        return f"http://127.0.0.1:{port}/mcp"
+
+    return ready
+
+
+@pytest.fixture
+def bare_http_server(tmp_path: Path) -> Iterator[str]:
+    """``python -m bench.bare_http_server`` on 127.0.0.1 and a free port; its URL."""
+    argv = [sys.executable, "-m", "bench.bare_http_server", "--port", "0"]
+    with _serving(argv, _after("bare http ready: "), log=tmp_path / "bare.log", env=dict(os.environ)) as url:
+        yield url
+
+
+@pytest.fixture
+def gateway_http_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """ShadowCode's gateway (``mcp serve --http 127.0.0.1:0 --token-env``) under a private
+    SHADOWCODE_HOME; its URL. Its token is in ``GATEWAY_TOKEN_ENV`` here too, for ``--bearer-env``."""
+    project = _project(tmp_path / "served")
+    argv = [sys.executable, "-m", "shadowcode", "--workspace", str(project), "mcp", "serve", "--http", "127.0.0.1:0"]
+    argv += ["--token-env", GATEWAY_TOKEN_ENV]
+    env = cli_env(tmp_path / "home") | {GATEWAY_TOKEN_ENV: GATEWAY_TOKEN}
+    monkeypatch.setenv(GATEWAY_TOKEN_ENV, GATEWAY_TOKEN)
+    with _serving(argv, _after("shadowcode gateway ready: "), log=tmp_path / "gateway.log", env=env) as url:
+        yield url
+
+
+@pytest.fixture
+def everything_http_server(tmp_path: Path) -> Iterator[str]:
+    """``@modelcontextprotocol/server-everything`` in streamableHttp mode, held to 127.0.0.1 by
+    ``tests/support/node_loopback.cjs``, on a free port (picked again if taken meanwhile); its URL."""
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.is_file():
+        pytest.fail("needs node and server-everything: (cd node_probes && npm ci)")
+    for attempt in range(PORT_ATTEMPTS):
+        port = _free_port()
+        argv = [node, "--require", str(NODE_LOOPBACK), str(EVERYTHING), "streamableHttp"]
+        env = dict(os.environ, PORT=str(port))
+        try:
+            with _serving(argv, _accepting(port), log=tmp_path / f"everything-{attempt}.log", env=env) as url:
+                yield url
+            return
+        except _Exited as exc:
+            if "EADDRINUSE" not in str(exc) or attempt == PORT_ATTEMPTS - 1:
+                raise
+
+
+@dataclass(frozen=True)
+class _HttpRun:
+    """One ``--profile generic --url`` run: exit code, each check's status, each baseline entry's outcome."""
+
+    code: int
+    statuses: dict[str, str]
+    outcomes: dict[str, str]
+    report: dict[str, Any]
+
+
+def _generic_http(url: str, baseline: Path, tmp_path: Path, *extra: str) -> _HttpRun:
+    """Run the generic profile against ``url`` with ``baseline`` (report and JUnit in ``tmp_path``)."""
+    out, junit = tmp_path / "out", tmp_path / "junit.xml"
+    argv = ["--profile", "generic", "--url", url, "--expected-failures", str(baseline), *extra]
+    code = main([*argv, "--out", str(out), "--junit", str(junit), "--jobs", "2"])
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    outcomes = {e["check"]: e["outcome"] for e in report["expected_failures"]}
+    return _HttpRun(code, statuses, outcomes, report)
+
+
+def _matches_baseline(run: _HttpRun, baseline: Path) -> set[str]:
+    """Assert the run failed nothing but its baseline's generic entries, each failing as expected
+    (the official:* ones are left out without --official), and ran every HTTP check; the passed
+    HTTP checks."""
+    failing = [c for c in run.report["checks"] if c["status"] == "fail"]
+    assert not failing, failing
+    excused = {e.check for e in load_expected_failures(baseline) if not e.check.startswith("official:")}
+    assert run.outcomes == dict.fromkeys(excused, "failed_as_expected"), run.outcomes
+    http = {n: s for n, s in run.statuses.items() if n.startswith("generic:http_")}
+    assert set(http) >= {n for n in load_checks() if n.startswith("generic:http_")}, http
+    assert {n for n, s in http.items() if s == "expected_fail"} == excused, http
+    assert run.statuses["generic:stdout_purity"] == "not_run" and run.code == 0
+    return {n for n, s in http.items() if s == "pass"}
 
 
 @pytest.mark.req("GW-04", "GW-05", "CONF-01")
@@ -155,19 +275,43 @@ class _Bounded:
 def test_generic_http_checks_against_the_bare_sdk_server_match_its_baseline(
     bare_http_server: str, tmp_path: Path
 ) -> None:
-    out, junit = tmp_path / "out", tmp_path / "junit.xml"
     baseline = REPO_ROOT / "conformance/baselines/python-sdk-http-server.yml"
-    argv = ["--profile", "generic", "--url", bare_http_server, "--expected-failures", str(baseline)]
-    code = main([*argv, "--out", str(out), "--junit", str(junit), "--jobs", "2"])
-    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    by_status: dict[str, set[str]] = {}
-    for c in report["checks"]:
-        by_status.setdefault(c["status"], set()).add(c["name"])
-    assert "fail" not in by_status, [c for c in report["checks"] if c["status"] == "fail"]
-    http = {n for n in by_status.get("pass", set()) if n.startswith("generic:http_")}
-    assert {"generic:http_foreign_host", "generic:http_foreign_origin", "generic:http_modern_discover"} <= http
-    assert "generic:stdout_purity" in by_status["not_run"] and code == 0
-    assert report["expected_failures"] == []  # its entries are official:* checks, left out without --official
-    assert set(report["protocol_revisions"].values()) >= {"2026-07-28", "2025-11-25"}
-    skipped = [c for c in ET.parse(junit).getroot().iter("testcase") if c.find("skipped") is not None]
+    run = _generic_http(bare_http_server, baseline, tmp_path)
+    passed = _matches_baseline(run, baseline)
+    assert {"generic:http_foreign_host", "generic:http_foreign_origin", "generic:http_modern_discover"} <= passed
+    assert run.outcomes == {}  # its entries are official:* checks, left out without --official
+    assert set(run.report["protocol_revisions"].values()) >= {"2026-07-28", "2025-11-25"}
+    skipped = [c for c in ET.parse(tmp_path / "junit.xml").getroot().iter("testcase") if c.find("skipped") is not None]
     assert any(c.get("name") == "generic:stdout_purity" for c in skipped)
+
+
+@pytest.mark.req("GW-04", "GW-05", "CONF-01")
+@pytest.mark.slow
+def test_generic_http_checks_against_the_gateway_match_its_baseline(gateway_http_server: str, tmp_path: Path) -> None:
+    baseline = REPO_ROOT / "conformance/baselines/shadowcode-gateway-http.yml"
+    run = _generic_http(gateway_http_server, baseline, tmp_path, "--bearer-env", GATEWAY_TOKEN_ENV)
+    passed = _matches_baseline(run, baseline)
+    assert run.statuses["generic:http_local_origin"] == "expected_fail"  # by design: any Origin gets 403
+    assert {
+        "generic:http_foreign_host",
+        "generic:http_foreign_origin",
+        "generic:http_modern_discover",
+        "generic:http_legacy_handshakes",
+        "generic:http_sessions",
+        "generic:http_methods",
+    } <= passed
+    assert set(run.report["protocol_revisions"].values()) >= {"2026-07-28", "2025-11-25"}
+    assert GATEWAY_TOKEN not in (tmp_path / "out" / "report.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.req("GW-04", "GW-05", "CONF-01")
+@pytest.mark.slow
+@pytest.mark.node
+def test_generic_http_checks_against_server_everything_match_its_baseline(
+    everything_http_server: str, tmp_path: Path
+) -> None:
+    baseline = REPO_ROOT / "conformance/baselines/server-everything-http.yml"
+    run = _generic_http(everything_http_server, baseline, tmp_path)
+    passed = _matches_baseline(run, baseline)
+    assert {"generic:http_foreign_host", "generic:http_foreign_origin", "generic:http_sessions"} <= set(run.outcomes)
+    assert {"generic:http_legacy_handshakes", "generic:http_local_origin", "generic:http_invalid_json"} <= passed
