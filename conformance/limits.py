@@ -16,6 +16,7 @@ __all__ = [
     "ENGINE_READY_SECONDS",
     "ENGINE_STATUS_TIMEOUT_SECONDS",
     "ENGINE_STOP_WAIT_SECONDS",
+    "EXEC_SETTLE_SECONDS",
     "JOBS_DEFAULT",
     "PURITY_FRAMES",
     "PURITY_FRAMES_PER_SECOND",
@@ -36,6 +37,12 @@ COMMAND_OUTPUT_MAX_BYTES: Final = 16 * 1024 * 1024
 
 DETAIL_MAX_CHARS: Final = 2000
 """Characters of a check's detail kept in the report (CONF-01)."""
+
+EXEC_SETTLE_SECONDS: Final = 0.5
+"""Seconds the straggler sweep re-reads a process whose environment is not readable yet (CONF-01).
+
+Between the moment a new program's close-on-exec descriptors close (when ``Popen`` returns)
+and the moment the kernel has set up its environment, ``/proc/PID/environ`` reads empty."""
 
 JOBS_DEFAULT: Final = 4
 """Checks run at the same time when ``--jobs`` is not given (CONF-01)."""

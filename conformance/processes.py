@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -19,7 +20,12 @@ from subprocess import PIPE
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES, STDERR_TAIL_CHARS
+from conformance.limits import (
+    CLEANUP_WAIT_SECONDS,
+    COMMAND_OUTPUT_MAX_BYTES,
+    EXEC_SETTLE_SECONDS,
+    STDERR_TAIL_CHARS,
+)
 
 __all__ = ["Completed", "drain", "kill_group", "kill_marked", "run_command", "spawn", "tail"]
 
@@ -56,8 +62,31 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+_PF_KTHREAD = 0x00200000
+"""The kernel-thread bit of ``/proc/PID/stat``'s flags field."""
+
+_EXEC_POLL_SECONDS = 0.02
+
+
+def _between_fork_and_environ(entry: Path) -> bool:
+    """Whether a process with an empty environment is a program still being started.
+
+    Kernel threads and zombies have no environment for good; any other process with an empty
+    ``environ`` is inside ``execve``, past the point where its parent saw it start.
+    """
+    try:
+        stat = (entry / "stat").read_bytes()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        return fields[0] != b"Z" and not int(fields[6]) & _PF_KTHREAD
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def kill_marked(marker: str) -> list[int]:
     """Kill every process of this user whose environment holds ``marker`` (Linux ``/proc``).
+
+    A process whose environment is not readable yet (a program still starting) is read again
+    for up to ``EXEC_SETTLE_SECONDS``, so a process started just before the sweep is not missed.
 
     Args:
         marker: an ``NAME=value`` string unique to one check, e.g. its ``SHADOWCODE_HOME``.
@@ -71,17 +100,26 @@ def kill_marked(marker: str) -> list[int]:
     if not proc.is_dir():
         return killed
     me = os.getpid()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            with suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
+    starting: list[Path] = []
+    candidates = [e for e in proc.iterdir() if e.name.isdigit() and int(e.name) != me]
+    deadline = time.monotonic() + EXEC_SETTLE_SECONDS
+    while candidates:
+        for entry in candidates:
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if not environ:
+                if _between_fork_and_environ(entry):
+                    starting.append(entry)
+            elif needle in environ.split(b"\0"):
+                with suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed.append(int(entry.name))
+        if not starting or time.monotonic() >= deadline:
+            break
+        candidates, starting = starting, []
+        time.sleep(_EXEC_POLL_SECONDS)
     return killed
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
 from conformance.context import Context
+from conformance.limits import EXEC_SETTLE_SECONDS
+from conformance.processes import _between_fork_and_environ, kill_marked
 from conformance.registry import Check, CheckResult, SubResult
 from conformance.runner import run_checks, run_one
 
@@ -155,3 +158,34 @@ def test_a_target_never_inherits_how_the_harness_finds_its_code() -> None:
 
     env = target_environment({"PYTHONPATH": "/checkout", "PYTHONHOME": "/x", "PATH": "/bin", "HOME": "/h"})
     assert env == {"PATH": "/bin", "HOME": "/h"}
+
+
+@pytest.mark.req("CONF-01")
+def test_a_process_with_an_empty_environment_is_read_again_for_a_bounded_time_and_spared(tmp_path: Path) -> None:
+    # An empty /proc/PID/environ is what a program looks like inside execve, after Popen has
+    # returned; the sweep reads it again, but gives up after EXEC_SETTLE_SECONDS.
+    bare = subprocess.Popen(["/bin/sleep", "60"], env={}, start_new_session=True)
+    marked = subprocess.Popen(["/bin/sleep", "60"], env={"SHADOWCODE_HOME": str(tmp_path)}, start_new_session=True)
+    try:
+        entry = Path(f"/proc/{bare.pid}")
+        deadline = time.monotonic() + 30
+        while (entry / "environ").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the environment of `env={}` is empty once exec is done
+        assert _between_fork_and_environ(entry)
+        zombie = subprocess.Popen(["/bin/true"], env={})
+        stat = Path(f"/proc/{zombie.pid}/stat")
+        while b") Z " not in stat.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)  # exited, not reaped: a zombie has an empty environment for good
+        assert not _between_fork_and_environ(stat.parent)
+        zombie.wait(timeout=30)
+        began = time.monotonic()
+        killed = kill_marked(f"SHADOWCODE_HOME={tmp_path}")
+        took = time.monotonic() - began
+        assert killed == [marked.pid]
+        assert marked.wait(timeout=30) == -9
+        assert bare.poll() is None
+        assert EXEC_SETTLE_SECONDS <= took < EXEC_SETTLE_SECONDS + 20
+    finally:
+        for p in (bare, marked):
+            p.kill()
+            p.wait(timeout=30)
