@@ -39,6 +39,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 FAULTS = REPO / "ci" / "faults.yml"
 KEYS = {"name", "covers", "file", "find", "replace"}
+SUITE = REPO
+"""The folder whose ``conformance`` package runs: the checkout, or an older suite (``--suite``)."""
 
 
 def load_faults(path: Path) -> list[dict]:
@@ -75,8 +77,20 @@ def checks_by_id(run_dir: Path) -> dict[str, list[str]]:
 def runner_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(SUITE)
     return env
+
+
+def export_suite(commit: str) -> Path:
+    """The suite as of ``commit`` (conformance/, fixtures/, node_probes/) in a temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="faults-suite-"))
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "conformance", "fixtures", "node_probes"],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    (folder / "node_probes" / "node_modules").symlink_to(REPO / "node_probes" / "node_modules")
+    return folder
 
 
 def make_copy(fault: dict | None) -> Path:
@@ -165,9 +179,9 @@ def verify(faults: list[dict], index: dict[str, list[str]], out: Path, jobs: int
         result = run_suite(copy, names, out / "verify", jobs)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
-    print(f"verify: {len(names)} checks, exit {result['exit']}, {result['seconds']:.0f} s")
+    sys.stdout.write(f"verify: {len(names)} checks, exit {result['exit']}, {result['seconds']:.0f} s" + "\n")
     for f in result["failed"]:
-        print(f"  FAILED {f['name']}: {f['detail'][:300]}")
+        sys.stdout.write(f"  FAILED {f['name']}: {f['detail'][:300]}" + "\n")
     return 0 if result["exit"] == 0 and not result["failed"] else 1
 
 
@@ -196,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verify", action="store_true", help="run the id-first checks against the unmodified tree")
     parser.add_argument("--faults", type=Path, default=FAULTS, help="the fault list (default: ci/faults.yml)")
     parser.add_argument("--out", type=Path, default=REPO / "faults-out", help="folder for reports")
+    parser.add_argument("--suite", metavar="COMMIT", help="run the conformance suite as of this commit")
     parser.add_argument("--ids-only", action="store_true", help="skip the whole run for a fault its ids' checks miss")
     parser.add_argument("--jobs", type=int, default=3, help="checks run at once (default: 3)")
     args = parser.parse_args(argv)
@@ -206,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"no such fault: {', '.join(sorted(unknown))}")
         faults = [f for f in faults if f["name"] in args.only]
     out = args.out.resolve()
+    if args.suite:
+        global SUITE
+        SUITE = export_suite(args.suite)
     scratch = Path(tempfile.mkdtemp(prefix="faults-list-"))
     try:
         index = checks_by_id(scratch)
@@ -226,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     total = round(time.monotonic() - started, 1)
     summary = {"faults": results, "caught": sum(r["caught"] for r in results), "total": len(results), "seconds": total}
     (out / "faults.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(table(results))
-    print(f"\nTook {total / 60:.1f} min.")
+    sys.stdout.write(table(results) + "\n")
+    sys.stdout.write(f"\nTook {total / 60:.1f} min." + "\n")
     return 0 if all(r["caught"] for r in results) else 1
 
 
