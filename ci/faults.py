@@ -5,6 +5,8 @@ Usage (through ``bash ci/faults``)::
     ci/faults                 every fault in ci/faults.yml
     ci/faults --only NAME     one fault (repeatable)
     ci/faults --verify        the checks each fault is tried with first, against the unmodified tree
+    ci/faults --ids-only      skip the whole run for a fault the checks of its ids miss
+    ci/faults --suite COMMIT  run the conformance suite as it was at COMMIT (to measure before new checks)
 
 A fault is ``{name, covers: [ids], file: shadowcode/..., find: "...", replace: "..."}``; ``find``
 must occur exactly once in ``file``. For each fault ``shadowcode/`` is copied into a fresh
@@ -196,7 +198,12 @@ def table(results: list[dict]) -> str:
         by = ", ".join(f"`{f['name']}`" for f in r["failed"][:3]) or "**missed**"
         if r["caught"] and r["stage"] == "full":
             by += " (whole run)"
-        detail = short(r["failed"][0]["detail"]) if r["failed"] else f"exit {r['exit']}"
+        if r["failed"]:
+            detail = short(r["failed"][0]["detail"])
+        elif r["stage"] == "none":
+            detail = "no check covers its ids (whole run skipped)"
+        else:
+            detail = f"every check passed ({'whole run' if r['stage'] == 'full' else 'checks of its ids'})"
         rows.append(f"| {r['name']} | {', '.join(r['covers'])} | {by} | {detail} | {r['seconds']:.0f} |")
     caught = sum(r["caught"] for r in results)
     rows.append("")
