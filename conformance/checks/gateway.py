@@ -385,8 +385,9 @@ async def refusals(ctx: Context) -> CheckResult:
             async with _gateway(ctx, token=value) as edge:
                 got = await _exchange(edge, _raw(edge))
             add(name, ("GW-03",), got == 200, f"with a {len(value)}-character token a request was answered {got}")
-        except AssertionError as exc:
-            add(name, ("GW-03",), False, f"a {len(value)}-character token was refused at start: {exc}")
+        except* AssertionError as group:  # raised inside the gateway's task group, so it may come wrapped
+            why = "; ".join(str(e) for e in group.exceptions)
+            add(name, ("GW-03",), False, f"a {len(value)}-character token was refused at start: {why}")
     failed = [s.name for s in subs if not s.ok]
     summary = f"{len(subs) - len(failed)}/{len(subs)} refusals held" + (
         f"; failed: {', '.join(failed)}" if failed else ""
