@@ -256,5 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r["caught"] for r in results) else 1
 
 
+def _main() -> int:
+    try:
+        return main()
+    finally:
+        if SUITE != REPO:
+            shutil.rmtree(SUITE, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())
