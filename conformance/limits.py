@@ -19,6 +19,8 @@ __all__ = [
     "JOBS_DEFAULT",
     "PURITY_FRAMES",
     "PURITY_FRAMES_PER_SECOND",
+    "PROCESS_POLL_FIRST_SECONDS",
+    "PROCESS_POLL_MAX_SECONDS",
     "PURITY_IN_FLIGHT_MAX",
     "STDERR_TAIL_CHARS",
 ]
@@ -37,6 +39,15 @@ DETAIL_MAX_CHARS: Final = 2000
 
 JOBS_DEFAULT: Final = 4
 """Checks run at the same time when ``--jobs`` is not given (CONF-01)."""
+
+PROCESS_POLL_FIRST_SECONDS: Final = 0.3
+"""Seconds between the first polls that each start a ``<target>`` command (CONF-01)."""
+
+PROCESS_POLL_MAX_SECONDS: Final = 2.0
+"""Seconds the pause between such polls grows to while nothing changes (CONF-01).
+
+Each of those commands is a whole interpreter start (about a second of CPU for ShadowCode's
+CLI), and a default run made about a hundred of them at the first pause."""
 
 PURITY_FRAMES: Final = 500
 """Frames the stdout purity check sends in one session, handshake included (SRV-01)."""

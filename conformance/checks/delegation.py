@@ -41,6 +41,7 @@ import anyio.to_thread
 from conformance.checks.node_stdio import find_probe, parse_probe_output
 from conformance.context import LEGACY_REVISIONS, Context, EngineMode
 from conformance.engine import engine_running, headless_engine
+from conformance.polling import Backoff
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, SubResult, check
 
@@ -559,9 +560,10 @@ async def _detached_task(ctx: Context, problems: list[str]) -> tuple[str, str]:
         problems.append(f"`run --detach` exited {detached.returncode}: {said}")
         return "", ""
     approval = ""
+    pause = Backoff()
     with anyio.move_on_after(_WAIT_SECONDS):
         while not (approval := await pending_approval(ctx, job_id)):
-            await anyio.sleep(0.3)
+            await pause.sleep()
     if not approval:
         problems.append(f"the detached job {job_id} did not ask for approval within {_WAIT_SECONDS:g} s")
     return job_id, approval
@@ -601,10 +603,10 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
                 approved = await ctx.run(ctx.target_argv("approve", approval), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
                 if approved.returncode != 0:
                     problems.append(f"`approve {approval}` exited {approved.returncode}: {tail(approved.stderr)}")
-                final = during
+                final, pause = during, Backoff()
                 with anyio.move_on_after(min(_WAIT_SECONDS, ctx.remaining())):
                     while final not in _FINISHED:
-                        await anyio.sleep(0.3)
+                        await pause.sleep()
                         final = await job_status(ctx, job_id)
                 if final != "done":
                     problems.append(f"the detached job {job_id} ended {final!r}, expected 'done'")

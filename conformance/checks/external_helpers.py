@@ -30,13 +30,13 @@ import anyio
 
 from conformance.checks.external_servers import _cli, _json, _leftovers, _model, _register, _trust, _turns
 from conformance.context import Context
+from conformance.polling import Backoff
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
 __all__ = ["everything", "python_sdk", "ttl"]
 
-_POLL_SECONDS = 0.3
 _TASK_SECONDS = 150.0
 _PY = helper_python()
 _LITERAL = "conformance-literal-8c2e61f0"
@@ -57,8 +57,12 @@ async def _task(
         async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, bytearray())
+            pause = Backoff()
             while proc.returncode is None:
-                for approval in (await _json(ctx, "approvals", workspace=ctx.project))["approvals"]:
+                pending = (await _json(ctx, "approvals", workspace=ctx.project))["approvals"]
+                if pending:
+                    pause.reset()
+                for approval in pending:
                     want = expected[approved] if approved < len(expected) else None
                     decision = "approve"
                     if want is None or (approval["kind"], approval["action"]) != want:
@@ -69,7 +73,7 @@ async def _task(
                     else:
                         approved += 1
                     await _cli(ctx, decision, approval["id"], workspace=ctx.project)
-                with anyio.move_on_after(_POLL_SECONDS):
+                with anyio.move_on_after(pause.next()):
                     await proc.wait()
             await proc.wait()
     if scope.cancelled_caught:

@@ -41,13 +41,13 @@ from typing import Any
 import anyio
 
 from conformance.context import Context
+from conformance.polling import Backoff
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
 __all__ = ["definitions", "edited_definition", "everything", "hostile", "python_sdk"]
 
-_POLL_SECONDS = 0.3
 _TASK_SECONDS = 120.0
 _SECRET = "conformance-secret-5b7e21d9"
 _PY = helper_python()
@@ -139,8 +139,11 @@ async def _run_task(
         async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, bytearray())
+            pause = Backoff()
             while proc.returncode is None:
                 pending = (await _json(ctx, "approvals", workspace=workspace))["approvals"]
+                if pending:
+                    pause.reset()
                 for approval in pending:
                     want = expected[approved] if approved < len(expected) else None
                     decision = "approve"
@@ -154,7 +157,7 @@ async def _run_task(
                     if on_approval is not None:
                         on_approval(approval)
                     await _cli(ctx, decision, approval["id"], workspace=workspace)
-                with anyio.move_on_after(_POLL_SECONDS):
+                with anyio.move_on_after(pause.next()):
                     await proc.wait()
             await proc.wait()
     if scope.cancelled_caught:

@@ -28,6 +28,7 @@ from conformance.checks.boundaries import call_raw, serve
 from conformance.checks.delegation import McpSession, configure_model, kill_commands, pending_approval
 from conformance.context import Context
 from conformance.engine import headless_engine
+from conformance.polling import Backoff
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
 
@@ -181,9 +182,10 @@ async def _scenario(ctx: Context, log: Any, problems: list[str]) -> None:
         problems.append(f"`run --detach` exited {detached.returncode}: {tail(detached.stderr)}")
         return
     approval = ""
+    pause = Backoff()
     with anyio.move_on_after(_SETTLE_SECONDS):
         while not (approval := await pending_approval(ctx, other)):
-            await anyio.sleep(_POLL_SECONDS)
+            await pause.sleep()
     if not approval:
         problems.append(f"the detached job {other} asked for no approval within {_SETTLE_SECONDS:g} s")
         return

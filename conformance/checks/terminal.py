@@ -18,6 +18,7 @@ import anyio
 from conformance.checks.delegation import configure_model, kill_commands
 from conformance.context import Context
 from conformance.engine import headless_engine
+from conformance.polling import Backoff
 from conformance.processes import Completed, tail
 from conformance.registry import CheckResult, check
 
@@ -25,7 +26,6 @@ __all__ = ["build_rollback_why", "sigkill_waiting_approval"]
 
 _COMMAND_TIMEOUT_SECONDS = 60.0
 _WAIT_SECONDS = 30.0
-_POLL_SECONDS = 0.2
 _WRITE_PATH = "notebook/render.py"
 
 
@@ -99,6 +99,7 @@ async def build_rollback_why(ctx: Context) -> CheckResult:
 
 async def _wait_approval(ctx: Context, task_id: str) -> dict[str, Any] | None:
     """The first pending approval of ``task_id`` as ``--json approvals`` lists it, or None in time."""
+    pause = Backoff()
     with anyio.move_on_after(_WAIT_SECONDS):
         while True:
             listed = _json(
@@ -109,7 +110,7 @@ async def _wait_approval(ctx: Context, task_id: str) -> dict[str, Any] | None:
             ]
             if found:
                 return found[0]
-            await anyio.sleep(_POLL_SECONDS)
+            await pause.sleep()
     return None
 
 
