@@ -6,6 +6,8 @@ stops rather than waiting for a client.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conformance.context import Context
 from conformance.processes import Completed, tail
 from conformance.registry import CheckResult, check
@@ -58,11 +60,29 @@ async def file_workspace_refused(ctx: Context) -> CheckResult:
     return _expect_usage_error(done, "workspace that is a file")
 
 
-@check("cli_usage:bad_profile_refused", covers=["ENG-01", "SRV-01"], timeout_seconds=40)
+BAD_PROFILE_NAMES = ("a/b", "..", ".hidden")
+"""Profile names that would leave or hide in the profiles folder: a separator, the parent, a dot name."""
+
+
+def _home_listing(home: Path) -> list[str]:
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*")) if home.exists() else []
+
+
+@check("cli_usage:bad_profile_refused", covers=["ENG-01", "SRV-01"], timeout_seconds=60)
 async def bad_profile_refused(ctx: Context) -> CheckResult:
-    """A profile name holding a path separator (``a/b``) is refused (ENG-01)."""
-    done = await ctx.run(
-        [*ctx.target, "--profile", "a/b", *ctx.target_argv("mcp", "serve")[len(ctx.target) :]],
-        timeout_seconds=_TIMEOUT_SECONDS,
-    )
-    return _expect_usage_error(done, "--profile a/b")
+    """Profile names holding a path separator, ``..`` or a leading dot are refused, creating nothing (ENG-01)."""
+    before = _home_listing(ctx.home)
+    verdicts = []
+    for name in BAD_PROFILE_NAMES:
+        done = await ctx.run(
+            [*ctx.target, "--profile", name, *ctx.target_argv("mcp", "serve")[len(ctx.target) :]],
+            timeout_seconds=_TIMEOUT_SECONDS,
+        )
+        verdicts.append(_expect_usage_error(done, f"--profile {name}"))
+    created = sorted(set(_home_listing(ctx.home)) - set(before))
+    failed = [v.detail for v in verdicts if not v.ok]
+    if created:
+        failed.append(f"the refused names created {created[:5]} under the profiles root")
+    if failed:
+        return CheckResult(False, "; ".join(failed))
+    return CheckResult(True, "; ".join(v.detail for v in verdicts) + "; nothing created")

@@ -19,8 +19,9 @@ the exact server id, tool and arguments before it is given.
   an error without retry for a crash in the middle of a call).
 * ``edited_definition``: a project definition edited while its call waits for approval is
   refused after the approval and the call never reaches the server.
-* ``definitions``: refused definition files, the four-server limit, stale hashes, removal that
-  revokes grants, and a changed project file left out of the next task until reviewed.
+* ``definitions``: refused definition files (links leaving the folder, to the project
+  around it too; files in a subfolder are not read), the four-server limit, stale hashes,
+  removal that revokes grants, and a changed project file left out of the next task until reviewed.
 
 After each task the pids that ``mcp.connected`` events name, their process groups and any
 grandchild a fixture reports must be gone; leftovers are killed and reported.
@@ -443,6 +444,11 @@ async def definitions(ctx: Context) -> CheckResult:
         json.dumps({"name": "web", "url": "https://example.com/mcp", "env": {"A": "b"}}), encoding="utf-8"
     )
     (folder / "link.json").symlink_to(outside)
+    elsewhere = ctx.project / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"name": "elsewhere", "command": [_PY, str(fixture)]}), encoding="utf-8")
+    (folder / "project-link.json").symlink_to(elsewhere)
+    (folder / "nested").mkdir()
+    (folder / "nested" / "deep.json").write_text(json.dumps({"name": "deep", "command": [_PY]}), encoding="utf-8")
     for i in range(5):
         (folder / f"s{i}.yaml").write_text(
             f"name: s{i}\ncommand: [{json.dumps(_PY)}, {json.dumps(str(fixture))}]\n", encoding="utf-8"
@@ -455,9 +461,12 @@ async def definitions(ctx: Context) -> CheckResult:
             ("project:.shadowcode/mcp/shell.json", "field 'command'"),
             ("project:.shadowcode/mcp/http-env.json", "field 'env'"),
             ("project:.shadowcode/mcp/link.json", "outside"),
+            ("project:.shadowcode/mcp/project-link.json", "outside"),
         ):
             if needle not in errors.get(def_id, ""):
                 problems.append(f"{def_id} was not refused naming {needle!r}: {errors.get(def_id)!r}")
+        if any("nested" in def_id for def_id in errors):
+            problems.append(f"a definition in a subfolder was read (no recursion): {sorted(errors)}")
         stale = await _cli(ctx, "mcp", "enable", "project:.shadowcode/mcp/s0.yaml", "--hash", "0" * 64)
         if stale[0] == 0:
             problems.append("enable with a stale hash succeeded")

@@ -7,10 +7,11 @@ with a fresh random token in that variable, reads the address the gateway announ
 stderr, and talks to it:
 
 * ``gateway:startup``: the ready line, an empty stdout, stdin EOF ignored, SIGTERM exit 0.
-* ``gateway:refusals``: hostile requests on raw sockets (token, Host, Origin, query,
-  duplicated metadata headers, methods, legacy paths, body size, slow heads, the 33rd
+* ``gateway:refusals``: hostile requests on raw sockets (token, Host, a second Host, Origin,
+  query, duplicated metadata headers, methods, legacy paths, body size, slow heads, the 33rd
   connection, the 129th request in a second) and refused start-ups (non-loopback binds,
-  a token on the command line, short and long tokens).
+  a token on the command line, tokens of 31 and 513 characters); tokens of exactly 32 and
+  512 characters start a gateway that answers.
 * ``gateway:python_sdk``: the Python SDK client in both eras, no session id.
 * ``gateway:http_sdk1`` / ``gateway:http_sdk2``: the TypeScript SDK probes over HTTP
   (discovery, an exact approval, a native test job, a second connection sees the job).
@@ -325,6 +326,7 @@ async def refusals(ctx: Context) -> CheckResult:
                 ("host_other_port", ("GW-04",), _raw(gw, host=other), 421),
                 ("host_localhost_evil", ("GW-04",), _raw(gw, host=f"localhost.evil:{gw.port}"), 421),
                 ("host_localhost_ok", ("GW-04",), _raw(gw, host=f"localhost:{gw.port}"), 200),
+                ("host_duplicate", ("GW-04",), _raw(gw, extra=(("Host", "evil.example"),)), 400),
                 ("origin_null", ("GW-04",), _raw(gw, extra=(("Origin", "null"),)), 403),
                 ("origin_own", ("GW-04",), _raw(gw, extra=(("Origin", f"http://{own}"),)), 403),
                 ("duplicate_protocol_version", ("GW-04",),
@@ -378,6 +380,14 @@ async def refusals(ctx: Context) -> CheckResult:
     for name, value in (("start_token_31", "a" * 31), ("start_token_513", "a" * 513)):
         ok, detail = await _refused_start(ctx, "127.0.0.1:0", token=value)
         add(name, ("GW-03",), ok, detail)
+    for name, value in (("start_token_32", "b" * 32), ("start_token_512", "c" * 512)):
+        try:
+            async with _gateway(ctx, token=value) as edge:
+                got = await _exchange(edge, _raw(edge))
+            add(name, ("GW-03",), got == 200, f"with a {len(value)}-character token a request was answered {got}")
+        except* AssertionError as group:  # raised inside the gateway's task group, so it may come wrapped
+            why = "; ".join(str(e) for e in group.exceptions)
+            add(name, ("GW-03",), False, f"a {len(value)}-character token was refused at start: {why}")
     failed = [s.name for s in subs if not s.ok]
     summary = f"{len(subs) - len(failed)}/{len(subs)} refusals held" + (
         f"; failed: {', '.join(failed)}" if failed else ""

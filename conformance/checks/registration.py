@@ -127,10 +127,19 @@ def _codex_section(text: str) -> tuple[dict[str, Any], str | None]:
         return {}, f"not a [mcp_servers.{_NAME}] TOML section: {exc!r}: {tail(text)}"
 
 
-async def _register(ctx: Context, *args: str, workspace: Path | None = None) -> tuple[Completed, str | None]:
-    """``<target> --workspace W mcp register ARGS``; returns the run and a problem, if any."""
+async def _register(
+    ctx: Context, *args: str, workspace: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[Completed, str | None]:
+    """``<target> --workspace W mcp register ARGS`` (with ``env`` added to the environment when given).
+
+    Returns:
+        The run and a problem, if any.
+    """
     argv = ctx.target_argv("mcp", "register", *args, workspace=workspace)
-    done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    if env:
+        done = await run_command(argv, env={**ctx.env, **env}, cwd=ctx.cwd, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    else:
+        done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
     return done, _failed("mcp register", done)
 
 
@@ -416,10 +425,12 @@ async def _claude_over_http(
     if found is None:
         return CheckResult(False, f"the gateway reported no loopback address (stderr: {tail(bytes(stderr))})")
     url = f"http://{found.group(1)}:{int(found.group(2))}/mcp"
-    done, problem = await _register(ctx, "--client", "claude", "--url", url, "--token-env", _TOKEN_ENV)
+    # The variable is set while registering, as a user's shell would have it: only its name may be printed.
+    registering = {_TOKEN_ENV: token}
+    done, problem = await _register(ctx, "--client", "claude", "--url", url, "--token-env", _TOKEN_ENV, env=registering)
     if problem:
         return CheckResult(False, problem)
-    if token in done.stdout.decode("utf-8", "replace"):
+    if token in done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace"):
         return CheckResult(False, "the printed snippet contains the token value")
     try:
         entry = _json_entry(done)

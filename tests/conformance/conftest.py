@@ -10,7 +10,7 @@ import pytest
 FAKE_SERVER = r"""
 import json, sys
 args = sys.argv[1:]
-if "--json" in args or "a/b" in args:
+if "--json" in args or any(name in args for name in ("a/b", "..", ".hidden")):
     sys.stderr.write("refused\n")
     sys.exit(2 if "exit-right" in FLAGS else 0)
 if "banner" in FLAGS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
@@ -109,3 +110,24 @@ def test_probe_output_becomes_named_sub_results() -> None:
     ]
     doc, subs, problem = parse_probe_output(b"Error: cannot find module", "stdio_sdk2")
     assert doc is None and subs == [] and "not one JSON document" in problem
+
+
+DOT_PROFILE_TARGET = """
+import sys
+args = sys.argv[1:]
+name = args[args.index("--profile") + 1] if "--profile" in args else "default"
+if "/" in name:
+    sys.stderr.write("invalid profile name\\n")
+    sys.exit(2)
+sys.exit(0)
+"""
+
+
+@pytest.mark.req("ENG-01")
+def test_bad_profile_check_fails_a_target_that_takes_a_dot_name(tmp_path: Path) -> None:
+    script = tmp_path / "target.py"
+    script.write_text(DOT_PROFILE_TARGET, encoding="utf-8")
+    record, _ = _run_named(bad_profile_refused, [sys.executable, str(script)])
+    assert not record.ok
+    assert "--profile ..: exit status 0, expected 2" in record.detail
+    assert "--profile a/b" not in record.detail
