@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import anyio
 import pytest
 
-from conformance.registry import CHECKS, load_checks
-from conformance.runner import run_one
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from conformance.report import CheckRecord
+from tests.support.checks import run_check, stand_in_project
 
 
-def _stand_in_project(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    (dest / "README.md").write_text("# stand-in\n", encoding="utf-8")
-    return dest.resolve()
-
-
-def _run(name: str, target: list[str]):
-    load_checks()
-    chk = CHECKS[name]
-
-    async def go():
-        with anyio.fail_after(chk.timeout_seconds + 10):
-            return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=_stand_in_project
-            )
-
-    records, _ = anyio.run(go)
-    return records
+def _run(name: str, target: list[str]) -> list[CheckRecord]:
+    return run_check(name, target, stand_in_project)
 
 
 @pytest.mark.req("SRV-08", "SRV-09", "SRV-10", "SRV-11", "SRV-13", "SRV-16", "SRV-18")

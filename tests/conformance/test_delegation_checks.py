@@ -7,13 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
-from conformance.registry import CHECKS, load_checks
-from conformance.runner import run_one
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from conformance.report import CheckRecord
+from tests.support.checks import REPO_ROOT, run_check, sample_project
 
 # A target that accepts trust and models, serves MCP, and lies about delegated work: every job
 # is "done" at once without asking for an approval, any number of jobs is accepted, and its
@@ -78,24 +75,8 @@ def lying_target(tmp_path: Path) -> list[str]:
     return [sys.executable, str(script)]
 
 
-def sample_project(dest: Path) -> Path:
-    """The real sample project's files (no database needed here)."""
-    shutil.copytree(REPO_ROOT / "fixtures" / "projects" / "sample", dest)
-    return dest.resolve()
-
-
-def _run(name: str, target: list[str]):
-    load_checks()
-    chk = CHECKS[name]
-
-    async def go():
-        with anyio.fail_after(chk.timeout_seconds + 10):
-            return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=sample_project
-            )
-
-    records, _ = anyio.run(go)
-    return records
+def _run(name: str, target: list[str]) -> list[CheckRecord]:
+    return run_check(name, target, sample_project)
 
 
 @pytest.mark.req("SRV-21", "SRV-23", "SRV-24", "ENG-03", "ENG-08")

@@ -5,38 +5,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from conformance.checks.packaging import scrubbed_env
 from conformance.checks.report_contract import judge_report
-from conformance.registry import CHECKS, load_checks
 from conformance.report import CheckRecord, build_report, render_markdown
 from conformance.requirements import requirement_ids
-from conformance.runner import run_one
+from tests.support.checks import run_check, stand_in_project
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 INNER = "cli_usage:json_serve_refused"
 
 
-def stand_in_project(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    (dest / "README.md").write_text("# stand-in\n", encoding="utf-8")
-    return dest.resolve()
-
-
-def _run(name: str, target: list[str]):
-    load_checks()
-    chk = CHECKS[name]
-
-    async def go():
-        with anyio.fail_after(60):
-            return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=stand_in_project
-            )
-
-    records, _ = anyio.run(go)
-    return records
+def _run(name: str, target: list[str]) -> list[CheckRecord]:
+    return run_check(name, target, stand_in_project, bound_seconds=60)
 
 
 @pytest.mark.req("ENG-01", "ENG-02", "SRV-07", "SRV-08", "SRV-09")

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
-from conformance.registry import CHECKS, load_checks
-from conformance.runner import run_one
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from conformance.report import CheckRecord
+from tests.support.checks import run_check, sample_project
 
 # A target whose Build task writes the file, whose rollback never asks, and whose killed engine
 # leaves a pending approval that `approve` accepts: the bugs the terminal checks look for.
@@ -60,23 +56,8 @@ def fake_target(tmp_path: Path) -> list[str]:
     return [sys.executable, str(script)]
 
 
-def sample_project(dest: Path) -> Path:
-    shutil.copytree(REPO_ROOT / "fixtures" / "projects" / "sample", dest)
-    return dest.resolve()
-
-
-def _run(name: str, target: list[str]):
-    load_checks()
-    chk = CHECKS[name]
-
-    async def go():
-        with anyio.fail_after(chk.timeout_seconds + 10):
-            return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=sample_project
-            )
-
-    records, _ = anyio.run(go)
-    return records
+def _run(name: str, target: list[str]) -> list[CheckRecord]:
+    return run_check(name, target, sample_project)
 
 
 @pytest.mark.req("ENG-06", "SRV-18", "SRV-19")
