@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,13 +97,21 @@ class Context:
         """``<target> --workspace P mcp serve FLAGS...`` for the sample project."""
         return self.target_argv("mcp", "serve", *flags)
 
-    async def run(self, argv: Sequence[str], *, stdin: bytes = b"", timeout_seconds: float | None = None) -> Completed:
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes = b"",
+        timeout_seconds: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Completed:
         """Run a command to completion, bounded by ``timeout_seconds`` and the deadline.
 
         Args:
             argv: program and arguments (no shell).
             stdin: bytes fed before stdin is closed.
             timeout_seconds: bound for this command; the remaining check time when None.
+            env: variables added to the check's environment for this command only.
 
         Returns:
             A :class:`~conformance.processes.Completed`.
@@ -112,7 +120,8 @@ class Context:
             OSError: the program could not be started.
         """
         bound = self.remaining() if timeout_seconds is None else min(timeout_seconds, self.remaining())
-        return await run_command(argv, env=self.env, cwd=self.cwd, timeout_seconds=bound, stdin=stdin)
+        merged = self.env if env is None else {**self.env, **env}
+        return await run_command(argv, env=merged, cwd=self.cwd, timeout_seconds=bound, stdin=stdin)
 
     @asynccontextmanager
     async def spawn(self, argv: Sequence[str]) -> AsyncIterator[Process]:

@@ -52,17 +52,13 @@ def _open_writer(path: Path) -> sqlite3.Connection:
 
 
 def _count(got: dict[str, Any]) -> Any:
+    """The single value of a one-row, one-column result (a row is a list or an object); None otherwise."""
     rows = got.get("rows")
-    if isinstance(rows, list) and len(rows) == 1:
-        row = rows[0]
-        return (
-            row[0]
-            if isinstance(row, list) and row
-            else next(iter(row.values()), None)
-            if isinstance(row, dict)
-            else None
-        )
-    return None
+    if not isinstance(rows, list) or len(rows) != 1:
+        return None
+    row = rows[0]
+    values = list(row.values()) if isinstance(row, dict) else row if isinstance(row, list) else []
+    return values[0] if values else None
 
 
 def _digest(path: Path) -> str:

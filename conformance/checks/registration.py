@@ -136,10 +136,7 @@ async def _register(
         The run and a problem, if any.
     """
     argv = ctx.target_argv("mcp", "register", *args, workspace=workspace)
-    if env:
-        done = await run_command(argv, env={**ctx.env, **env}, cwd=ctx.cwd, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-    else:
-        done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+    done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS, env=env)
     return done, _failed("mcp register", done)
 
 
