@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.delegation import McpSession, commands_in, configure_model, open_session
+from conformance.checks.delegation import (
+    _FINISHED,
+    _WAIT_SECONDS,
+    McpSession,
+    _result,
+    commands_in,
+    configure_model,
+    open_session,
+)
 from conformance.context import Context
 from conformance.registry import CheckResult, check
 
@@ -29,14 +37,6 @@ __all__ = ["approve_needs_flags_and_ownership", "level_lowered_never_raised", "r
 
 _SLEEP_ARGV = ["sleep", "60"]
 """The command the conformance script's ``conformance sleep`` task asks to run."""
-
-_WAIT_SECONDS = 30.0
-_POLL_SECONDS = 0.1
-_FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
-
-
-def _result(problems: list[str], success: str) -> CheckResult:
-    return CheckResult(False, "; ".join(problems)) if problems else CheckResult(True, success)
 
 
 async def _refused(s: McpSession, label: str, tool: str, arguments: dict[str, Any]) -> None:
