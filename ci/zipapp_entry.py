@@ -13,7 +13,8 @@ entry. In order:
    of ours, imported straight from the archive, so nothing is unpacked and no dependency is loaded.
 3. Any other command, or no running engine, goes to shiv's bootstrap, with its cache folder keyed
    by the interpreter's tag (``<SHIV_ROOT or ~/.shiv>/shadowcode.pyz_<build id>_cp312-manylinux_x86_64``):
-   the pure site-packages and the tag's compiled wheels are unpacked together into it once, under
+   the pure site-packages and the tag's compiled wheels (entries of the archive or of its inner
+   ``_packed.zip``, see ``ci/put_zipapp_entry.py``) are unpacked together into it once, under
    a lock, into a temporary folder renamed into place after a ``complete`` marker is written. A
    folder without the marker (an interrupted first run) is unpacked again; a folder that cannot be
    written gets one clear line and exit status 1. Two interpreters never share a folder, and
@@ -25,6 +26,7 @@ import sys
 
 _SHIV_OVERRIDES = ("SHIV_ENTRY_POINT", "SHIV_CONSOLE_SCRIPT", "SHIV_INTERPRETER")
 _MANIFEST = "_platlib/manifest.json"
+_PACKED = "_packed.zip"  # what ci/put_zipapp_entry.py packs: every file no start reads
 _COMPLETE = "complete"
 _UNSUPPORTED_STATUS = 2
 _UNPACK_FAILED_STATUS = 1
@@ -135,15 +137,35 @@ def _attached():
 
 
 def _extract(archive, into, wheels):
-    """Write the archive's ``site-packages/`` and the given ``_platlib/<wheel>/`` trees into ``into/site-packages``."""
+    """Write the archive's ``site-packages/`` and the given ``_platlib/<wheel>/`` trees into ``into/site-packages``.
+
+    They are entries of the archive itself or of its inner zip ``_packed.zip`` (see
+    ``ci/put_zipapp_entry.py``), which is copied into ``into`` to be read and removed after.
+    """
     import shutil
+    import zipfile
 
     prefixes = ["site-packages/"] + ["_platlib/" + w + "/" for w in wheels]
+    _extract_from(archive, into, prefixes)
+    if _PACKED in archive.namelist():
+        os.makedirs(into, exist_ok=True)
+        packed = os.path.join(into, _PACKED)
+        with archive.open(_PACKED) as src, open(packed, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        with zipfile.ZipFile(packed) as inner:
+            _extract_from(inner, into, prefixes)
+        os.remove(packed)
+
+
+def _extract_from(archive, into, prefixes):
+    """Write the files of ``archive`` under one of ``prefixes`` into ``into/site-packages``, modes kept."""
+    import shutil
+
     for info in archive.infolist():
         name = info.filename
         prefix = next((p for p in prefixes if name.startswith(p)), None)
-        if prefix is None or name.endswith("/"):
-            continue
+        if prefix is None or name.endswith(("/", ".pyc")):
+            continue  # a folder, or bytecode for imports from inside the archive (never unpacked)
         target = os.path.join(into, "site-packages", *name[len(prefix) :].split("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with archive.open(info) as src, open(target, "wb") as dst:

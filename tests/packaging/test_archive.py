@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ import pytest
 from tests.packaging.test_zipapp_entry import ZIPAPP, _archive, _engine_mode, _put, _serve
 from tests.support.engine import cli_env, headless_engine
 from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
+from tests.support.zipapp import PACKED, ZipappFiles
 
 pytestmark = pytest.mark.req("PKG-01")
 
@@ -80,33 +80,45 @@ def _folder_tag(folder: Path) -> str:
 
 
 def test_every_carried_tag_has_each_compiled_module_built_for_its_machine() -> None:
-    with zipfile.ZipFile(_built()) as z:
-        names = set(z.namelist())
-        tags = json.loads(z.read("_platlib/manifest.json"))["tags"]
-        expected = {f"cp{v.replace('.', '')}-manylinux_{m}" for v in ARCHIVE_PYTHONS for m in MACHINES}
-        assert set(tags) == expected
-        for tag, entry in tags.items():
-            version, machine = tag.split("-")[0][2:], tag.split("_", 1)[1]
-            assert entry["glibc"] == "2.17", tag
-            for module in COMPILED:
-                path = module.format(v=version, m=machine)
-                found = [f"_platlib/{w}/{path}" for w in entry["wheels"] if f"_platlib/{w}/{path}" in names]
-                assert len(found) == 1, f"{tag} lacks {path}"
-                elf = z.read(found[0])[:20]
-                assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == MACHINES[machine], found
+    files = ZipappFiles(_built())
+    tags = json.loads(files.read("_platlib/manifest.json"))["tags"]
+    expected = {f"cp{v.replace('.', '')}-manylinux_{m}" for v in ARCHIVE_PYTHONS for m in MACHINES}
+    assert set(tags) == expected
+    for tag, entry in tags.items():
+        version, machine = tag.split("-")[0][2:], tag.split("_", 1)[1]
+        assert entry["glibc"] == "2.17", tag
+        for module in COMPILED:
+            path = module.format(v=version, m=machine)
+            found = [f"_platlib/{w}/{path}" for w in entry["wheels"] if f"_platlib/{w}/{path}" in files.names]
+            assert len(found) == 1, f"{tag} lacks {path}"
+            elf = files.read(found[0])[:20]
+            assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == MACHINES[machine], found
 
 
 def test_shiv_site_packages_holds_no_compiled_module_and_yaml_runs_pure() -> None:
-    with zipfile.ZipFile(_built()) as z:
-        site = [n for n in z.namelist() if n.startswith("site-packages/")]
+    site = [n for n in ZipappFiles(_built()).names if n.startswith("site-packages/")]
     assert [n for n in site if n.endswith(".so")] == []
     assert "site-packages/yaml/__init__.py" in site
     assert "site-packages/cryptography/__init__.py" not in site  # compiled: under _platlib/, per machine
 
 
+def test_a_start_reads_only_our_package_and_the_entry_the_rest_is_packed() -> None:
+    # Python reads the archive's whole zip directory on every start and keeps it: the stdio
+    # front and the relay need only our package, so every dependency sits in _packed.zip.
+    files = ZipappFiles(_built())
+    outside = [n for n in files.direct if not n.startswith("site-packages/shadowcode/")]
+    assert sorted(outside) == sorted(
+        ["__main__.py", "environment.json", "_platlib/manifest.json", PACKED]
+        + [n for n in files.direct if n.startswith("_bootstrap/")]
+    )
+    assert "site-packages/shadowcode/mcp/server/front.py" in files.direct
+    assert "site-packages/shadowcode/mcp/server/front.pyc" in files.direct  # not compiled at each start
+    assert "site-packages/pydantic/__init__.py" in files.packed
+    assert not [n for n in files.packed if n.startswith("site-packages/shadowcode/")]
+
+
 def test_a_stable_abi_wheel_is_stored_once_per_machine() -> None:
-    with zipfile.ZipFile(_built()) as z:
-        rust = [n for n in z.namelist() if n.endswith("/cryptography/hazmat/bindings/_rust.abi3.so")]
+    rust = [n for n in ZipappFiles(_built()).names if n.endswith("/cryptography/hazmat/bindings/_rust.abi3.so")]
     assert len(rust) == len(MACHINES)
 
 
@@ -191,6 +203,11 @@ def test_an_interrupted_first_run_is_unpacked_again_never_imported(tmp_path: Pat
     first = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
     assert first.returncode == 0, first.stderr
     (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    site = folder / "site-packages"
+    assert (site / "pydantic" / "__init__.py").is_file()  # from the inner _packed.zip
+    assert (site / "shadowcode" / "mcp" / "server" / "front.py").is_file()  # an entry of the archive
+    assert [p for p in site.rglob("*.pyc") if p.parent.name != "__pycache__"] == []  # archive bytecode stays
+    assert not (folder / "_packed.zip").exists()
     # What a run killed half way leaves: a partial temporary folder, and (from an older writer)
     # a folder in place without the marker, holding a module that must never be imported.
     (folder / "complete").unlink()

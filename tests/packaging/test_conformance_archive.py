@@ -12,10 +12,11 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.zipapp import ZipappFiles
 
 pytestmark = pytest.mark.req("CONF-01")
 
@@ -61,9 +62,9 @@ def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_archive_carries_the_suite_its_data_and_only_its_own_dependencies() -> None:
-    with zipfile.ZipFile(_built()) as z:
-        names = set(z.namelist())
-        tags = json.loads(z.read("_platlib/manifest.json"))["tags"]
+    files = ZipappFiles(_built())
+    names = files.names
+    tags = json.loads(files.read("_platlib/manifest.json"))["tags"]
     site = "site-packages/conformance/"
     for data in (
         "expected_failures.yml",

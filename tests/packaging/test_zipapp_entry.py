@@ -1,7 +1,8 @@
 """The zipapp's own entry: relay from inside the archive, else shiv's bootstrap (PKG-01, SRV-21, issue 7).
 
 ``ci/build`` swaps shiv's ``__main__.py`` for ``ci/zipapp_entry.py`` with
-``ci/put_zipapp_entry.py``. These tests check the swap on small archives, then the built
+``ci/put_zipapp_entry.py``, which also packs every file no start reads into an inner zip.
+These tests check the swap and the packing on small archives, then the built
 ``dist/shadowcode.pyz``: with a headless engine running, ``mcp serve`` answers through the
 engine and unpacks nothing into shiv's cache; without one (or with a stale socket file) it
 unpacks and serves in-process as before.
@@ -9,6 +10,8 @@ unpacks and serves in-process as before.
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
 import subprocess
 import sys
@@ -19,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.support.engine import REPO, cli_env, headless_engine
+from tests.support.zipapp import PACKED, ZipappFiles
 
 ZIPAPP = REPO / "dist" / "shadowcode.pyz"
 PUT_ENTRY = REPO / "ci" / "put_zipapp_entry.py"
@@ -35,9 +39,9 @@ def _archive(path: Path, names: dict[str, bytes], shebang: bytes = b"#!/usr/bin/
     path.chmod(0o755)
 
 
-def _put(archive: Path) -> subprocess.CompletedProcess[str]:
+def _put(archive: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(PUT_ENTRY), str(archive)],
+        [sys.executable, str(PUT_ENTRY), str(archive), *args],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -47,30 +51,49 @@ def _put(archive: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.req("PKG-01")
-def test_put_entry_replaces_only_main_and_keeps_shebang_order_dates_and_mode(tmp_path: Path) -> None:
+def test_put_entry_replaces_main_keeps_shebang_dates_and_mode_and_packs_what_no_start_reads(tmp_path: Path) -> None:
     archive = tmp_path / "app.pyz"
-    names = {"_bootstrap/__init__.py": b"x = 1\n", "__main__.py": b"import _bootstrap\n", "site-packages/a.py": b"a\n"}
+    names = {
+        "_bootstrap/__init__.py": b"x = 1\n",
+        "__main__.py": b"import _bootstrap\n",
+        "environment.json": b"{}",
+        "site-packages/a.py": b"a\n",
+        "site-packages/ours/m.py": b"m = 1\n",
+    }
     _archive(archive, names, shebang=b"#!/usr/bin/env python3\n")
     before = {i.filename: i for i in zipfile.ZipFile(archive).infolist()}
 
-    done = _put(archive)
+    done = _put(archive, "--keep", "site-packages/ours/")
 
     assert done.returncode == 0, done.stderr
     assert archive.read_bytes().startswith(b"#!/usr/bin/env python3\n")
     assert archive.stat().st_mode & 0o777 == 0o755
+    files = ZipappFiles(archive)
+    kept = ["_bootstrap/__init__.py", "__main__.py", "environment.json", "site-packages/ours/m.py"]
+    assert files.direct == [*kept, "site-packages/ours/m.pyc", PACKED]
+    assert files.packed == ["site-packages/a.py"]
+    assert files.read("__main__.py") == ENTRY.read_bytes()
+    # The kept module's bytecode: this interpreter's magic number, checked against the source's hash.
+    pyc = files.read("site-packages/ours/m.pyc")
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(pyc[4:8], "little") == 0b11
+    assert pyc[8:16] == importlib.util.source_hash(b"m = 1\n")
     with zipfile.ZipFile(archive) as z:
-        assert [i.filename for i in z.infolist()] == list(names)
-        assert z.read("__main__.py") == ENTRY.read_bytes()
-        for info in z.infolist():
-            assert info.date_time == before[info.filename].date_time
-            assert info.compress_type == before[info.filename].compress_type
-            if info.filename != "__main__.py":
-                assert z.read(info) == names[info.filename]
+        assert z.getinfo(PACKED).compress_type == zipfile.ZIP_STORED
+        infos = [i for i in z.infolist()[:-1] if not i.filename.endswith(".pyc")]
+        infos += zipfile.ZipFile(io.BytesIO(z.read(PACKED))).infolist()
+    for info in infos:
+        assert info.date_time == before[info.filename].date_time
+        assert info.compress_type == before[info.filename].compress_type
+        if info.filename != "__main__.py":
+            assert files.read(info.filename) == names[info.filename]
     assert list(tmp_path.iterdir()) == [archive]
 
 
 @pytest.mark.req("PKG-01")
-def test_put_entry_adds_the_platlib_files_sorted_after_the_others_with_fixed_dates_and_modes(tmp_path: Path) -> None:
+def test_put_entry_adds_the_platlib_files_sorted_with_fixed_dates_and_modes_and_packs_all_but_the_manifest(
+    tmp_path: Path,
+) -> None:
     archive = tmp_path / "app.pyz"
     names = {"__main__.py": b"import _bootstrap\n", "site-packages/a.py": b"a\n"}
     _archive(archive, names)
@@ -80,22 +103,30 @@ def test_put_entry_adds_the_platlib_files_sorted_after_the_others_with_fixed_dat
     (platlib / "w-1-cp312" / "pkg" / "m.so").chmod(0o700)
     (platlib / "manifest.json").write_text("{}", encoding="utf-8")
 
-    done = subprocess.run(
-        [sys.executable, str(PUT_ENTRY), str(archive), str(platlib)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
+    done = _put(archive, str(platlib))
 
     assert done.returncode == 0, done.stderr
+    files = ZipappFiles(archive)
+    assert files.direct == ["__main__.py", "_platlib/manifest.json", PACKED]
+    assert files.packed == ["site-packages/a.py", "_platlib/w-1-cp312/pkg/m.so"]
+    assert files.read("_platlib/w-1-cp312/pkg/m.so") == b"\x7fELF"
     with zipfile.ZipFile(archive) as z:
-        infos = z.infolist()
-        assert [i.filename for i in infos] == [*names, "_platlib/manifest.json", "_platlib/w-1-cp312/pkg/m.so"]
-        assert z.read("_platlib/w-1-cp312/pkg/m.so") == b"\x7fELF"
-        assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
-        assert [i.external_attr >> 16 for i in infos[2:]] == [0o100644, 0o100755]
+        inner = zipfile.ZipFile(io.BytesIO(z.read(PACKED))).infolist()
+        infos = [*z.infolist(), *inner]
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert [i.external_attr >> 16 for i in (infos[1], inner[1])] == [0o100644, 0o100755]
+
+
+@pytest.mark.req("PKG-01")
+def test_put_entry_gives_the_same_bytes_twice(tmp_path: Path) -> None:
+    built = []
+    for name in ("one", "two"):
+        archive = tmp_path / name / "app.pyz"
+        archive.parent.mkdir()
+        _archive(archive, {"__main__.py": b"import _bootstrap\n", "site-packages/a.py": b"a\n"})
+        assert _put(archive).returncode == 0
+        built.append(archive.read_bytes())
+    assert built[0] == built[1]
 
 
 @pytest.mark.req("PKG-01")
