@@ -46,7 +46,7 @@ def attached_fast_path(argv: list[str]) -> int | None:
         return None
     import os
 
-    from shadowcode.mcp.server.front import READY_FD_ENV
+    from shadowcode.mcp.server import READY_FD_ENV
 
     if os.environ.get(READY_FD_ENV):
         return None  # the front's child: serve in this process

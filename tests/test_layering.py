@@ -90,8 +90,8 @@ def _modules() -> dict[str, Path]:
 
 
 def _part(module: str) -> str:
-    if module in ("shadowcode", "shadowcode.mcp"):
-        return "version"  # the package roots: the version, a namespace
+    if module in ("shadowcode", "shadowcode.mcp", "shadowcode.mcp.server"):
+        return "version"  # the package roots: the version, a namespace, the server's start-up constant
     for prefix, part in _PARTS_BY_PREFIX:
         if module == prefix or module.startswith(prefix + "."):
             return part

@@ -44,6 +44,7 @@ from shadowcode.limits import (
     STDIO_FRAME_MAX_BYTES,
     STDIO_WRITE_DEADLINE_SECONDS,
 )
+from shadowcode.mcp.server import READY_FD_ENV
 from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
 from shadowcode.parent_death import pdeathsig_preexec
 
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["READY_FD_ENV", "serve_front"]
 
-READY_FD_ENV = "SHADOWCODE_FRONT_READY_FD"
-"""Set in the child's environment: the descriptor it writes ``ready`` to once it serves."""
 
 _FRONT_ID = "shadowcode-front-"
 _CHUNK_BYTES = 65536

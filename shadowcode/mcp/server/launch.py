@@ -39,7 +39,7 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
         ConfigError: bad workspace or profile (before anything is served).
         StoreError: the profile's store cannot be opened.
     """
-    from shadowcode.mcp.server.front import READY_FD_ENV
+    from shadowcode.mcp.server import READY_FD_ENV
     from shadowcode.profile import Profile
 
     ready_fd = os.environ.pop(READY_FD_ENV, None)  # not inherited by anything this process starts

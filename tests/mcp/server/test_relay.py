@@ -151,3 +151,31 @@ def test_the_engine_has_the_mcp_server_imported_before_its_first_attach(tmp_path
         env=cli_env(tmp_path),
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+@pytest.mark.req("SRV-03")
+def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path) -> None:
+    """With an engine to relay into, ``mcp serve`` imports the relay and nothing of the front.
+
+    The front (``subprocess``, ``ctypes``, the discovery manifest) cost the relay path about
+    14 ms of every start while it was imported only for one constant (issue 15).
+    """
+    code = (
+        "import sys, shadowcode.__main__ as entry, shadowcode.mcp.server.relay as relay\n"
+        "from shadowcode.profile_paths import control_socket_for\n"
+        "open(control_socket_for(None), 'w').close()  # an engine seems to run\n"
+        "relay.try_relay = lambda *args, **kwargs: 0  # and serves the session\n"
+        "status = entry.attached_fast_path(['--workspace', sys.argv[1], 'mcp', 'serve'])\n"
+        "print(status, sorted(m for m in sys.modules if m.startswith(('shadowcode.mcp.server.', 'subprocess'))))\n"
+    )
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [PY, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+        env=cli_env(home),
+    )
+    assert done.stdout.strip() == "0 ['shadowcode.mcp.server.relay']", done.stderr
