@@ -24,7 +24,8 @@ def attached_fast_path(argv: list[str]) -> int | None:
     """Serve ``[--profile P] [--workspace W] mcp serve [--allow-write] [--allow-approvals]`` without the full CLI.
 
     With the profile's headless engine running, stdio is relayed into it
-    (:mod:`shadowcode.mcp.server.relay`). Otherwise the stdio front answers discovery at once
+    (:mod:`shadowcode.mcp.server.relay`), which answers discovery from the build-time
+    recording until the engine's session answers. Otherwise the stdio front answers discovery at once
     and runs the full server as its child (:mod:`shadowcode.mcp.server.front`), unless
     ``SHADOWCODE_STDIO_FRONT=0`` or this process is that child.
 
@@ -62,10 +63,15 @@ def attached_fast_path(argv: list[str]) -> int | None:
     if socket_path is None:
         return None
     if os.path.exists(socket_path):
+        from shadowcode.mcp.server.discovery import load_manifest
         from shadowcode.mcp.server.relay import try_relay
 
         status = try_relay(
-            socket_path, workspace, allow_write="--allow-write" in flags, allow_approvals="--allow-approvals" in flags
+            socket_path,
+            workspace,
+            allow_write="--allow-write" in flags,
+            allow_approvals="--allow-approvals" in flags,
+            manifest=load_manifest(),
         )
         if status is not None:
             return status

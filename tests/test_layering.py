@@ -49,6 +49,8 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.mcp.server.relay", "mcp.relay"),
     ("shadowcode.mcp.server.front", "mcp.relay"),
     ("shadowcode.mcp.server.discovery", "mcp.relay"),
+    ("shadowcode.mcp.server.early_answers", "mcp.relay"),
+    ("shadowcode.mcp.server.stdio_pipes", "mcp.relay"),
     ("shadowcode.engine.api", "engine.api"),
     ("shadowcode.engine.wire", "engine.api"),
     ("shadowcode.engine", "engine"),

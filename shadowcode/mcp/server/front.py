@@ -29,9 +29,7 @@ This module imports only the standard library and :mod:`shadowcode.limits`; keep
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -45,7 +43,9 @@ from shadowcode.limits import (
     STDIO_WRITE_DEADLINE_SECONDS,
 )
 from shadowcode.mcp.server import READY_FD_ENV
-from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
+from shadowcode.mcp.server.discovery import Manifest
+from shadowcode.mcp.server.early_answers import EarlyAnswers, frame
+from shadowcode.mcp.server.stdio_pipes import ClientLines, Stdout
 from shadowcode.parent_death import pdeathsig_preexec
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
@@ -96,74 +96,19 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
     return _Front(child, manifest, ready_read, start_seconds).run()
 
 
-class _Stdout:
-    """Whole-frame writes to fd 1 from any thread; remembers when the current write started."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.write_started: float | None = None
-        self.failed: str | None = None
-
-    def write(self, data: bytes) -> None:
-        with self._lock:
-            if self.failed is not None:
-                return
-            self.write_started = time.monotonic()
-            view = memoryview(data)
-            try:
-                while view:
-                    view = view[os.write(1, view) :]
-            except OSError as exc:  # EPIPE: the client closed its end
-                self.failed = exc.strerror or str(exc)
-            self.write_started = None
-
-    def stuck(self) -> bool:
-        started = self.write_started
-        return started is not None and time.monotonic() - started > STDIO_WRITE_DEADLINE_SECONDS
-
-    def broken(self) -> bool:
-        """Whether the client closed its end of stdout (a pipe reports an error before any write fails)."""
-        if self.failed is not None:
-            return True
-        try:
-            poller = select.poll()
-            poller.register(1, 0)  # errors and hang-ups are reported whatever is asked for
-            events = poller.poll(0)
-        except (OSError, ValueError):
-            return False
-        if events and events[0][1] & (select.POLLERR | select.POLLNVAL):
-            self.failed = "Broken pipe"
-            return True
-        return False
-
-
-def _frame(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-def _valid_id(value: object) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
-
-
 class _Front:
     """One session: the child, the four copying threads and the state they share."""
 
     def __init__(self, child: subprocess.Popen[bytes], manifest: Manifest, ready_fd: int, start_seconds: float) -> None:
         self.child = child
         self.start_seconds = start_seconds
-        self.manifest = manifest
+        self.early = EarlyAnswers(manifest, _FRONT_ID)
         self.ready_fd = ready_fd
-        self.out = _Stdout()
+        self.out = Stdout()
         self.lock = threading.Lock()
         self.ready = threading.Event()
         self.failure: str | None = None  # why the child never became ready
-        self.answering = True  # discovery may still be answered here
-        self.first_request = True
-        self.revision: str | None = None  # handshake revision answered here
-        self.initialized = False
         self.pending: list[tuple[object, str]] = []  # (id, method) sent to the child before it was ready
-        self.dropped: set[str] = set()  # front ids whose answers from the child are dropped
-        self.next_front_id = 0
         self.client_spoke = False
         self.stdin_closed = threading.Event()
         self.stderr_tail = bytearray()
@@ -273,8 +218,8 @@ class _Front:
         message = f"the engine did not start: {self.failure}"
         if method == "tools/call":
             result = {"content": [{"type": "text", "text": message}], "isError": True}
-            return _frame({"jsonrpc": "2.0", "id": request_id, "result": result})
-        return _frame({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}})
+            return frame({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return frame({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}})
 
     # --- threads ----------------------------------------------------------------------
 
@@ -313,7 +258,7 @@ class _Front:
         assert stream is not None
         try:
             for line in stream:
-                if self.dropped and _FRONT_ID.encode() in line[:256] and self._is_dropped(line):
+                if self.early.drop(line):
                     continue
                 self.out.write(line)
         except (OSError, ValueError):
@@ -321,52 +266,31 @@ class _Front:
         finally:
             self.downstream_done.set()
 
-    def _is_dropped(self, line: bytes) -> bool:
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            return False
-        answer_id = message.get("id") if isinstance(message, dict) else None
-        with self.lock:
-            if isinstance(answer_id, str) and answer_id in self.dropped:
-                self.dropped.discard(answer_id)
-                return True
-        return False
-
     def _upstream(self) -> None:
         """stdin → child: whole lines while discovery may be answered here, then raw bytes."""
         sink = self.child.stdin
         assert sink is not None
-        buffer = bytearray()
-        skipping = False  # inside a line too long to look at: forwarded as it comes
+        lines = ClientLines(STDIO_FRAME_MAX_BYTES)
+        raw = False
         try:
             while data := os.read(0, _CHUNK_BYTES):
                 self.client_spoke = True
-                if self.ready.is_set() and not buffer:
+                if raw:
                     self._to_child(sink, data)
                     continue
-                buffer += data
-                while buffer:
-                    if self.ready.is_set():
-                        self._to_child(sink, bytes(buffer))
-                        buffer.clear()
-                        break
-                    end = buffer.find(b"\n")
-                    if skipping or (end < 0 and len(buffer) > STDIO_FRAME_MAX_BYTES):
-                        part = buffer if end < 0 else buffer[: end + 1]
-                        self._to_child(sink, bytes(part))
-                        skipping = end < 0
-                        del buffer[: len(part)]
-                        continue
-                    if end < 0:
-                        break
-                    line = bytes(buffer[: end + 1])
-                    del buffer[: end + 1]
-                    self._line(sink, line)
+                for whole, piece in lines.feed(data):
+                    if whole and not self.ready.is_set():
+                        self._line(sink, piece)
+                    else:
+                        self._to_child(sink, piece)
+                if self.ready.is_set():
+                    raw = True
+                    self._to_child(sink, lines.rest())
         except OSError:
             pass
-        if buffer and self.failure is None:
-            self._to_child(sink, bytes(buffer))
+        held = lines.rest()
+        if held and self.failure is None:
+            self._to_child(sink, held)
         self.stdin_closed.set()
         try:
             sink.close()
@@ -382,35 +306,16 @@ class _Front:
 
     def _line(self, sink: Any, line: bytes) -> None:
         """Handle one whole client line before the child is ready."""
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            message = None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            self._pass(sink, line, None)
-            return
-        method = message.get("method")
-        request_id = message.get("id")
-        is_request = isinstance(method, str) and "id" in message
-        answer = self._answer(method, message.get("params"), request_id) if is_request else None
-        if method == "notifications/initialized" and self.revision is not None:
-            self.initialized = True
+        answer, forward, request = self.early.take(line)
         if answer is None:
-            self._pass(sink, line, (request_id, method) if is_request else None)
+            self._pass(sink, forward, request)
             return
-        with self.lock:
-            front_id = f"{_FRONT_ID}{self.next_front_id}"
-            self.next_front_id += 1
-            self.dropped.add(front_id)
-        self.out.write(_frame({"jsonrpc": "2.0", "id": request_id, **answer}))
+        self.out.write(answer)
         if self.failure is None:
-            self._to_child(sink, _frame({**message, "id": front_id}))
+            self._to_child(sink, forward)
 
     def _pass(self, sink: Any, line: bytes, request: tuple[object, str] | None) -> None:
         """Send ``line`` to the child, or refuse it when the child failed; waiting requests are noted."""
-        if request is not None:
-            self.first_request = False
-            self.answering = self.answering and self.revision is not None
         with self.lock:
             failed = self.failure is not None
             if not failed and request is not None and not self.ready.is_set():
@@ -420,25 +325,3 @@ class _Front:
                 self.out.write(self._refusal(*request))
             return
         self._to_child(sink, line)
-
-    def _answer(self, method: object, params: object, request_id: object) -> Any | None:
-        """The recorded answer to this request, or None when the full server must answer it."""
-        if not self.answering or not _valid_id(request_id) or not isinstance(method, str):
-            return None
-        if isinstance(request_id, str) and request_id.startswith(_FRONT_ID):
-            return None
-        if method == "initialize":
-            found = self.manifest.initialize(params) if self.first_request and self.revision is None else None
-            if found is None:
-                return None
-            self.first_request = False
-            self.revision, answer = found
-            return answer
-        if self.revision is not None:
-            if not self.initialized or method not in HANDSHAKE_METHODS:
-                return None
-            return self.manifest.after_handshake(self.revision, method, params)
-        answer = self.manifest.modern(method, params)
-        if answer is not None:
-            self.first_request = False
-        return answer

@@ -3,8 +3,12 @@
 When the profile's headless engine runs, ``mcp serve`` needs none of the SDK in its own
 process: it connects to the engine's socket, asks it to serve an MCP session for the
 canonical project (``mcp/attach``), then copies bytes both ways until either side ends.
-Everything the client sees on stdout comes from the engine's bounded transport, so stdout
-stays JSON-RPC only, and SRV-25's limits hold as in-process:
+Until the engine's session has answered its first request, the relay answers discovery
+itself from the build-time recording, as the stdio front does
+(:mod:`shadowcode.mcp.server.early_answers`): every client line still reaches the engine,
+an answered one under an id of the relay's own whose answer is dropped. Everything else the
+client sees on stdout comes from the engine's bounded transport, so stdout stays JSON-RPC
+only, and SRV-25's limits hold as in-process:
 
 * the engine enforces every limit on the bytes it reads; when one closes the session, the
   relay fetches the engine's closing lines (``mcp/notices``) and writes them on its stderr,
@@ -26,26 +30,37 @@ import os
 import socket
 import sys
 import threading
-import time
 
 from shadowcode.limits import (
     RELAY_ATTACH_DEADLINE_SECONDS,
     RELAY_ATTACH_REPLY_MAX_BYTES,
+    STDIO_FRAME_MAX_BYTES,
     STDIO_WRITE_DEADLINE_SECONDS,
 )
+from shadowcode.mcp.server.early_answers import EarlyAnswers
+from shadowcode.mcp.server.stdio_pipes import ClientLines, Stdout
+
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from shadowcode.mcp.server.discovery import Manifest
 
 __all__ = ["try_relay"]
 
 _CHUNK_BYTES = 65536
 _WATCH_SECONDS = 0.25
+_RELAY_ID = "shadowcode-relay-"
 
 
-def try_relay(socket_path: str, project: str, *, allow_write: bool, allow_approvals: bool) -> int | None:
+def try_relay(
+    socket_path: str, project: str, *, allow_write: bool, allow_approvals: bool, manifest: Manifest | None = None
+) -> int | None:
     """Relay stdio through the engine at ``socket_path``; returns the exit status, or None to fall back.
 
     None means nothing was relayed (no engine, or it refused the attach) and the caller should
     serve in-process; nothing has been read from stdin or written to stdout in that case.
     Otherwise 0, as an in-process server exits when its connection ends, a limit included.
+    With ``manifest`` (the recorded discovery answers) discovery is answered here until the
+    engine's session answers; without it every byte is only copied.
     """
     params = {"project": project, "allow_write": allow_write, "allow_approvals": allow_approvals}
     sock = _request(socket_path, "mcp/attach", params)
@@ -58,7 +73,8 @@ def try_relay(socket_path: str, project: str, *, allow_write: bool, allow_approv
         return None
     conn.settimeout(None)
     session = result.get("session")
-    if _pump(conn) and isinstance(session, str):
+    early = EarlyAnswers(manifest, _RELAY_ID) if manifest is not None else None
+    if _pump(conn, early) and isinstance(session, str):
         _print_notices(socket_path, session)
     return 0
 
@@ -94,54 +110,86 @@ def _request(socket_path: str, method: str, params: dict[str, object]) -> tuple[
 
 
 class _Downstream(threading.Thread):
-    """Copies engine → stdout; records when a write started so a stuck one can be noticed."""
+    """Copies engine → stdout; the engine's answers to the relay's own ids are dropped.
 
-    def __init__(self, conn: socket.socket) -> None:
+    While early answers may still need dropping the engine's output is read line by line;
+    once the relay answers nothing more and every answer of its own has come back, it is
+    copied as it comes.
+    """
+
+    def __init__(self, conn: socket.socket, out: Stdout, early: EarlyAnswers | None) -> None:
         super().__init__(name="engine-to-stdout", daemon=True)
         self.conn = conn
-        self.write_started: float | None = None
+        self.out = out
+        self.early = early
         self.engine_closed = False
-        self.stdout_failed: str | None = None
 
     def run(self) -> None:
-        while True:
+        pending = bytearray()  # the start of a line, while lines are looked at
+        by_line = self.early is not None
+        while self.out.failed is None:
             try:
                 data = self.conn.recv(_CHUNK_BYTES)
             except OSError:
                 data = b""
             if not data:
+                if pending:
+                    self.out.write(bytes(pending))
                 self.engine_closed = True
                 return
-            view = memoryview(data)
-            self.write_started = time.monotonic()
-            try:
-                while view:
-                    view = view[os.write(1, view) :]
-            except OSError as exc:  # EPIPE: the client closed its end of stdout
-                self.stdout_failed = exc.strerror or str(exc)
-                return
-            self.write_started = None
+            if by_line:
+                data, by_line = self._without_own_answers(pending, data)
+            if data:
+                self.out.write(data)
 
-    def stuck(self) -> bool:
-        """Whether the current stdout write has taken longer than the SRV-25 write deadline."""
-        started = self.write_started
-        return started is not None and time.monotonic() - started > STDIO_WRITE_DEADLINE_SECONDS
+    def _without_own_answers(self, pending: bytearray, data: bytes) -> tuple[bytes, bool]:
+        """The lines ``data`` completes, less the engine's answers to our own ids; and whether to go on by line."""
+        early = self.early
+        assert early is not None
+        pending += data
+        kept = bytearray()
+        while (end := pending.find(b"\n")) >= 0:
+            line = bytes(pending[: end + 1])
+            del pending[: end + 1]
+            if early.drop(line):
+                early.stop()  # the engine's session has taken the handshake: it answers from now on
+                continue
+            kept += line
+        if early.answering or early.waiting:
+            return bytes(kept), True
+        kept += pending
+        pending.clear()
+        return bytes(kept), False
 
 
-def _pump(conn: socket.socket) -> bool:
+def _pump(conn: socket.socket, early: EarlyAnswers | None) -> bool:
     """Copy stdin → engine and engine → stdout until one side ends; True when the engine ended it.
 
     When stdout is at fault (a write past its deadline, or a failed write) the relay says so
     on stderr in the in-process server's words and closes the socket, which ends the session.
     """
+    out = Stdout()
 
     def upstream() -> None:
+        lines = ClientLines(STDIO_FRAME_MAX_BYTES)
+        by_line = early is not None
         try:
-            while True:
-                data = os.read(0, _CHUNK_BYTES)
-                if not data:
-                    break
-                conn.sendall(data)
+            while data := os.read(0, _CHUNK_BYTES):
+                if not by_line:
+                    conn.sendall(data)
+                    continue
+                assert early is not None
+                for whole, piece in lines.feed(data):
+                    answer, forward = None, piece
+                    if whole and early.answering:
+                        answer, forward, _request = early.take(piece)
+                    if answer is not None:
+                        out.write(answer)
+                    conn.sendall(forward)
+                if not early.answering:
+                    by_line = False
+                    conn.sendall(lines.rest())
+            conn.sendall(lines.rest())
         except OSError:
             pass
         try:
@@ -150,12 +198,12 @@ def _pump(conn: socket.socket) -> bool:
             pass
 
     threading.Thread(target=upstream, name="stdin-to-engine", daemon=True).start()
-    down = _Downstream(conn)
+    down = _Downstream(conn, out, early)
     down.start()
     try:
         while down.is_alive():
             down.join(_WATCH_SECONDS)
-            if down.stuck():
+            if out.stuck():
                 sys.stderr.write(
                     "shadowcode: closing the connection: a response write took longer than "
                     f"{STDIO_WRITE_DEADLINE_SECONDS:g} seconds\n"
@@ -163,8 +211,9 @@ def _pump(conn: socket.socket) -> bool:
                 return False  # the blocked writer thread ends with the process
     finally:
         conn.close()
-    if down.stdout_failed is not None:
-        sys.stderr.write(f"shadowcode: closing the connection: stdout failed ({down.stdout_failed})\n")
+    if out.failed is not None:
+        sys.stderr.write(f"shadowcode: closing the connection: stdout failed ({out.failed})\n")
+        return False
     return down.engine_closed
 
 

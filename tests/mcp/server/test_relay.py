@@ -155,7 +155,7 @@ def test_the_engine_has_the_mcp_server_imported_before_its_first_attach(tmp_path
 
 @pytest.mark.req("SRV-03")
 def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path) -> None:
-    """With an engine to relay into, ``mcp serve`` imports the relay and nothing of the front.
+    """With an engine to relay into, ``mcp serve`` imports the relay, its early answers and nothing of the front.
 
     The front (``subprocess``, ``ctypes``, the discovery manifest) cost the relay path about
     14 ms of every start while it was imported only for one constant (issue 15).
@@ -178,4 +178,120 @@ def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path) -> No
         check=False,
         env=cli_env(home),
     )
-    assert done.stdout.strip() == "0 ['shadowcode.mcp.server.relay']", done.stderr
+    relay_path = ["discovery", "early_answers", "relay", "stdio_pipes"]
+    assert done.stdout.strip() == f"0 {[f'shadowcode.mcp.server.{m}' for m in relay_path]}", done.stderr
+
+
+@pytest.mark.req("SRV-03", "SRV-21")
+def test_the_relay_answers_discovery_from_the_recording_and_the_engine_serves_the_rest(tmp_path: Path) -> None:
+    """Handshake and listing as recorded, a tool call by the engine, and no answer of the relay's own ids leaks."""
+    from shadowcode.mcp.server.discovery import load_manifest
+
+    manifest = load_manifest()
+    assert manifest is not None
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shadow_status", "arguments": {}}}
+    with headless_engine(home):
+        proc = _serve(home, project, stdout=subprocess.PIPE)
+        out, err = proc.communicate(b"".join(_line(m) for m in (_HANDSHAKE, initialized, listing, call)), timeout=60)
+
+    assert proc.returncode == 0, err
+    answers = {m["id"]: m for m in map(json.loads, out.splitlines())}
+    assert sorted(answers) == [0, 1, 2]  # nothing else: the engine's answers to the relay's ids were dropped
+    assert b"shadowcode-relay-" not in out
+    revision, recorded = manifest.initialize(_HANDSHAKE["params"])  # type: ignore[misc]
+    assert answers[0]["result"] == recorded["result"]
+    assert answers[1]["result"] == manifest.after_handshake(revision, "tools/list", None)["result"]  # type: ignore[index]
+    assert answers[2]["result"]["structuredContent"]["engine"]["mode"] == "attached"
+    assert b"Traceback" not in err
+
+
+@pytest.mark.req("SRV-03")
+def test_the_relay_answers_discovery_before_the_engine_says_anything(tmp_path: Path) -> None:
+    """An engine that takes the attach and then stays silent: the handshake and listing still come back at once.
+
+    The engine receives every client line, the answered ones under the relay's own ids; its
+    later answers to those ids are dropped, and from its first one on it answers everything.
+    """
+    import socket
+    import sys
+    import threading
+
+    path = str(tmp_path / "engine.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    listener.settimeout(60)
+    received: list[dict[str, object]] = []
+    conn_box: list[socket.socket] = []
+
+    def engine() -> None:
+        conn, _ = listener.accept()
+        conn_box.append(conn)
+        with conn.makefile("rb") as reader:
+            attach = json.loads(reader.readline())
+            conn.sendall(_line({"id": attach["id"], "result": {"attached": True, "session": "s"}}))
+            for raw in reader:
+                received.append(json.loads(raw))
+
+    thread = threading.Thread(target=engine, daemon=True)
+    thread.start()
+    code = (
+        "import sys\n"
+        "from shadowcode.mcp.server.discovery import load_manifest\n"
+        "from shadowcode.mcp.server.relay import try_relay\n"
+        "sys.exit(try_relay(sys.argv[1], sys.argv[2], allow_write=False, allow_approvals=False,"
+        " manifest=load_manifest()))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, path, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(tmp_path / "home"),
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        proc.stdin.write(b"".join(_line(m) for m in (_HANDSHAKE, initialized, listing)))
+        proc.stdin.flush()
+        first, second = json.loads(proc.stdout.readline()), json.loads(proc.stdout.readline())
+        assert (first["id"], second["id"]) == (0, 1)  # bounded by the test timeout; the engine said nothing
+        assert len(second["result"]["tools"]) == 17
+
+        deadline = time.monotonic() + 30
+        while len(received) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [m.get("method") for m in received] == ["initialize", "notifications/initialized", "tools/list"]
+        assert received[0]["id"] == "shadowcode-relay-0" and received[2]["id"] == "shadowcode-relay-1"
+
+        engine_conn = conn_box[0]
+        engine_conn.sendall(_line({"jsonrpc": "2.0", "id": "shadowcode-relay-0", "result": {"engine": True}}))
+        engine_conn.sendall(_line({"jsonrpc": "2.0", "id": "shadowcode-relay-1", "result": {"engine": True}}))
+        proc.stdin.write(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        proc.stdin.flush()
+        while len(received) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert received[3] == {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}  # the engine's now
+        engine_conn.sendall(_line({"jsonrpc": "2.0", "id": 2, "result": {"engine": True}}))
+        assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {"engine": True}}
+        listener.close()  # so the relay's request for closing notices is refused at once
+        engine_conn.shutdown(socket.SHUT_RDWR)  # the engine ends the session
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout.read() == b""  # the answers to the relay's own ids never reached the client
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        listener.close()
+        thread.join(10)
+        for conn in conn_box:
+            conn.close()

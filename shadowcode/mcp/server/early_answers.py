@@ -1,0 +1,150 @@
+"""One session's discovery, answered from the build-time recording while the server behind it starts (issue 15).
+
+Both stdio paths of ``mcp serve`` put a small standard-library process in front of the real
+server: the stdio front (its child is the full server, which takes a second or more to
+import) and the relay (the headless engine builds an SDK session for it). Hosts give a server
+about a second before their first model request, so both answer discovery themselves until
+the server behind them has taken over:
+
+* a request in a recorded shape (``initialize`` at a recorded revision as the first request,
+  then ``ping`` and the five listings after ``notifications/initialized``; or
+  ``server/discover`` and the listings of a modern revision) is answered at once from
+  :class:`~shadowcode.mcp.server.discovery.Manifest`, and still sent on to the server under
+  an id of ours, so the server's session goes through the same handshake; its answer to that
+  id is recognized by :meth:`EarlyAnswers.drop` and never reaches the client;
+* every other line is sent on unchanged; the first request that has to go to the server ends
+  the answering here unless a recorded handshake came first (so nothing the server answers
+  can be overtaken by a recorded answer to a later request of a different session state).
+
+This module imports only the standard library; keep it that way (start-up time, issue 15).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
+
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["EarlyAnswers", "frame"]
+
+_ID_SCAN_BYTES = 256
+"""How far into a server line our id prefix is looked for before the line is parsed."""
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC frame: compact UTF-8 JSON and a newline."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _valid_id(value: object) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+class EarlyAnswers:
+    """The answering state of one session; every method may be called from any thread.
+
+    Args:
+        manifest: the recorded answers.
+        id_prefix: the prefix of the ids this process gives the requests it sends on after
+            answering them (``shadowcode-front-``); a client request whose id starts with it
+            is never answered here.
+    """
+
+    def __init__(self, manifest: Manifest, id_prefix: str) -> None:
+        self.manifest = manifest
+        self.id_prefix = id_prefix
+        self._prefix_bytes = id_prefix.encode("utf-8")
+        self._lock = threading.Lock()
+        self.answering = True  # discovery may still be answered here
+        self.first_request = True
+        self.revision: str | None = None  # handshake revision answered here
+        self.initialized = False
+        self._dropped: set[str] = set()  # our ids whose answers from the server are dropped
+        self._next_id = 0
+
+    def stop(self) -> None:
+        """Answer nothing more here: from now on every line goes to the server."""
+        with self._lock:
+            self.answering = False
+
+    def take(self, line: bytes) -> tuple[bytes | None, bytes, tuple[object, str] | None]:
+        """Handle one whole client line (newline included).
+
+        Returns:
+            ``(answer, forward, request)``: the frame to write to the client at once (None when
+            the server must answer); the bytes to send to the server (the line itself, or the
+            answered request under an id of ours); and ``(id, method)`` when the line is a
+            request the server will answer, else None.
+        """
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None, line, None
+        method = message.get("method")
+        request_id = message.get("id")
+        is_request = isinstance(method, str) and "id" in message
+        with self._lock:
+            answer = self._answer(method, message.get("params"), request_id) if is_request else None
+            if method == "notifications/initialized" and self.revision is not None:
+                self.initialized = True
+            if answer is None:
+                if is_request:
+                    self.first_request = False
+                    self.answering = self.answering and self.revision is not None
+                return None, line, (request_id, method) if is_request else None
+            our_id = f"{self.id_prefix}{self._next_id}"
+            self._next_id += 1
+            self._dropped.add(our_id)
+        return frame({"jsonrpc": "2.0", "id": request_id, **answer}), frame({**message, "id": our_id}), None
+
+    def drop(self, line: bytes) -> bool:
+        """Whether ``line`` (one whole line from the server) answers a request sent on under an id of ours.
+
+        Such a line is not for the client; each of our ids is dropped once.
+        """
+        if not self._dropped or self._prefix_bytes not in line[:_ID_SCAN_BYTES]:
+            return False
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        answer_id = message.get("id") if isinstance(message, dict) else None
+        with self._lock:
+            if isinstance(answer_id, str) and answer_id in self._dropped:
+                self._dropped.discard(answer_id)
+                return True
+        return False
+
+    @property
+    def waiting(self) -> bool:
+        """Whether answers to ids of ours are still to come from the server."""
+        return bool(self._dropped)
+
+    def _answer(self, method: object, params: object, request_id: object) -> Any | None:
+        """The recorded answer to this request, or None when the server must answer it (lock held)."""
+        if not self.answering or not _valid_id(request_id) or not isinstance(method, str):
+            return None
+        if isinstance(request_id, str) and request_id.startswith(self.id_prefix):
+            return None
+        if method == "initialize":
+            found = self.manifest.initialize(params) if self.first_request and self.revision is None else None
+            if found is None:
+                return None
+            self.first_request = False
+            self.revision, answer = found
+            return answer
+        if self.revision is not None:
+            if not self.initialized or method not in HANDSHAKE_METHODS:
+                return None
+            return self.manifest.after_handshake(self.revision, method, params)
+        answer = self.manifest.modern(method, params)
+        if answer is not None:
+            self.first_request = False
+        return answer
