@@ -38,7 +38,8 @@ faulted module from the unpacked copy with the faulted text in it. A fault whose
 direct entry of the archive (say, inside a nested zip) is refused.
 
 Writes a Markdown table to stdout and ``faults-out/faults.json`` (``--out`` to change the folder;
-``--pyz`` writes into ``faults-out/pyz/``, ``--attached`` adds ``-attached``).
+``--pyz`` writes into ``faults-out/pyz/``, ``--attached`` into ``faults-out/attached/`` or
+``faults-out/pyz-attached/``).
 """
 
 from __future__ import annotations
@@ -529,9 +530,8 @@ def main(argv: list[str] | None = None) -> int:
                 if zf.read(archive_member(fault)) != (REPO / fault["file"]).read_bytes():
                     sys.stderr.write(f"faults: warning: {archive} holds another {fault['file']} than the checkout\n")
         make = lambda fault: pyz_copy(archive, fault)  # noqa: E731
-        out = out / "pyz"
-    if args.attached:
-        out = out.with_name(out.name + "-attached")
+    if args.pyz or args.attached:  # apart from the source tree's reports
+        out = out / "-".join(["pyz"] * args.pyz + ["attached"] * args.attached)
     target = describe_target(archive, args.attached)
     if args.suite:
         global SUITE
