@@ -286,7 +286,7 @@ def _digest(path: Path) -> str:
 def assert_pyz_runs_copy(copy: Path, root: Path, module: str, expected: bytes, run_dir: Path) -> None:
     """Refuse unless the target runs ``copy`` and imports ``module`` with ``expected`` as its text.
 
-    Three probes, from the folder the suite runs in, with the target's environment: the target
+    Two probes, from the folder the suite runs in, with the target's environment: the target
     command itself (``--help``, exit 0, which unpacks the copy into ``root``); then shiv's own
     interpreter mode of the same archive imports ``module`` and prints its file, which must lie
     in the one unpacked folder under ``root`` and hold ``expected``.
@@ -302,7 +302,8 @@ def assert_pyz_runs_copy(copy: Path, root: Path, module: str, expected: bytes, r
         [*argv, "-c", show, module], cwd=run_dir, env=env_shell, capture_output=True, text=True, encoding="utf-8"
     )  # fmt: skip
     imported = done.stdout.strip().splitlines()[-1:] or [""]
-    unpacked = [p for p in root.iterdir() if not p.name.startswith(".")]
+    # shiv names the folder <archive name>_<build id>, the entry adds the interpreter's tag
+    unpacked = [p for p in root.iterdir() if p.name.startswith(copy.name + "_") and (p / "complete").is_file()]
     if done.returncode != 0 or len(unpacked) != 1:
         raise SystemExit(
             f"{copy}: importing {module} exited {done.returncode} ({done.stderr.strip()[-300:]}); "
