@@ -48,6 +48,19 @@ def _serve(home: Path, project: Path, **kw: object) -> subprocess.Popen[bytes]:
     )
 
 
+def _python(code: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """``python -c code args`` with the test profile ``home``; bounded like every command here."""
+    return subprocess.run(
+        [PY, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+        env=cli_env(home),
+    )
+
+
 @pytest.mark.req("SRV-25")
 def test_notices_keep_the_newest_sessions_and_lines_up_to_their_limits(
     capsys: pytest.CaptureFixture[str],
@@ -141,15 +154,7 @@ def test_the_engine_has_the_mcp_server_imported_before_its_first_attach(tmp_path
         "import sys, shadowcode.mcp.server.attached; "
         "print(all(m in sys.modules for m in ('shadowcode.mcp.server.app', 'shadowcode.mcp.server.stdio', 'mcp')))"
     )
-    done = subprocess.run(
-        [PY, "-c", code],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-        env=cli_env(tmp_path),
-    )
+    done = _python(code, home=tmp_path)
     assert done.stdout.strip() == "True", done.stderr
 
 
@@ -168,16 +173,7 @@ def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path) -> No
         "status = entry.attached_fast_path(['--workspace', sys.argv[1], 'mcp', 'serve'])\n"
         "print(status, sorted(m for m in sys.modules if m.startswith(('shadowcode.mcp.server.', 'subprocess'))))\n"
     )
-    home = tmp_path / "home"
-    done = subprocess.run(
-        [PY, "-c", code, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-        env=cli_env(home),
-    )
+    done = _python(code, str(tmp_path), home=tmp_path / "home")
     relay_path = ["discovery", "early_answers", "relay", "stdio_pipes"]
     assert done.stdout.strip() == f"0 {[f'shadowcode.mcp.server.{m}' for m in relay_path]}", done.stderr
 
@@ -272,6 +268,10 @@ def test_the_relay_answers_discovery_before_the_engine_says_anything(tmp_path: P
         engine_conn = conn_box[0]
         engine_conn.sendall(_line({"jsonrpc": "2.0", "id": "shadowcode-relay-0", "result": {"engine": True}}))
         engine_conn.sendall(_line({"jsonrpc": "2.0", "id": "shadowcode-relay-1", "result": {"engine": True}}))
+        # A line after them: once the client has it, the relay has read (and dropped) both answers.
+        log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+        engine_conn.sendall(_line(log))
+        assert json.loads(proc.stdout.readline()) == log
         proc.stdin.write(_line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
         proc.stdin.flush()
         while len(received) < 4 and time.monotonic() < deadline:
@@ -288,9 +288,12 @@ def test_the_relay_answers_discovery_before_the_engine_says_anything(tmp_path: P
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None and not pipe.closed:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass
         listener.close()
         thread.join(10)
         for conn in conn_box:
