@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from shadowcode.mcp.server.discovery import Manifest
+
 
 def main() -> None:
     """Run the ``shadowcode`` command line; exits the process with the command's status."""
@@ -62,8 +66,10 @@ def attached_fast_path(argv: list[str]) -> int | None:
     socket_path = control_socket_for(options.get("--profile"))
     if socket_path is None:
         return None
+    from shadowcode.mcp.server.discovery import load_manifest
+
+    manifest = load_manifest()  # read once: the relay and the front both answer discovery from it
     if os.path.exists(socket_path):
-        from shadowcode.mcp.server.discovery import load_manifest
         from shadowcode.mcp.server.relay import try_relay
 
         status = try_relay(
@@ -71,25 +77,21 @@ def attached_fast_path(argv: list[str]) -> int | None:
             workspace,
             allow_write="--allow-write" in flags,
             allow_approvals="--allow-approvals" in flags,
-            manifest=load_manifest(),
+            manifest=manifest,
         )
         if status is not None:
             return status
-    return _front(argv)
+    return _front(argv, manifest)
 
 
-def _front(argv: list[str]) -> int | None:
-    """Run ``mcp serve`` behind the stdio front; None when it is turned off or cannot run here."""
+def _front(argv: list[str], manifest: Manifest | None) -> int | None:
+    """Run ``mcp serve`` behind the stdio front; None when it is turned off, has no manifest or cannot run here."""
     import os
 
-    if os.environ.get("SHADOWCODE_STDIO_FRONT") == "0" or not sys.executable:
+    if os.environ.get("SHADOWCODE_STDIO_FRONT") == "0" or not sys.executable or manifest is None:
         return None
-    from shadowcode.mcp.server.discovery import load_manifest
     from shadowcode.mcp.server.front import serve_front
 
-    manifest = load_manifest()
-    if manifest is None:
-        return None
     main_module = sys.modules.get("__main__")
     spec = getattr(main_module, "__spec__", None)
     if spec is not None and spec.name == "shadowcode.__main__":

@@ -40,7 +40,6 @@ from shadowcode.limits import (
     FRONT_ENGINE_START_SECONDS,
     FRONT_STOP_GRACE_SECONDS,
     STDIO_FRAME_MAX_BYTES,
-    STDIO_WRITE_DEADLINE_SECONDS,
 )
 from shadowcode.mcp.server import READY_FD_ENV
 from shadowcode.mcp.server.discovery import Manifest
@@ -186,11 +185,7 @@ class _Front:
         return code if code > 0 else 0
 
     def _stdout_gone(self) -> int:
-        reason = (
-            f"a response write took longer than {STDIO_WRITE_DEADLINE_SECONDS:g} seconds"
-            if self.out.failed is None
-            else f"stdout failed ({self.out.failed})"
-        )
+        reason = self.out.closing_reason()
         sys.stderr.write(f"shadowcode: closing the connection: {reason}\n")
         sys.stderr.flush()
         self._terminate()

@@ -35,7 +35,6 @@ from shadowcode.limits import (
     RELAY_ATTACH_DEADLINE_SECONDS,
     RELAY_ATTACH_REPLY_MAX_BYTES,
     STDIO_FRAME_MAX_BYTES,
-    STDIO_WRITE_DEADLINE_SECONDS,
 )
 from shadowcode.mcp.server.early_answers import EarlyAnswers
 from shadowcode.mcp.server.stdio_pipes import ClientLines, Stdout
@@ -200,19 +199,15 @@ def _pump(conn: socket.socket, early: EarlyAnswers | None) -> bool:
     threading.Thread(target=upstream, name="stdin-to-engine", daemon=True).start()
     down = _Downstream(conn, out, early)
     down.start()
+    stuck = False
     try:
-        while down.is_alive():
+        while down.is_alive() and not stuck:
             down.join(_WATCH_SECONDS)
-            if out.stuck():
-                sys.stderr.write(
-                    "shadowcode: closing the connection: a response write took longer than "
-                    f"{STDIO_WRITE_DEADLINE_SECONDS:g} seconds\n"
-                )
-                return False  # the blocked writer thread ends with the process
+            stuck = out.stuck()  # the blocked writer thread ends with the process
     finally:
         conn.close()
-    if out.failed is not None:
-        sys.stderr.write(f"shadowcode: closing the connection: stdout failed ({out.failed})\n")
+    if stuck or out.failed is not None:
+        sys.stderr.write(f"shadowcode: closing the connection: {out.closing_reason()}\n")
         return False
     return down.engine_closed
 

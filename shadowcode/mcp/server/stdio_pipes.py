@@ -46,6 +46,12 @@ class Stdout:
         started = self.write_started
         return started is not None and time.monotonic() - started > STDIO_WRITE_DEADLINE_SECONDS
 
+    def closing_reason(self) -> str:
+        """Why the connection closes on the client's account, in the in-process server's words (SRV-25)."""
+        if self.failed is not None:
+            return f"stdout failed ({self.failed})"
+        return f"a response write took longer than {STDIO_WRITE_DEADLINE_SECONDS:g} seconds"
+
     def broken(self) -> bool:
         """Whether the client closed its end of stdout (a pipe reports an error before any write fails)."""
         if self.failed is not None:
