@@ -46,7 +46,7 @@ def _valid_id(value: object) -> bool:
 
 
 class EarlyAnswers:
-    """The answering state of one session; every method may be called from any thread.
+    """The answering state of one session (SRV-03: the listings as the server gives them); thread-safe.
 
     Args:
         manifest: the recorded answers.

@@ -20,7 +20,7 @@ __all__ = ["ClientLines", "Stdout"]
 
 
 class Stdout:
-    """Whole-frame writes to fd 1 from any thread; remembers when the current write started."""
+    """Whole-frame writes to fd 1 from any thread; remembers when the current write started (SRV-25)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -69,7 +69,7 @@ class Stdout:
 
 
 class ClientLines:
-    """Cuts client bytes into whole lines to look at; a line longer than ``max_bytes`` passes through unread.
+    """Cuts client bytes into whole lines to look at; a line over ``max_bytes`` bytes passes through unread (SRV-25).
 
     Args:
         max_bytes: the longest line to hold back until its newline arrives (the frame bound,
