@@ -14,8 +14,9 @@ entry. In order:
 3. Any other command, or no running engine, goes to shiv's bootstrap, with its cache folder keyed
    by the interpreter's tag (``<SHIV_ROOT or ~/.shiv>/shadowcode.pyz_<build id>_cp312-manylinux_x86_64``):
    the pure site-packages and the tag's compiled wheels (entries of the archive or of its inner
-   ``_packed.zip``, see ``ci/put_zipapp_entry.py``) are unpacked together into it once, under
-   a lock, into a temporary folder renamed into place after a ``complete`` marker is written. A
+   ``_packed.zip``, see ``ci/put_zipapp_entry.py``) are unpacked together into it once, with
+   every module's bytecode compiled, under a lock, into a temporary folder renamed into place
+   after a ``complete`` marker is written. A
    folder without the marker (an interrupted first run) is unpacked again; a folder that cannot be
    written gets one clear line and exit status 1. Two interpreters never share a folder, and
    shiv's ``SHIV_ROOT``, ``SHIV_FORCE_EXTRACT`` and the other variables keep their meaning.
@@ -175,6 +176,18 @@ def _extract_from(archive, into, prefixes):
             os.chmod(target, mode)
 
 
+def _compile(into):
+    """Write the bytecode of every unpacked module once, as pip does at install.
+
+    Without it the interpreter writes each module's bytecode at its first import, unless
+    ``PYTHONDONTWRITEBYTECODE`` is set (as in many container images): then every start compiled
+    each module it imported again, about 0.3 s of CPU for a CLI command. Nothing is printed.
+    """
+    import compileall
+
+    compileall.compile_dir(os.path.join(into, "site-packages"), quiet=2, workers=1)
+
+
 def _unpack(archive, folder, tag, wheels, force):
     """Make ``folder`` a complete unpacked copy for ``tag``, once, whatever other processes do at the same time."""
     import fcntl
@@ -194,6 +207,7 @@ def _unpack(archive, folder, tag, wheels, force):
         partial = os.path.join(parent, name + ".tmp")
         shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
         _extract(archive, partial, wheels)
+        _compile(partial)
         with open(os.path.join(partial, _COMPLETE), "w", encoding="utf-8") as done:
             done.write(tag + "\n")
         if os.path.lexists(str(folder)):

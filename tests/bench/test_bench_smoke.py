@@ -233,6 +233,21 @@ def test_front_rss_falls_back_to_start_up_memory_for_a_row_without_calls_issue15
     assert ratios["rss_attached_ratio_vs_bare"] is None  # that one reads the call rounds only
 
 
+def test_the_floor_runs_on_the_interpreter_the_archive_runs_on_issue15(bench_modules: None, tmp_path: Path) -> None:
+    # A ratio to the floor must not count the interpreter's own start-up (site, .pth files)
+    # against the archive: both start the same interpreter.
+    from bench.targets import Layout, build_targets
+
+    layout = Layout(
+        repo=tmp_path, workspace=tmp_path / "ws", home=tmp_path / "h", attached_home=tmp_path / "a",
+        shiv_warm=tmp_path / "s", pyz=tmp_path / "x.pyz", venv_python=tmp_path / "venv-python",
+        pyz_python=tmp_path / "base-python", node="node",
+    )  # fmt: skip
+    argv = {t.name: t.argv for t in build_targets(layout)}
+    assert argv["floor"][0] == argv["shadowcode_pyz_warm"][0] == str(tmp_path / "base-python")
+    assert argv["bare"][0] == str(tmp_path / "venv-python")  # it needs the SDK
+
+
 def test_floor_ratios_are_null_with_the_missing_side_named_issue15(bench_modules: None) -> None:
     from bench.gateway import pending_gateway_figures
     from bench.report import compute_ratios, temporary_engine_figure

@@ -12,6 +12,7 @@ line, and takes two interpreters starting at once.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -224,6 +225,27 @@ def test_an_interrupted_first_run_is_unpacked_again_never_imported(tmp_path: Pat
     assert "half-written" not in poisoned.read_text(encoding="utf-8")
     assert not partial.exists()
     assert not (folder / "site-packages" / "stray.py").exists()
+
+
+def test_the_first_run_compiles_every_module_once_even_with_bytecode_writing_off(tmp_path: Path) -> None:
+    # Many container images set PYTHONDONTWRITEBYTECODE: without bytecode written at unpack,
+    # every later start would compile each module it imports again.
+    shiv_root = tmp_path / "shiv"
+    done = subprocess.run(
+        [sys.executable, str(_built()), "--help"],
+        env=dict(cli_env(tmp_path / "home"), SHIV_ROOT=str(shiv_root), PYTHONDONTWRITEBYTECODE="1"),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    sources = list((folder / "site-packages").rglob("*.py"))
+    assert len(sources) > 1000
+    missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
+    assert missing == []
 
 
 def test_an_unwritable_cache_folder_gets_one_clear_line(tmp_path: Path) -> None:
