@@ -99,6 +99,12 @@ def _tool_list() -> tuple[types.Tool, ...]:
     )
 
 
+@functools.cache
+def _input_schemas() -> dict[str, dict[str, Any]]:
+    """Each tool's input JSON Schema by name, for the SDK's ``Mcp-Param-*`` header check (2026-07-28 HTTP)."""
+    return {tool.name: tool.input_schema for tool in _tool_list()}
+
+
 def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -211,7 +217,7 @@ def build_server(
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
         )
 
-    return Server(
+    server = Server(
         "shadowcode",
         version=__version__,
         title="ShadowCode",
@@ -222,4 +228,10 @@ def build_server(
         on_read_resource=read,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        # Without it the SDK builds the whole tool listing for every 2026-07-28 HTTP tools/call.
+        get_tool_input_schema=_input_schemas().get,
     )
+    # The SDK wraps every request in an OpenTelemetry span by default; ShadowCode installs no
+    # exporter, so the spans only cost time on every request (the SDK's documented opt-out).
+    server.middleware = []
+    return server

@@ -286,3 +286,20 @@ async def test_unknown_arguments_are_refused_with_a_clear_error(connect: Connect
     async with connect() as client:
         ok, message = await call(client, "shadow_status", surprise=1)
     assert not ok and "surprise" in message
+
+
+async def test_the_sdk_looks_up_one_tools_schema_and_wraps_requests_in_no_span(
+    api: LocalEngine, project_dir: Path
+) -> None:
+    # Without the lookup the SDK runs the whole tools/list handler to check a 2026-07-28 HTTP
+    # tools/call's Mcp-Param headers; without emptying the middleware every request gets an
+    # OpenTelemetry span that nothing exports.
+    ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access())
+    server = build_server(ctx)
+    assert server.middleware == []
+    async with Client(server, mode="legacy") as client:
+        listed = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+    assert server.get_tool_input_schema is not None
+    for name, schema in listed.items():
+        assert server.get_tool_input_schema(name) == schema
+    assert server.get_tool_input_schema("shadow_nothing") is None
