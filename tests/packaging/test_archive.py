@@ -56,10 +56,10 @@ def _python(version: str) -> str:
     return found
 
 
-def _run(python: str, *args: str, shiv_root: Path, home: Path, archive: Path | None = None):
+def _run(python: str, *args: str, shiv_root: Path, home: Path, archive: Path | None = None, **env: str):
     return subprocess.run(
         [python, str(archive or _built()), *args],
-        env=dict(cli_env(home), SHIV_ROOT=str(shiv_root)),
+        env=dict(cli_env(home), SHIV_ROOT=str(shiv_root), **env),
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -231,15 +231,7 @@ def test_the_first_run_compiles_every_module_once_even_with_bytecode_writing_off
     # Many container images set PYTHONDONTWRITEBYTECODE: without bytecode written at unpack,
     # every later start would compile each module it imports again.
     shiv_root = tmp_path / "shiv"
-    done = subprocess.run(
-        [sys.executable, str(_built()), "--help"],
-        env=dict(cli_env(tmp_path / "home"), SHIV_ROOT=str(shiv_root), PYTHONDONTWRITEBYTECODE="1"),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=RUN_TIMEOUT_SECONDS,
-        check=False,
-    )
+    done = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home", PYTHONDONTWRITEBYTECODE="1")
     assert done.returncode == 0, done.stderr
     (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
     sources = list((folder / "site-packages").rglob("*.py"))
