@@ -32,7 +32,7 @@ from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
 from conformance.registry import PROFILES, Check, load_checks, select
 from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
-from conformance.resources import bundled_baseline, resource_root
+from conformance.resources import bundled_baseline, bundled_baseline_names, resource_root
 from conformance.runner import run_checks
 
 __all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target"]
@@ -125,8 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     baseline.add_argument(
         "--expected-failures",
         metavar="FILE",
-        help="YAML list of {check, reason} known to fail, or the name of a bundled one (python-sdk-server, "
-        "server-everything) (default: conformance/expected_failures.yml)",
+        help=f"YAML list of {{check, reason}} known to fail, or the name of a bundled one "
+        f"({', '.join(bundled_baseline_names())}) (default: conformance/expected_failures.yml)",
     )
     baseline.add_argument(
         "--no-expected-failures", action="store_true", help="use no baseline: every failing check fails the run"
@@ -184,6 +184,7 @@ def _run(argv: Sequence[str]) -> int:
     if not checks:
         hint = "" if args.official else " (official:* checks need --official)"
         raise UsageError("--only matched no check; use --list to see them" + hint)
+    expected = _baseline(args)  # a baseline that cannot be read is bad usage, with --list too
     if args.list:
         for c in checks:
             line = f"{c.name}\t{','.join(c.covers)}"
@@ -208,7 +209,6 @@ def _run(argv: Sequence[str]) -> int:
             raise UsageError(f"--bearer-env {args.bearer_env}: that variable is not set or empty")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    expected = _baseline(args)
     root = resource_root(c.group for c in checks)
     fixture = Path(args.fixture) if args.fixture else default_fixture_path(root)
     factory = load_project_factory(fixture)
@@ -236,7 +236,7 @@ def _run(argv: Sequence[str]) -> int:
         int(time.time()),
         expected_failures=expected,
         filtered_out=filtered_by_only(registered, checks, patterns),
-        engine=mode.value,
+        engine=mode.value if args.profile == "shadowcode" else "none",
         url=url,
     )
     json_path, md_path = write_report(out_dir, report)
@@ -251,8 +251,9 @@ def _summarize(report: Mapping[str, Any]) -> None:
     """One summary line on stderr, then a line per failure, expected failure and bad baseline entry."""
     checks, baseline, s = report["checks"], report["expected_failures"], report["summary"]
     statuses = [c["status"] for c in checks]
+    engine = report.get("engine", EngineMode.TEMPORARY.value)
     sys.stderr.write(
-        f"conformance ({report.get('engine', EngineMode.TEMPORARY.value)} engine): "
+        f"conformance ({'generic profile' if engine == 'none' else engine + ' engine'}): "
         f"{statuses.count('pass')} checks passed, {statuses.count('fail')} failed, "
         f"{statuses.count('expected_fail')} failed as expected, {statuses.count('not_run')} not run; "
         f"ids: {s['pass']} pass, {s['fail']} fail, {s['not_covered']} not covered\n"

@@ -221,7 +221,8 @@ def build_report(
         expected_failures: the baseline; empty for none.
         filtered_out: whether a baseline name was left out of the run on purpose (``--only``);
             such an entry is neither checked nor reported.
-        engine: how the run met the engine: ``"attached"`` (``--attached``) or ``"temporary"``.
+        engine: how the run met the engine: ``"attached"`` (``--attached``) or ``"temporary"``;
+            ``"none"`` in the generic profile, which runs the target as given.
         url: the Streamable HTTP endpoint under test (``--url``); the report carries a
             ``"url"`` key only when one was given.
 
@@ -325,6 +326,7 @@ _OUTCOME = {
 _ENGINE_SAID = {
     "attached": "attached (`<target> engine` ran in each check's profile, except own-engine checks)",
     "temporary": "temporary (no engine was started before the checks)",
+    "none": "none (the generic profile runs the target as given)",
 }
 
 

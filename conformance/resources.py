@@ -42,6 +42,7 @@ __all__ = [
     "NODE_GROUPS",
     "NODE_SETUP_ARGV",
     "bundled_baseline",
+    "bundled_baseline_names",
     "cache_dir",
     "helper_python",
     "resource_root",
@@ -259,6 +260,11 @@ def _write_helper_python(root: Path) -> None:
     partial.write_text(text, encoding="utf-8")
     partial.chmod(0o755)
     partial.replace(wrapper)
+
+
+def bundled_baseline_names() -> list[str]:
+    """The names ``--expected-failures`` takes for the baselines of ``conformance/baselines/``, sorted."""
+    return sorted(path.stem for path in BASELINES.glob("*.yml"))
 
 
 def bundled_baseline(value: str) -> Path:

@@ -127,3 +127,21 @@ def test_generic_profile_against_a_bare_python_sdk_server_matches_its_baseline(t
     baseline = REPO_ROOT / "conformance/baselines/python-sdk-server.yml"
     # The SDK server races its own shutdown at EOF: now and then the last request is answered.
     _generic_run(tmp_path, f"{sys.executable} {server}", baseline, frozenset({"generic:eof_flushes_answers"}))
+
+
+def test_list_refuses_a_baseline_it_cannot_read(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--list", "--profile", "generic", "--expected-failures", "no-such-baseline"]) == 2
+    assert "no-such-baseline" in capsys.readouterr().err
+
+
+@pytest.mark.req("CONF-01")
+def test_a_generic_run_names_no_engine(fake_target, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The generic profile starts the target as given: "temporary engine" would mean nothing.
+    out = tmp_path / "out"
+    argv = ["--profile", "generic", "--target", " ".join(fake_target()), "--only", "generic:stdout_purity"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "conformance (generic profile): 1 checks passed" in capsys.readouterr().err
+    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["engine"] == "none"
+    assert "- Engine: none (the generic profile runs the target as given)" in (out / "report.md").read_text(
+        encoding="utf-8"
+    )
