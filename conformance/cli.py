@@ -31,7 +31,14 @@ from conformance.fixture import default_fixture_path, load_project_factory
 from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
 from conformance.registry import PROFILES, Check, load_checks, select
-from conformance.report import ExpectedFailure, build_report, load_expected_failures, report_failed, write_report
+from conformance.report import (
+    NO_ENGINE,
+    ExpectedFailure,
+    build_report,
+    load_expected_failures,
+    report_failed,
+    write_report,
+)
 from conformance.resources import bundled_baseline, bundled_baseline_names, resource_root
 from conformance.runner import run_checks
 
@@ -236,7 +243,7 @@ def _run(argv: Sequence[str]) -> int:
         int(time.time()),
         expected_failures=expected,
         filtered_out=filtered_by_only(registered, checks, patterns),
-        engine=mode.value if args.profile == "shadowcode" else "none",
+        engine=mode.value if args.profile == "shadowcode" else NO_ENGINE,
         url=url,
     )
     json_path, md_path = write_report(out_dir, report)
@@ -253,7 +260,7 @@ def _summarize(report: Mapping[str, Any]) -> None:
     statuses = [c["status"] for c in checks]
     engine = report.get("engine", EngineMode.TEMPORARY.value)
     sys.stderr.write(
-        f"conformance ({'generic profile' if engine == 'none' else engine + ' engine'}): "
+        f"conformance ({'generic profile' if engine == NO_ENGINE else engine + ' engine'}): "
         f"{statuses.count('pass')} checks passed, {statuses.count('fail')} failed, "
         f"{statuses.count('expected_fail')} failed as expected, {statuses.count('not_run')} not run; "
         f"ids: {s['pass']} pass, {s['fail']} fail, {s['not_covered']} not covered\n"

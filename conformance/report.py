@@ -222,7 +222,7 @@ def build_report(
         filtered_out: whether a baseline name was left out of the run on purpose (``--only``);
             such an entry is neither checked nor reported.
         engine: how the run met the engine: ``"attached"`` (``--attached``) or ``"temporary"``;
-            ``"none"`` in the generic profile, which runs the target as given.
+            :data:`NO_ENGINE` (``"none"``) in the generic profile, which runs the target as given.
         url: the Streamable HTTP endpoint under test (``--url``); the report carries a
             ``"url"`` key only when one was given.
 
@@ -323,10 +323,13 @@ _OUTCOME = {
 }
 
 
+NO_ENGINE = "none"
+"""The report's ``engine`` in the generic profile, which starts the target as given."""
+
 _ENGINE_SAID = {
     "attached": "attached (`<target> engine` ran in each check's profile, except own-engine checks)",
     "temporary": "temporary (no engine was started before the checks)",
-    "none": "none (the generic profile runs the target as given)",
+    NO_ENGINE: "none (the generic profile runs the target as given)",
 }
 
 

@@ -270,8 +270,8 @@ def bundled_baseline_names() -> list[str]:
 def bundled_baseline(value: str) -> Path:
     """The baseline file ``--expected-failures VALUE`` names: a path, or a bundled baseline's name.
 
-    A bundled name is a file stem of ``conformance/baselines/`` (``python-sdk-server``,
-    ``server-everything``); an existing file of that name in the current folder wins.
+    A bundled name is a file stem of ``conformance/baselines/`` (see
+    :func:`bundled_baseline_names`); an existing file of that name in the current folder wins.
     """
     given = Path(value)
     if given.exists() or os.sep in value:

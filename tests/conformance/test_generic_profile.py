@@ -129,6 +129,7 @@ def test_generic_profile_against_a_bare_python_sdk_server_matches_its_baseline(t
     _generic_run(tmp_path, f"{sys.executable} {server}", baseline, frozenset({"generic:eof_flushes_answers"}))
 
 
+@pytest.mark.req("CONF-01")
 def test_list_refuses_a_baseline_it_cannot_read(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--list", "--profile", "generic", "--expected-failures", "no-such-baseline"]) == 2
     assert "no-such-baseline" in capsys.readouterr().err

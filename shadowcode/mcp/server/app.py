@@ -129,7 +129,9 @@ def build_server(
         result_max_bytes: UTF-8 bytes of one tool result's JSON text or one resource's text.
 
     Returns:
-        The SDK server, ready for ``Server.run``.
+        The SDK server, ready for ``Server.run``: it looks up one tool's input schema by name
+        for the 2026-07-28 HTTP ``Mcp-Param-*`` header check (GW-05) and wraps no request in
+        an OpenTelemetry span (no exporter is ever installed).
     """
     ops = _Operations(operations_max)
     tools = _tool_list()

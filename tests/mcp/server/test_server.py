@@ -288,6 +288,7 @@ async def test_unknown_arguments_are_refused_with_a_clear_error(connect: Connect
     assert not ok and "surprise" in message
 
 
+@pytest.mark.req("GW-05")
 async def test_the_sdk_looks_up_one_tools_schema_and_wraps_requests_in_no_span(
     api: LocalEngine, project_dir: Path
 ) -> None:
