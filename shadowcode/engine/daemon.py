@@ -157,7 +157,7 @@ class _Connection:
                             return
                         session, notice = self.notices.open()
                         try:
-                            reply = {"attached": True, "session": session}
+                            reply = {"attached": True, "session": session, "handover": True}
                             await send_frame(self.stream, {"id": frame.get("id"), "result": reply})
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                             reason = "the relay left before its attach reply"

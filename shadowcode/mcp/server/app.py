@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -25,10 +26,11 @@ from shadowcode import __version__
 from shadowcode.errors import NotFound, ShadowcodeError
 from shadowcode.limits import OPERATION_DEADLINE_SECONDS, OPERATIONS_IN_FLIGHT_MAX, RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.direct_calls import DirectToolCalls
 from shadowcode.mcp.server.resources import PROMPTS, RESOURCES, read_resource, render_prompt
-from shadowcode.mcp.server.tools import TOOLS, tool_named
+from shadowcode.mcp.server.tools import TOOLS, ToolSpec, tool_named
 
-__all__ = ["build_server", "result_too_large"]
+__all__ = ["ToolCalls", "ToolOutcome", "build_server", "build_session", "result_too_large"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +111,90 @@ def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """One tool call's answer: the JSON text and document of a result, or an error's message.
+
+    Attributes:
+        text: the result's JSON text, or the error message (``is_error``).
+        document: the result as structured content; None for an error.
+    """
+
+    text: str
+    document: dict[str, Any] | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.document is None
+
+
+class ToolCalls:
+    """Runs the seventeen tools for one connection under SRV-25's operation limits.
+
+    A tool failure (a :class:`ShadowcodeError`, invalid arguments, an oversized result, the
+    deadline, an unexpected exception) is an error outcome, never an exception; only a request
+    past the in-flight limit raises (``MCPError``, ``INVALID_REQUEST``).
+    """
+
+    def __init__(
+        self, ctx: ServerContext, ops: _Operations, operation_deadline_seconds: float, result_max_bytes: int
+    ) -> None:
+        self.ctx = ctx
+        self.ops = ops
+        self.operation_deadline_seconds = operation_deadline_seconds
+        self.result_max_bytes = result_max_bytes
+
+    async def run(
+        self, spec: ToolSpec, arguments: dict[str, Any], scope: anyio.CancelScope | None = None
+    ) -> ToolOutcome | None:
+        """Validate ``arguments`` against ``spec`` and run it.
+
+        Args:
+            spec: the tool.
+            arguments: the call's arguments.
+            scope: a fresh cancel scope the call runs in (the direct path cancels it when the
+                client cancels the call); its deadline is set here.
+
+        Returns:
+            The outcome; None when ``scope`` was cancelled before the deadline.
+
+        Raises:
+            MCPError: more operations in flight than the connection allows (SRV-25).
+        """
+        try:
+            args = spec.input.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            return ToolOutcome(f"invalid arguments for {spec.name}: {problems}")
+        deadline = self.operation_deadline_seconds
+        scope = scope or anyio.CancelScope()
+        scope.deadline = anyio.current_time() + deadline
+        doc: dict[str, Any] | None = None
+        self.ops.enter()
+        try:
+            with scope:
+                doc = await spec.handler(self.ctx, args)
+        except ShadowcodeError as exc:
+            return ToolOutcome(exc.message)
+        except Exception:
+            logger.exception("tool handler failed")
+            return ToolOutcome(f"{spec.name} failed unexpectedly; details are in the server's stderr")
+        finally:
+            self.ops.leave()
+        if doc is None:
+            if anyio.current_time() < scope.deadline:
+                return None  # cancelled by the client
+            sys.stderr.write(f"shadowcode: {spec.name} passed its {deadline:g} s deadline\n")
+            return ToolOutcome(f"{spec.name} did not finish within {deadline:g} seconds")
+        text = json.dumps(doc, ensure_ascii=False)
+        if result_too_large(text, self.result_max_bytes):
+            sys.stderr.write(f"shadowcode: the result of {spec.name} is over {self.result_max_bytes} bytes\n")
+            return ToolOutcome(
+                f"the result of {spec.name} is too large: more than {self.result_max_bytes} bytes; narrow the request"
+            )
+        return ToolOutcome(text, doc)
+
+
 def build_server(
     ctx: ServerContext,
     *,
@@ -133,7 +219,31 @@ def build_server(
         for the 2026-07-28 HTTP ``Mcp-Param-*`` header check (GW-05) and wraps no request in
         an OpenTelemetry span (no exporter is ever installed).
     """
+    return build_session(
+        ctx,
+        operations_max=operations_max,
+        operation_deadline_seconds=operation_deadline_seconds,
+        result_max_bytes=result_max_bytes,
+    )[0]
+
+
+def build_session(
+    ctx: ServerContext,
+    *,
+    operations_max: int = OPERATIONS_IN_FLIGHT_MAX,
+    operation_deadline_seconds: float = OPERATION_DEADLINE_SECONDS,
+    result_max_bytes: int = RESULT_MAX_BYTES,
+) -> tuple[Server[Any], DirectToolCalls]:
+    """:func:`build_server`, and the stdio transport's direct ``tools/call`` path sharing its limits.
+
+    Both answer a tool call through the same :class:`ToolCalls`, so the in-flight count, the
+    deadline and the result limit are one per connection whichever path a call takes (SRV-25).
+
+    Returns:
+        ``(server, direct)``: hand ``direct`` to :func:`shadowcode.mcp.server.stdio.stdio_transport`.
+    """
     ops = _Operations(operations_max)
+    calls = ToolCalls(ctx, ops, operation_deadline_seconds, result_max_bytes)
     tools = _tool_list()
 
     async def list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
@@ -143,32 +253,13 @@ def build_server(
         spec = tool_named(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}")
-        try:
-            args = spec.input.model_validate(params.arguments or {})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
-            return _error_result(f"invalid arguments for {spec.name}: {problems}")
-        ops.enter()
-        try:
-            with anyio.fail_after(operation_deadline_seconds):
-                doc = await spec.handler(ctx, args)
-        except ShadowcodeError as exc:
-            return _error_result(exc.message)
-        except TimeoutError:
-            sys.stderr.write(f"shadowcode: {spec.name} passed its {operation_deadline_seconds:g} s deadline\n")
-            return _error_result(f"{spec.name} did not finish within {operation_deadline_seconds:g} seconds")
-        except Exception:
-            logger.exception("tool handler failed")
-            return _error_result(f"{spec.name} failed unexpectedly; details are in the server's stderr")
-        finally:
-            ops.leave()
-        text = json.dumps(doc, ensure_ascii=False)
-        if result_too_large(text, result_max_bytes):
-            sys.stderr.write(f"shadowcode: the result of {spec.name} is over {result_max_bytes} bytes\n")
-            return _error_result(
-                f"the result of {spec.name} is too large: more than {result_max_bytes} bytes; narrow the request"
-            )
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=doc)
+        outcome = await calls.run(spec, params.arguments or {})
+        assert outcome is not None  # only a scope of the caller's can be cancelled
+        if outcome.is_error:
+            return _error_result(outcome.text)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=outcome.text)], structured_content=outcome.document
+        )
 
     async def list_resources(_rctx: Any, _params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(
@@ -236,4 +327,4 @@ def build_server(
     # The SDK wraps every request in an OpenTelemetry span by default; ShadowCode installs no
     # exporter, so the spans only cost time on every request (the SDK's documented opt-out).
     server.middleware = []
-    return server
+    return server, DirectToolCalls(calls)

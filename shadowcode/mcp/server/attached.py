@@ -22,8 +22,9 @@ import anyio.abc
 
 from shadowcode.engine.api import Access, Caller, Empty, EngineApi
 from shadowcode.errors import ShadowcodeError
-from shadowcode.mcp.server.app import build_server
+from shadowcode.mcp.server.app import build_session
 from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.handover import Handover
 from shadowcode.mcp.server.stdio import stdio_transport
 
 __all__ = ["serve_attached"]
@@ -48,20 +49,25 @@ async def serve_attached(
         return f"attach refused: {exc.message}"
     access = Access(bool(params.get("allow_write")), bool(params.get("allow_approvals")))
     ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="relay")
-    server = build_server(ctx)
+    server, direct = build_session(ctx)
     raw: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
     read_fd = os.dup(raw.fileno())
     write_fd = os.dup(raw.fileno())
     for fd in (read_fd, write_fd):
         os.set_blocking(fd, False)
+    handover = Handover(read_fd)
     reason = "relay closed"
     try:
-        async with stdio_transport(read_fd, write_fd, notice=notice) as (read_stream, write_stream):
+        async with stdio_transport(read_fd, write_fd, notice=notice, direct=direct, handover=handover) as (
+            read_stream,
+            write_stream,
+        ):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     except Exception:  # noqa: BLE001 - one session's failure never stops the engine
         logger.exception("attached session failed")
         reason = "attached session failed"
     finally:
+        handover.close()
         for fd in (read_fd, write_fd):
             os.close(fd)
         if ctx.owner is not None:

@@ -3,19 +3,21 @@
 Hosts give an MCP server about a second before their first model request; loading the SDK
 and opening the engine takes longer. So when no headless engine runs, ``mcp serve`` starts
 as this small standard-library process. It starts the full server (the same command, as a
-child process that cannot outlive it) and passes every byte from the client to it, while it
-answers discovery itself from the answers recorded from the full server at build time
-(:mod:`shadowcode.mcp.server.discovery`):
+child process that cannot outlive it, its stdin and stdout one unix socket) and passes every
+byte from the client to it, while it answers discovery itself from the answers recorded from
+the full server at build time (:mod:`shadowcode.mcp.server.discovery`):
 
 * until the child says it is ready, a request in a recorded shape (``initialize`` at a
   recorded revision, then ``ping`` and the five listings; or ``server/discover`` and the
   listings of a modern revision) is answered here, and reaches the child under an id of the
   front's own, so the child's own answer to it is dropped; every other request reaches the
   child unchanged and waits for it;
-* once the child is ready the front only copies bytes both ways, so every promise of the
-  in-process server holds: the child enforces the SRV-25 limits on the very bytes the client
-  sent, owns the session (SRV-21, SRV-22) and stops its temporary engine on exit (SRV-07,
-  SRV-23);
+* once the child is ready and has answered the requests sent on under the front's ids, the
+  front hands it the client's stdin and stdout and steps out of the path
+  (:mod:`shadowcode.mcp.server.handover`; a child that says plain ``ready`` only gets bytes
+  copied both ways), so every promise of the in-process server holds: the child enforces the
+  SRV-25 limits on the very bytes the client sent, owns the session (SRV-21, SRV-22) and
+  stops its temporary engine on exit (SRV-07, SRV-23);
 * when the child fails before it is ready, or is not ready within
   ``FRONT_ENGINE_START_SECONDS``, each waiting request and every later one gets a clear
   error naming why (a tool call an ``isError`` result), discovery still answers, and the
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -44,12 +47,9 @@ from shadowcode.limits import (
 from shadowcode.mcp.server import READY_FD_ENV
 from shadowcode.mcp.server.discovery import Manifest
 from shadowcode.mcp.server.early_answers import EarlyAnswers, frame
-from shadowcode.mcp.server.stdio_pipes import ClientLines, Stdout
+from shadowcode.mcp.server.handover import send_handover
+from shadowcode.mcp.server.stdio_pipes import ClientLines, ServerOutput, Stdout
 from shadowcode.parent_death import pdeathsig_preexec
-
-TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["READY_FD_ENV", "serve_front"]
 
@@ -74,13 +74,14 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
         else 0 once stdin closes.
     """
     ready_read, ready_write = os.pipe()
+    conn, child_end = socket.socketpair()  # the child's stdin and stdout until the handover
     env = dict(os.environ)
     env[READY_FD_ENV] = str(ready_write)
     try:
         child = subprocess.Popen(
             child_argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=child_end,
+            stdout=child_end,
             stderr=subprocess.PIPE,
             env=env,
             pass_fds=(ready_write,),
@@ -89,21 +90,34 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
     except OSError as exc:
         os.close(ready_read)
         os.close(ready_write)
+        conn.close()
+        child_end.close()
         sys.stderr.write(f"shadowcode: cannot start the server: {exc.strerror or exc}\n")
         return 1
     os.close(ready_write)
-    return _Front(child, manifest, ready_read, start_seconds).run()
+    child_end.close()
+    return _Front(child, manifest, ready_read, conn, start_seconds).run()
 
 
 class _Front:
     """One session: the child, the four copying threads and the state they share."""
 
-    def __init__(self, child: subprocess.Popen[bytes], manifest: Manifest, ready_fd: int, start_seconds: float) -> None:
+    def __init__(
+        self,
+        child: subprocess.Popen[bytes],
+        manifest: Manifest,
+        ready_fd: int,
+        conn: socket.socket,
+        start_seconds: float,
+    ) -> None:
         self.child = child
         self.start_seconds = start_seconds
         self.early = EarlyAnswers(manifest, _FRONT_ID)
         self.ready_fd = ready_fd
+        self.conn = conn  # the child's stdin and stdout
+        self.handover = False  # the child said it takes the client's stdin and stdout
         self.out = Stdout()
+        self.output = ServerOutput(conn, self.out, self.early)
         self.lock = threading.Lock()
         self.ready = threading.Event()
         self.failure: str | None = None  # why the child never became ready
@@ -114,7 +128,6 @@ class _Front:
         self.stop_requested = False
         self.start_timed_out = False
         self.ready_checked = threading.Event()
-        self.downstream_done = threading.Event()
         self.stderr_done = threading.Event()
 
     # --- main thread ------------------------------------------------------------------
@@ -123,15 +136,15 @@ class _Front:
         for target, name in (
             (self._watch_ready, "child-ready"),
             (self._copy_stderr, "child-stderr"),
-            (self._downstream, "child-to-stdout"),
             (self._upstream, "stdin-to-child"),
         ):
             threading.Thread(target=target, name=name, daemon=True).start()
+        self.output.start()
         self._install_signals()
         deadline = time.monotonic() + self.start_seconds
         stop_sent: float | None = None
         while True:
-            if self.out.stuck() or self.out.broken():
+            if not self.output.handed_over and (self.out.stuck() or self.out.broken()):
                 return self._stdout_gone()
             code = self.child.poll()
             if code is not None:
@@ -180,7 +193,7 @@ class _Front:
 
     def _child_ended(self, code: int) -> int:
         """The child served and ended (or refused its command line): pass on what it wrote, then its status."""
-        self.downstream_done.wait(FRONT_STOP_GRACE_SECONDS)
+        self.output.join(FRONT_STOP_GRACE_SECONDS)
         self.stderr_done.wait(FRONT_STOP_GRACE_SECONDS)
         return code if code > 0 else 0
 
@@ -226,6 +239,7 @@ class _Front:
         finally:
             os.close(self.ready_fd)
         if said.startswith(b"ready"):
+            self.handover = said.startswith(b"ready handover")
             with self.lock:
                 if self.failure is None:
                     self.ready.set()
@@ -247,69 +261,62 @@ class _Front:
         finally:
             self.stderr_done.set()
 
-    def _downstream(self) -> None:
-        """Child stdout → stdout, line by line; the child's answers to the front's own ids are dropped."""
-        stream = self.child.stdout
-        assert stream is not None
-        try:
-            for line in stream:
-                if self.early.drop(line):
-                    continue
-                self.out.write(line)
-        except (OSError, ValueError):
-            pass
-        finally:
-            self.downstream_done.set()
-
     def _upstream(self) -> None:
-        """stdin → child: whole lines while discovery may be answered here, then raw bytes."""
-        sink = self.child.stdin
-        assert sink is not None
+        """stdin → child: whole lines while discovery may be answered here, then raw bytes, then the handover."""
         lines = ClientLines(STDIO_FRAME_MAX_BYTES)
         raw = False
         try:
             while data := os.read(0, _CHUNK_BYTES):
                 self.client_spoke = True
                 if raw:
-                    self._to_child(sink, data)
-                    continue
-                for whole, piece in lines.feed(data):
-                    if whole and not self.ready.is_set():
-                        self._line(sink, piece)
-                    else:
-                        self._to_child(sink, piece)
-                if self.ready.is_set():
-                    raw = True
-                    self._to_child(sink, lines.rest())
+                    self._to_child(data)
+                else:
+                    for whole, piece in lines.feed(data):
+                        if whole and not self.ready.is_set():
+                            self._line(piece)
+                        else:
+                            self._to_child(piece)
+                    if self.ready.is_set():
+                        raw = True
+                        self._to_child(lines.rest())
+                if raw and self.handover and not self.early.waiting and self._hand_over():
+                    return
         except OSError:
             pass
         held = lines.rest()
         if held and self.failure is None:
-            self._to_child(sink, held)
+            self._to_child(held)
         self.stdin_closed.set()
         try:
-            sink.close()
+            self.conn.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
-    def _to_child(self, sink: Any, data: bytes) -> None:
+    def _hand_over(self) -> bool:
+        """Give the child the client's stdin and stdout and read no more (:mod:`shadowcode.mcp.server.handover`)."""
         try:
-            sink.write(data)
-            sink.flush()
-        except (OSError, ValueError):
+            send_handover(self.conn)
+        except OSError:
+            return False  # the child is gone: the main thread notices
+        return True
+
+    def _to_child(self, data: bytes) -> None:
+        try:
+            self.conn.sendall(data)
+        except OSError:
             pass  # the child is gone: the main thread notices
 
-    def _line(self, sink: Any, line: bytes) -> None:
+    def _line(self, line: bytes) -> None:
         """Handle one whole client line before the child is ready."""
         answer, forward, request = self.early.take(line)
         if answer is None:
-            self._pass(sink, forward, request)
+            self._pass(forward, request)
             return
         self.out.write(answer)
         if self.failure is None:
-            self._to_child(sink, forward)
+            self._to_child(forward)
 
-    def _pass(self, sink: Any, line: bytes, request: tuple[object, str] | None) -> None:
+    def _pass(self, line: bytes, request: tuple[object, str] | None) -> None:
         """Send ``line`` to the child, or refuse it when the child failed; waiting requests are noted."""
         with self.lock:
             failed = self.failure is not None
@@ -319,4 +326,4 @@ class _Front:
             if request is not None:
                 self.out.write(self._refusal(*request))
             return
-        self._to_child(sink, line)
+        self._to_child(line)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
+    from shadowcode.mcp.server.handover import Handover
     from shadowcode.profile import Profile
 
 __all__ = ["serve_stdio"]
@@ -60,15 +62,28 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def _say_ready(ready_fd: str | None) -> None:
-    """Tell the stdio front that started this process (if one did) that it serves now (issue 15)."""
+def _say_ready(ready_fd: str | None, handover: bool) -> None:
+    """Tell the stdio front that started this process (if one did) that it serves now (issue 15).
+
+    ``ready handover`` when this process takes the client's stdin and stdout from the front
+    (:mod:`shadowcode.mcp.server.handover`), plain ``ready`` when it does not.
+    """
     if not ready_fd or not ready_fd.isdigit():
         return
     try:
-        os.write(int(ready_fd), b"ready\n")
+        os.write(int(ready_fd), b"ready handover\n" if handover else b"ready\n")
         os.close(int(ready_fd))
     except OSError:
         pass
+
+
+def _front_socket(ready_fd: str | None, read_fd: int) -> Handover | None:
+    """The stdio front's socket, which may hand over the client's stdin and stdout; None without a front."""
+    from shadowcode.mcp.server.handover import Handover
+
+    if not ready_fd or not stat.S_ISSOCK(os.fstat(read_fd).st_mode):
+        return None
+    return Handover(read_fd)
 
 
 async def _serve(
@@ -76,7 +91,7 @@ async def _serve(
 ) -> None:
     from shadowcode.engine import open_engine
     from shadowcode.engine.api import Access, Caller, Empty
-    from shadowcode.mcp.server.app import build_server
+    from shadowcode.mcp.server.app import build_session
     from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
 
@@ -87,9 +102,10 @@ async def _serve(
         async with open_engine(profile) as api:
             project = await api.project_get(Empty(), Caller(project=workspace))
             ctx = ServerContext(api=api, root=Path(project.path), access=Access(allow_write, allow_approvals))
-            server = build_server(ctx)
+            server, direct = build_session(ctx)
             read_fd, write_fd = claim_stdio()
-            _say_ready(ready_fd)
+            handover = _front_socket(ready_fd, read_fd)
+            _say_ready(ready_fd, handover is not None)
             reason = "connection closed"
             try:
                 async with anyio.create_task_group() as tg:
@@ -102,10 +118,15 @@ async def _serve(
                             return
 
                     tg.start_soon(stop_on_signal)
-                    async with stdio_transport(read_fd, write_fd) as (read_stream, write_stream):
+                    async with stdio_transport(read_fd, write_fd, direct=direct, handover=handover) as (
+                        read_stream,
+                        write_stream,
+                    ):
                         await server.run(read_stream, write_stream, server.create_initialization_options())
                     tg.cancel_scope.cancel()
             finally:
+                if handover is not None:
+                    handover.close()
                 if ctx.owner is not None:
                     with anyio.CancelScope(shield=True):
                         await api.close_owner(ctx.owner, reason)

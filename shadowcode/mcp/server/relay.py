@@ -2,7 +2,9 @@
 
 When the profile's headless engine runs, ``mcp serve`` needs none of the SDK in its own
 process: it connects to the engine's socket, asks it to serve an MCP session for the
-canonical project (``mcp/attach``), then copies bytes both ways until either side ends.
+canonical project (``mcp/attach``), then copies bytes both ways until it can hand the
+engine its stdin and stdout (:mod:`shadowcode.mcp.server.handover`), and waits for the
+session's end.
 Until the engine's session has answered its first request, the relay answers discovery
 itself from the build-time recording, as the stdio front does
 (:mod:`shadowcode.mcp.server.early_answers`): every client line still reaches the engine,
@@ -14,7 +16,8 @@ only, and SRV-25's limits hold as in-process:
   relay fetches the engine's closing lines (``mcp/notices``) and writes them on its stderr,
   as an in-process server writes them on its own;
 * a stdout write that does not finish within ``STDIO_WRITE_DEADLINE_SECONDS`` (a client that
-  stopped reading) ends the relay, as it ends an in-process connection.
+  stopped reading) ends the relay, as it ends an in-process connection; after the handover
+  the engine's transport keeps that deadline on the client's stdout itself.
 
 The socket is the owner's socket: when this process dies, however it dies, the engine sees
 EOF and cancels the owner's work (SRV-21, SRV-22).
@@ -37,7 +40,8 @@ from shadowcode.limits import (
     STDIO_FRAME_MAX_BYTES,
 )
 from shadowcode.mcp.server.early_answers import EarlyAnswers
-from shadowcode.mcp.server.stdio_pipes import ClientLines, Stdout
+from shadowcode.mcp.server.handover import send_handover
+from shadowcode.mcp.server.stdio_pipes import ClientLines, ServerOutput, Stdout
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
@@ -73,7 +77,7 @@ def try_relay(
     conn.settimeout(None)
     session = result.get("session")
     early = EarlyAnswers(manifest, _RELAY_ID) if manifest is not None else None
-    if _pump(conn, early) and isinstance(session, str):
+    if _pump(conn, early, result.get("handover") is True) and isinstance(session, str):
         _print_notices(socket_path, session)
     return 0
 
@@ -108,62 +112,12 @@ def _request(socket_path: str, method: str, params: dict[str, object]) -> tuple[
     return conn, answer
 
 
-class _Downstream(threading.Thread):
-    """Copies engine → stdout; the engine's answers to the relay's own ids are dropped.
-
-    While early answers may still need dropping the engine's output is read line by line;
-    once the relay answers nothing more and every answer of its own has come back, it is
-    copied as it comes.
-    """
-
-    def __init__(self, conn: socket.socket, out: Stdout, early: EarlyAnswers | None) -> None:
-        super().__init__(name="engine-to-stdout", daemon=True)
-        self.conn = conn
-        self.out = out
-        self.early = early
-        self.engine_closed = False
-
-    def run(self) -> None:
-        pending = bytearray()  # the start of a line, while lines are looked at
-        by_line = self.early is not None
-        while self.out.failed is None:
-            try:
-                data = self.conn.recv(_CHUNK_BYTES)
-            except OSError:
-                data = b""
-            if not data:
-                if pending:
-                    self.out.write(bytes(pending))
-                self.engine_closed = True
-                return
-            if by_line:
-                data, by_line = self._without_own_answers(pending, data)
-            if data:
-                self.out.write(data)
-
-    def _without_own_answers(self, pending: bytearray, data: bytes) -> tuple[bytes, bool]:
-        """The lines ``data`` completes, less the engine's answers to our own ids; and whether to go on by line."""
-        early = self.early
-        assert early is not None
-        pending += data
-        kept = bytearray()
-        while (end := pending.find(b"\n")) >= 0:
-            line = bytes(pending[: end + 1])
-            del pending[: end + 1]
-            if early.drop(line):
-                early.stop()  # the engine's session has taken the handshake: it answers from now on
-                continue
-            kept += line
-        if early.answering or early.waiting:
-            return bytes(kept), True
-        kept += pending
-        pending.clear()
-        return bytes(kept), False
-
-
-def _pump(conn: socket.socket, early: EarlyAnswers | None) -> bool:
+def _pump(conn: socket.socket, early: EarlyAnswers | None, handover: bool) -> bool:
     """Copy stdin → engine and engine → stdout until one side ends; True when the engine ended it.
 
+    With ``handover`` (the engine said it takes one) the relay gives the engine its stdin and
+    stdout once it answers nothing itself and waits for no answer of its own
+    (:mod:`shadowcode.mcp.server.handover`), and from then on only waits for the session's end.
     When stdout is at fault (a write past its deadline, or a failed write) the relay says so
     on stderr in the in-process server's words and closes the socket, which ends the session.
     """
@@ -173,21 +127,27 @@ def _pump(conn: socket.socket, early: EarlyAnswers | None) -> bool:
         lines = ClientLines(STDIO_FRAME_MAX_BYTES)
         by_line = early is not None
         try:
+            if handover and early is None:
+                send_handover(conn)
+                return
             while data := os.read(0, _CHUNK_BYTES):
                 if not by_line:
                     conn.sendall(data)
-                    continue
-                assert early is not None
-                for whole, piece in lines.feed(data):
-                    answer, forward = None, piece
-                    if whole and early.answering:
-                        answer, forward, _request = early.take(piece)
-                    if answer is not None:
-                        out.write(answer)
-                    conn.sendall(forward)
-                if not early.answering:
-                    by_line = False
-                    conn.sendall(lines.rest())
+                else:
+                    assert early is not None
+                    for whole, piece in lines.feed(data):
+                        answer, forward = None, piece
+                        if whole and early.answering:
+                            answer, forward, _request = early.take(piece)
+                        if answer is not None:
+                            out.write(answer)
+                        conn.sendall(forward)
+                    if not early.answering:
+                        by_line = False
+                        conn.sendall(lines.rest())
+                if handover and not by_line and early is not None and not early.waiting:
+                    send_handover(conn)
+                    return
             conn.sendall(lines.rest())
         except OSError:
             pass
@@ -197,7 +157,7 @@ def _pump(conn: socket.socket, early: EarlyAnswers | None) -> bool:
             pass
 
     threading.Thread(target=upstream, name="stdin-to-engine", daemon=True).start()
-    down = _Downstream(conn, out, early)
+    down = ServerOutput(conn, out, early, stop_on_own_answer=True)
     down.start()
     stuck = False
     try:
@@ -209,7 +169,7 @@ def _pump(conn: socket.socket, early: EarlyAnswers | None) -> bool:
     if stuck or out.failed is not None:
         sys.stderr.write(f"shadowcode: closing the connection: {out.closing_reason()}\n")
         return False
-    return down.engine_closed
+    return down.server_closed
 
 
 def _print_notices(socket_path: str, session: str) -> None:

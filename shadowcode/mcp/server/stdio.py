@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -39,6 +39,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
+from shadowcode.mcp.server.direct_calls import DirectToolCalls
+from shadowcode.mcp.server.handover import MARK, Handover
 from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
 from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
 
@@ -57,6 +59,9 @@ class StdioLimits:
     init_deadline_seconds: float = limits.STDIO_INIT_DEADLINE_SECONDS
     write_deadline_seconds: float = limits.STDIO_WRITE_DEADLINE_SECONDS
     eof_drain_seconds: float = limits.OPERATION_DEADLINE_SECONDS
+
+
+_WATCH_BYTES = 64
 
 
 class _LimitCrossed(Exception):
@@ -86,17 +91,31 @@ class _Reader:
     """SRV-25's policy over the shared line splitter.
 
     Every byte read counts for the lifetime limit, every line (blank ones too) for the rate.
+    Behind a stdio front or a relay the socket is read until they hand over the client's
+    stdin, which is read from then on with the same line state and counts
+    (:mod:`shadowcode.mcp.server.handover`).
     """
 
-    def __init__(self, fd: int, lim: StdioLimits) -> None:
+    def __init__(self, fd: int, lim: StdioLimits, handover: Handover | None = None) -> None:
         self.fd = fd
         self.lim = lim
+        self.handover = handover
+        self.handed_over = anyio.Event()
         self.total = 0
         self.rate = FrameRate(lim.frames_per_second_max)
         self.lines = LineReader(self.chunk, lim.frame_max_bytes)
 
     async def chunk(self) -> bytes:
-        data = await read_fd_chunk(self.fd)
+        handover = self.handover
+        if handover is None or handover.taken:
+            data = await read_fd_chunk(self.fd)
+        else:
+            data = await _receive(handover)
+            if handover.taken:
+                assert handover.stdin is not None
+                self.fd = handover.stdin
+                self.handed_over.set()
+                data = data or await read_fd_chunk(self.fd)
         self.total += len(data)
         if self.total > self.lim.lifetime_max_bytes:
             raise _LimitCrossed(f"the connection sent more than {self.lim.lifetime_max_bytes} bytes in its lifetime")
@@ -190,7 +209,19 @@ def decode_frame(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRP
 
 
 async def _write_all(fd: int, data: bytes, deadline_seconds: float) -> None:
-    view = memoryview(data)
+    """Write all of ``data``; the deadline starts when the descriptor first refuses to take more.
+
+    Raises:
+        TimeoutError: the rest was not written within ``deadline_seconds``.
+        OSError: the write failed (EPIPE: the client closed its end).
+    """
+    try:
+        written = os.write(fd, data)  # the usual case: all of it at once, no deadline to arm
+    except BlockingIOError:
+        written = 0
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     with anyio.fail_after(deadline_seconds):
         while view:
             try:
@@ -201,9 +232,115 @@ async def _write_all(fd: int, data: bytes, deadline_seconds: float) -> None:
             view = view[n:]
 
 
+async def _receive(handover: Handover) -> bytes:
+    """:meth:`Handover.receive`, waiting on the event loop."""
+    while True:
+        try:
+            return handover.receive()
+        except BlockingIOError:
+            await anyio.wait_readable(handover.sock)
+
+
+class _Behind:
+    """What the server does on its side of a handover: watch the socket, then write to the client itself.
+
+    After the handover the socket carries one :data:`MARK` back (everything written down the
+    socket has reached the client) and then its end, which is the end of the front or relay
+    and so of the session (SRV-21, SRV-22).
+    """
+
+    def __init__(self, handover: Handover, reader: _Reader) -> None:
+        self.handover = handover
+        self.reader = reader
+        self.flushed = anyio.Event()
+
+    async def watch(self, tg: anyio.abc.TaskGroup) -> None:
+        await self.reader.handed_over.wait()
+        sock = self.handover.sock
+        while True:
+            try:
+                data = sock.recv(_WATCH_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(sock)
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                tg.cancel_scope.cancel()
+                return
+            self.flushed.set()
+
+    async def client_stdout(self, socket_fd: int, deadline_seconds: float) -> int:
+        """Mark the end of the output sent down the socket, wait until it was copied out (bounded), return stdout."""
+        await _write_all(socket_fd, MARK, deadline_seconds)
+        with anyio.move_on_after(deadline_seconds):
+            await self.flushed.wait()
+        assert self.handover.stdout is not None
+        return self.handover.stdout
+
+
+class _Writer:
+    """Writes whole frames to the client one at a time, under SRV-25's write deadline.
+
+    The SDK's messages and the direct path's answers both go through :meth:`write`; a write
+    past the deadline or a failed one closes the connection (the task group is cancelled and
+    the closing line said).
+    """
+
+    def __init__(
+        self,
+        fd: int,
+        lim: StdioLimits,
+        say: Callable[[str], object],
+        unanswered: _Unanswered,
+        behind: _Behind | None,
+        tg: anyio.abc.TaskGroup,
+    ) -> None:
+        self.pipe_fd = fd
+        self.fd = fd
+        self.lim = lim
+        self.say = say
+        self.unanswered = unanswered
+        self.behind = behind
+        self.tg = tg
+        self.lock = anyio.Lock(fast_acquire=True)
+        self.closed = False
+
+    async def write(self, payload: bytes, answered: object | None) -> bool:
+        """Write one frame; ``answered`` is the request id it answers. False once the connection is closed."""
+        deadline = self.lim.write_deadline_seconds
+        async with self.lock:
+            if self.closed:
+                return False
+            try:
+                behind = self.behind
+                if behind is not None and self.fd == self.pipe_fd and behind.reader.handed_over.is_set():
+                    self.fd = await behind.client_stdout(self.pipe_fd, deadline)
+                await _write_all(self.fd, payload, deadline)
+            except TimeoutError:
+                self._close(f"a response write took longer than {deadline:g} seconds")
+                return False
+            except OSError as exc:  # EPIPE: the client went away
+                self._close(f"stdout failed ({exc.strerror})")
+                return False
+            if answered is not None:
+                self.unanswered.discard(answered)
+            return True
+
+    def _close(self, reason: str) -> None:
+        self.closed = True
+        self.say(f"shadowcode: closing the connection: {reason}\n")
+        self.tg.cancel_scope.cancel()
+
+
 @asynccontextmanager
 async def stdio_transport(
-    read_fd: int, write_fd: int, lim: StdioLimits | None = None, notice: Callable[[str], None] | None = None
+    read_fd: int,
+    write_fd: int,
+    lim: StdioLimits | None = None,
+    notice: Callable[[str], None] | None = None,
+    direct: DirectToolCalls | None = None,
+    handover: Handover | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -215,6 +352,10 @@ async def stdio_transport(
         lim: transport limits (default: SRV-25's).
         notice: receives each ``shadowcode: closing the connection: ...`` line (newline
             included) when a limit or a failed write ends the connection; default: stderr.
+        direct: offered every frame that passed the limits before the SDK sees it; the tool
+            calls it takes are answered here (:mod:`shadowcode.mcp.server.direct_calls`).
+        handover: ``read_fd`` as the socket of a stdio front or relay, which may hand over the
+            client's own stdin and stdout (:mod:`shadowcode.mcp.server.handover`).
 
     Yields:
         ``(read_stream, write_stream)`` for ``Server.run``. The read stream ends at EOF or when a
@@ -224,15 +365,21 @@ async def stdio_transport(
     say = notice or sys.stderr.write
     in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    reader = _Reader(read_fd, lim)
+    reader = _Reader(read_fd, lim, handover)
+    behind = _Behind(handover, reader) if handover is not None else None
     first_request = anyio.Event()
 
     unanswered = _Unanswered()
 
-    async def read_loop(tg: anyio.abc.TaskGroup) -> None:
+    async def read_loop(tg: anyio.abc.TaskGroup, writer: _Writer) -> None:
         try:
             async with in_send:
                 async for line in reader.frames():
+                    if direct is not None and (call := direct.take(line)) is not None:
+                        first_request.set()
+                        unanswered.add(call[0])
+                        tg.start_soon(answer_directly, writer, *call)
+                        continue
                     message, error = decode_frame(line)
                     if message is None:
                         assert error is not None
@@ -250,6 +397,15 @@ async def stdio_transport(
         except anyio.ClosedResourceError:
             pass
 
+    async def answer_directly(
+        writer: _Writer, request_id: object, answer: Callable[[], Awaitable[bytes | None]]
+    ) -> None:
+        payload = await answer()
+        if payload is None:
+            unanswered.discard(request_id)  # cancelled by the client: never answered
+            return
+        await writer.write(payload, request_id)
+
     async def init_watchdog(tg: anyio.abc.TaskGroup) -> None:
         with anyio.move_on_after(lim.init_deadline_seconds) as scope:
             await first_request.wait()
@@ -257,33 +413,27 @@ async def stdio_transport(
             say(f"shadowcode: closing the connection: no request within {lim.init_deadline_seconds:g} seconds\n")
             tg.cancel_scope.cancel()
 
-    async def write_loop(tg: anyio.abc.TaskGroup) -> None:
+    async def write_loop(writer: _Writer) -> None:
         try:
             async with out_recv:
                 async for item in out_recv:
-                    payload = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
-                    try:
-                        await _write_all(write_fd, payload, lim.write_deadline_seconds)
-                        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
-                            unanswered.discard(item.message.id)
-                    except TimeoutError:
-                        say(
-                            "shadowcode: closing the connection: a response write took longer than "
-                            f"{lim.write_deadline_seconds:g} seconds\n"
-                        )
-                        tg.cancel_scope.cancel()
-                        return
-                    except OSError as exc:  # EPIPE: the client went away
-                        say(f"shadowcode: closing the connection: stdout failed ({exc.strerror})\n")
-                        tg.cancel_scope.cancel()
+                    message = item.message
+                    payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+                    if direct is not None:
+                        direct.observe(message)
+                    answer = isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+                    if not await writer.write(payload, message.id if answer else None):
                         return
         except anyio.ClosedResourceError:
             pass
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(read_loop, tg)
-        tg.start_soon(write_loop, tg)
+        writer = _Writer(write_fd, lim, say, unanswered, behind, tg)
+        tg.start_soon(read_loop, tg, writer)
+        tg.start_soon(write_loop, writer)
         tg.start_soon(init_watchdog, tg)
+        if behind is not None:
+            tg.start_soon(behind.watch, tg)
         try:
             yield in_recv, out_send
         finally:

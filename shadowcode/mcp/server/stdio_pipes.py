@@ -2,7 +2,9 @@
 
 :class:`Stdout` writes whole frames to fd 1 from any thread and tells a stuck or broken client
 apart (SRV-25's write deadline); :class:`ClientLines` cuts the client's bytes into whole lines
-while they are still looked at, passing a line too long to look at through as it comes.
+while they are still looked at, passing a line too long to look at through as it comes;
+:class:`ServerOutput` copies what the server behind writes to stdout until the server writes
+to the client itself (:mod:`shadowcode.mcp.server.handover`).
 
 This module imports only the standard library and :mod:`shadowcode.limits`; keep it that way.
 """
@@ -11,12 +13,20 @@ from __future__ import annotations
 
 import os
 import select
+import socket
 import threading
 import time
 
 from shadowcode.limits import STDIO_WRITE_DEADLINE_SECONDS
+from shadowcode.mcp.server.handover import MARK
 
-__all__ = ["ClientLines", "Stdout"]
+TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
+if TYPE_CHECKING:
+    from shadowcode.mcp.server.early_answers import EarlyAnswers
+
+__all__ = ["ClientLines", "ServerOutput", "Stdout"]
+
+_CHUNK_BYTES = 65536
 
 
 class Stdout:
@@ -104,3 +114,92 @@ class ClientLines:
         held = bytes(self._buffer)
         self._buffer.clear()
         return held
+
+
+class ServerOutput(threading.Thread):
+    """Copies the server's socket to stdout; the server's answers to our own ids are dropped.
+
+    While early answers may still need dropping the output is read line by line; once nothing
+    is answered here any more and every answer of our own has come back, it is copied as it
+    comes. With ``stop_on_own_answer`` (the relay) the first answer of the server to an id of
+    ours ends the answering here: the server's session has taken the handshake.
+
+    A :data:`~shadowcode.mcp.server.handover.MARK` from the server ends the copying: what came
+    before it is written, the mark is sent back (the server writes to the client itself from
+    then on), and the thread waits for the socket's end.
+
+    Attributes:
+        server_closed: the server ended the socket (rather than stdout failing).
+        handed_over: the server wrote to the client itself before the end.
+    """
+
+    def __init__(
+        self, conn: socket.socket, out: Stdout, early: EarlyAnswers | None, *, stop_on_own_answer: bool = False
+    ) -> None:
+        super().__init__(name="server-to-stdout", daemon=True)
+        self.conn = conn
+        self.out = out
+        self.early = early
+        self.stop_on_own_answer = stop_on_own_answer
+        self.server_closed = False
+        self.handed_over = False
+
+    def run(self) -> None:
+        pending = bytearray()  # the start of a line, while lines are looked at
+        by_line = self.early is not None
+        while self.out.failed is None:
+            data = self._receive()
+            if not data:
+                if pending:
+                    self.out.write(bytes(pending))
+                self.server_closed = True
+                return
+            mark = data.find(MARK)
+            if mark >= 0:
+                data = data[:mark]
+            if by_line:
+                data, by_line = self._without_own_answers(pending, data)
+            if data:
+                self.out.write(data)
+            if mark >= 0:
+                self._hand_back(pending)
+                return
+
+    def _receive(self) -> bytes:
+        try:
+            return self.conn.recv(_CHUNK_BYTES)
+        except OSError:
+            return b""
+
+    def _hand_back(self, pending: bytearray) -> None:
+        """Everything before the mark is out: say so, then wait for the server's end."""
+        if pending:
+            self.out.write(bytes(pending))
+        self.handed_over = True
+        try:
+            self.conn.sendall(MARK)
+        except OSError:
+            pass
+        while self._receive():
+            pass
+        self.server_closed = True
+
+    def _without_own_answers(self, pending: bytearray, data: bytes) -> tuple[bytes, bool]:
+        """The lines ``data`` completes, less the server's answers to our own ids; and whether to go on by line."""
+        early = self.early
+        assert early is not None
+        pending += data
+        kept = bytearray()
+        while (end := pending.find(b"\n")) >= 0:
+            line = bytes(pending[: end + 1])
+            del pending[: end + 1]
+            if early.drop(line):
+                if self.stop_on_own_answer:
+                    early.stop()  # the server's session has taken the handshake: it answers from now on
+                continue
+            kept += line
+        if early.answering or early.waiting:
+            return bytes(kept), True
+        kept += pending
+        pending.clear()
+        return bytes(kept), False

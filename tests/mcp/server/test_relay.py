@@ -174,7 +174,7 @@ def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path) -> No
         "print(status, sorted(m for m in sys.modules if m.startswith(('shadowcode.mcp.server.', 'subprocess'))))\n"
     )
     done = _python(code, str(tmp_path), home=tmp_path / "home")
-    relay_path = ["discovery", "early_answers", "relay", "stdio_pipes"]
+    relay_path = ["discovery", "early_answers", "handover", "relay", "stdio_pipes"]
     assert done.stdout.strip() == f"0 {[f'shadowcode.mcp.server.{m}' for m in relay_path]}", done.stderr
 
 

@@ -12,15 +12,12 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 
-from shadowcode.engine.api import Access
 from shadowcode.engine.local import LocalEngine
 from shadowcode.limits import (
     STDIO_CONNECTION_MAX_BYTES,
@@ -29,10 +26,9 @@ from shadowcode.limits import (
     STDIO_INIT_DEADLINE_SECONDS,
     STDIO_WRITE_DEADLINE_SECONDS,
 )
-from shadowcode.mcp.server.app import build_server
-from shadowcode.mcp.server.context import ServerContext
-from shadowcode.mcp.server.stdio import StdioLimits, decode_frame, stdio_transport
+from shadowcode.mcp.server.stdio import StdioLimits, decode_frame
 from tests.support.process import INIT, ServerProcess
+from tests.support.stdio_peer import in_process_transport as _transport
 
 RSS_BOUND_KIB = 200 * 1024
 CLOSING = "shadowcode: closing the connection:"
@@ -167,74 +163,6 @@ def test_no_request_within_the_init_deadline_closes_and_one_just_before_is_serve
 
 
 # --- the transport in process, small limits ----------------------------------------------
-
-
-class _Peer:
-    """The client end of an in-process transport: raw bytes in, lines out."""
-
-    def __init__(self, write_fd: int, read_fd: int, finished: anyio.Event) -> None:
-        self.write_fd = write_fd
-        self.read_fd = read_fd
-        self.finished = finished
-        self.buffer = b""
-
-    async def send(self, data: bytes) -> None:
-        view = memoryview(data)
-        with anyio.fail_after(5):
-            while view:
-                try:
-                    view = view[os.write(self.write_fd, view) :]
-                except BlockingIOError:
-                    await anyio.wait_writable(self.write_fd)
-
-    async def line(self) -> dict[str, Any]:
-        with anyio.fail_after(5):
-            while b"\n" not in self.buffer:
-                try:
-                    chunk = os.read(self.read_fd, 65536)
-                except BlockingIOError:
-                    await anyio.wait_readable(self.read_fd)
-                    continue
-                assert chunk, "the transport's stdout reached EOF"
-                self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        doc = json.loads(line)
-        assert doc["jsonrpc"] == "2.0"
-        return doc
-
-    async def closed_within(self, seconds: float) -> bool:
-        with anyio.move_on_after(seconds):
-            await self.finished.wait()
-        return self.finished.is_set()
-
-
-@asynccontextmanager
-async def _transport(api: LocalEngine, project_dir: Path, lim: StdioLimits) -> AsyncIterator[_Peer]:
-    to_server_r, to_server_w = os.pipe()
-    to_client_r, to_client_w = os.pipe()
-    for fd in (to_server_r, to_server_w, to_client_r, to_client_w):
-        os.set_blocking(fd, False)
-    ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access())
-    server = build_server(ctx)
-    finished = anyio.Event()
-
-    async def serve() -> None:
-        try:
-            async with stdio_transport(to_server_r, to_client_w, lim) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-        finally:
-            finished.set()
-
-    peer = _Peer(to_server_w, to_client_r, finished)
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(serve)
-            yield peer
-            tg.cancel_scope.cancel()
-    finally:
-        for fd in (to_server_r, to_client_w, peer.write_fd, peer.read_fd):
-            if fd >= 0:
-                os.close(fd)
 
 
 @pytest.mark.req("SRV-25")

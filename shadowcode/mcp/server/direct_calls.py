@@ -1,0 +1,157 @@
+"""``tools/call`` answered beside the SDK's dispatch on an initialized stdio session (issue 15).
+
+The SDK validates every request twice over pydantic models, builds a request context and a
+session object, runs its middleware chain and sieves the result for the negotiated revision;
+for a tool call that is most of the round trip. On a connection whose ``initialize`` the SDK
+has answered at a handshake-era revision (2024-11-05 to 2025-11-25), the stdio transport
+offers each frame here first, and a ``tools/call`` in the plain shape is run through the same
+:class:`~shadowcode.mcp.server.app.ToolCalls` as the SDK's handler (one in-flight count, one
+deadline, one result limit per connection: SRV-25) and answered with the bytes the SDK would
+have sent, as a JSON document (a test compares the two paths).
+
+Everything else goes to the SDK unchanged: any other method, a frame this module does not
+take apart with certainty (``NaN``, members beyond ``jsonrpc``, ``id``, ``method`` and
+``params``; params beyond ``name``, ``arguments`` and ``_meta``; a 2026-07-28 envelope in
+``_meta``; an id already running here), an unknown tool, and every request of a 2026-07-28
+session. ``notifications/cancelled`` for a call running here cancels it and, as in the SDK,
+the call is never answered; the notification still reaches the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types.methods import KNOWN_PROTOCOL_VERSIONS
+
+from shadowcode.mcp.server.tools import tool_named
+
+if TYPE_CHECKING:
+    from shadowcode.mcp.server.app import ToolCalls, ToolOutcome
+
+__all__ = ["HANDSHAKE_REVISIONS", "DirectToolCalls"]
+
+HANDSHAKE_REVISIONS = frozenset(v for v in KNOWN_PROTOCOL_VERSIONS if v < "2026")
+"""The revisions negotiated by ``initialize``; 2026-07-28 sessions are served by the SDK alone."""
+
+_TOP_KEYS = frozenset(("jsonrpc", "id", "method", "params"))
+_PARAM_KEYS = frozenset(("name", "arguments", "_meta"))
+_MODERN_META_PREFIX = "io.modelcontextprotocol/"
+
+
+def _refuse_constant(_name: str) -> object:
+    raise ValueError("NaN and Infinity are not JSON")
+
+
+def _usable_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _plain_meta(meta: object) -> bool:
+    """Whether a request's ``_meta`` is one the SDK would accept on a handshake-era session."""
+    if meta is None:
+        return True
+    if not isinstance(meta, dict):
+        return False
+    if "progressToken" in meta and not _usable_id(meta["progressToken"]):
+        return False
+    return not any(isinstance(key, str) and key.startswith(_MODERN_META_PREFIX) for key in meta)
+
+
+class DirectToolCalls:
+    """One connection's direct ``tools/call`` path; the stdio transport drives it.
+
+    The transport calls :meth:`take` with each frame before the SDK sees it and
+    :meth:`observe` with each message the SDK sends.
+    """
+
+    def __init__(self, calls: ToolCalls) -> None:
+        self.calls = calls
+        self.revision: str | None = None  # set once the SDK has answered initialize at a handshake-era revision
+        self._initialize_ids: set[object] = set()
+        self._running: dict[object, anyio.CancelScope] = {}
+
+    def observe(self, message: types.JSONRPCMessage) -> None:
+        """Note the SDK's answer to an ``initialize`` this path saw; its revision opens the path."""
+        if not self._initialize_ids or not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            return
+        if message.id not in self._initialize_ids:
+            return
+        self._initialize_ids.discard(message.id)
+        revision = message.result.get("protocolVersion") if isinstance(message, types.JSONRPCResponse) else None
+        self.revision = revision if revision in HANDSHAKE_REVISIONS else None
+
+    def take(self, line: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
+        """Claim one frame: ``(request id, answer)`` for a tool call to run here, else None.
+
+        ``answer()`` runs the tool and returns the response frame (newline included), or None
+        when the call was cancelled and must not be answered. A ``notifications/cancelled``
+        for a call running here cancels it and is still returned as None (the SDK sees it too).
+        """
+        if b'"initialize"' not in line and b'"tools/call"' not in line and b'"notifications/cancelled"' not in line:
+            return None
+        try:
+            doc = json.loads(line, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(doc, dict) or doc.get("jsonrpc") != "2.0" or not doc.keys() <= _TOP_KEYS:
+            return None
+        method = doc.get("method")
+        params = doc.get("params")
+        if method == "notifications/cancelled":
+            if "id" not in doc and isinstance(params, dict):
+                scope = self._running.get(params.get("requestId"))
+                if scope is not None:
+                    scope.cancel()
+            return None
+        request_id = doc.get("id")
+        if method == "initialize":
+            if _usable_id(request_id):
+                self._initialize_ids.add(request_id)
+            return None
+        if method != "tools/call" or self.revision is None or not _usable_id(request_id):
+            return None
+        if request_id in self._running or not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
+            return None
+        arguments = params.get("arguments")
+        name = params.get("name")
+        spec = tool_named(name) if isinstance(name, str) else None
+        if spec is None or not (arguments is None or isinstance(arguments, dict)):
+            return None
+        if not _plain_meta(params.get("_meta")):
+            return None
+        scope = anyio.CancelScope()
+        self._running[request_id] = scope
+
+        async def answer() -> bytes | None:
+            try:
+                outcome = await self.calls.run(spec, arguments or {}, scope)
+            except MCPError as exc:  # past the in-flight limit
+                return _frame({"jsonrpc": "2.0", "id": request_id, "error": _error_data(exc)})
+            finally:
+                del self._running[request_id]
+            if outcome is None:
+                return None  # cancelled by the client: never answered
+            return _frame({"jsonrpc": "2.0", "id": request_id, "result": _result(outcome)})
+
+        return request_id, answer
+
+
+def _result(outcome: ToolOutcome) -> dict[str, Any]:
+    """A ``CallToolResult`` as the SDK writes it on a handshake-era session."""
+    content = [{"type": "text", "text": outcome.text}]
+    if outcome.is_error:
+        return {"content": content, "isError": True}
+    return {"content": content, "structuredContent": outcome.document, "isError": False}
+
+
+def _error_data(exc: MCPError) -> dict[str, Any]:
+    return exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
