@@ -47,6 +47,17 @@ def _refuse_constant(_name: str) -> object:
     raise ValueError("NaN and Infinity are not JSON")
 
 
+def _message(data: bytes) -> dict[str, Any] | None:
+    """``data`` as a JSON-RPC 2.0 object with no member but the four, or None."""
+    try:
+        doc = json.loads(data, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("jsonrpc") != "2.0" or not doc.keys() <= _TOP_KEYS:
+        return None
+    return doc
+
+
 def _usable_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -94,28 +105,44 @@ class DirectToolCalls:
         """
         if b'"initialize"' not in line and b'"tools/call"' not in line and b'"notifications/cancelled"' not in line:
             return None
-        try:
-            doc = json.loads(line, parse_constant=_refuse_constant)
-        except (ValueError, RecursionError):
-            return None
-        if not isinstance(doc, dict) or doc.get("jsonrpc") != "2.0" or not doc.keys() <= _TOP_KEYS:
+        doc = _message(line)
+        if doc is None:
             return None
         method = doc.get("method")
-        params = doc.get("params")
         if method == "notifications/cancelled":
+            params = doc.get("params")
             if "id" not in doc and isinstance(params, dict):
                 scope = self._running.get(params.get("requestId"))
                 if scope is not None:
                     scope.cancel()
             return None
-        request_id = doc.get("id")
         if method == "initialize":
-            if _usable_id(request_id):
-                self._initialize_ids.add(request_id)
+            if _usable_id(doc.get("id")):
+                self._initialize_ids.add(doc.get("id"))
             return None
-        if method != "tools/call" or self.revision is None or not _usable_id(request_id):
+        if self.revision is None:
             return None
-        if request_id in self._running or not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
+        return self._claim(doc, self._running)
+
+    def take_stateless(self, body: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
+        """:meth:`take` for one stateless HTTP request whose revision header is a handshake-era one (the gateway).
+
+        Such a request is never cancelled (GW-08), and its id is its own: other requests may use it too.
+        """
+        doc = _message(body) if b'"tools/call"' in body else None
+        return None if doc is None else self._claim(doc, None)
+
+    def _claim(
+        self, doc: dict[str, Any], running: dict[object, anyio.CancelScope] | None
+    ) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
+        """A ``tools/call`` in the plain shape, ready to run (noted in ``running`` while it runs); else None."""
+        request_id = doc.get("id")
+        params = doc.get("params")
+        if doc.get("method") != "tools/call" or not _usable_id(request_id):
+            return None
+        if running is not None and request_id in running:
+            return None
+        if not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
             return None
         arguments = params.get("arguments")
         name = params.get("name")
@@ -125,7 +152,8 @@ class DirectToolCalls:
         if not _plain_meta(params.get("_meta")):
             return None
         scope = anyio.CancelScope()
-        self._running[request_id] = scope
+        if running is not None:
+            running[request_id] = scope
 
         async def answer() -> bytes | None:
             try:
@@ -133,7 +161,8 @@ class DirectToolCalls:
             except MCPError as exc:  # past the in-flight limit
                 return _frame({"jsonrpc": "2.0", "id": request_id, "error": _error_data(exc)})
             finally:
-                del self._running[request_id]
+                if running is not None:
+                    del running[request_id]
             if outcome is None:
                 return None  # cancelled by the client: never answered
             return _frame({"jsonrpc": "2.0", "id": request_id, "result": _result(outcome)})

@@ -171,14 +171,14 @@ async def _serve(
 ) -> None:
     from shadowcode.engine import open_engine
     from shadowcode.engine.api import Empty
-    from shadowcode.mcp.server.app import build_server
+    from shadowcode.mcp.server.app import build_session
     from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.streamable_http import GatewayServer, build_mcp_app
 
     async with open_engine(profile) as api:
         project = await api.project_get(Empty(), Caller(project=workspace))
         ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="gateway")
-        server = build_server(ctx)
+        server, direct = build_session(ctx)
         manager = build_mcp_app(server, **({} if limits is None else {"body_max_bytes": limits.body_max_bytes}))
         reason = "gateway stopped"
         try:
@@ -186,7 +186,9 @@ async def _serve(
         except OSError as exc:
             raise ConfigError(f"cannot listen on {address.url()}: {exc.strerror or exc}") from exc
         port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
-        gateway = GatewayServer(manager.handle_request, token=token, bound_host=address.host, port=port, limits=limits)
+        gateway = GatewayServer(
+            manager.handle_request, token=token, bound_host=address.host, port=port, limits=limits, direct=direct
+        )
         try:
             async with manager.run(), anyio.create_task_group() as tg:
 

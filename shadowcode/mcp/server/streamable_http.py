@@ -39,7 +39,7 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -47,6 +47,7 @@ import anyio.abc
 import h11
 
 from shadowcode.limits import GATEWAY_REQUEST_MAX_BYTES
+from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
 from shadowcode.mcp.server.http_connection import GatewayConnection
 from shadowcode.mcp.server.http_guard import (
     DEADLINE,
@@ -109,6 +110,8 @@ class GatewayServer:
         port: the port the listener is bound to (the real one, after a bind to port 0).
         limits: the limits; defaults are the contract's.
         clock: monotonic seconds for the request-rate window.
+        direct: answers a plain handshake-era ``tools/call`` without the app, as the app would
+            (:mod:`shadowcode.mcp.server.direct_calls`); every other request goes to the app.
 
     Attributes:
         connections: connections holding a slot now (at most ``limits.connections_max``).
@@ -124,8 +127,10 @@ class GatewayServer:
         port: int,
         limits: GatewayLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        direct: DirectToolCalls | None = None,
     ) -> None:
         self.app = app
+        self.direct = direct
         self.token = token
         self.bound_host = bound_host
         self.port = port
@@ -197,8 +202,13 @@ class GatewayServer:
                 payload = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
                 answer = response_bytes(400, [(b"content-type", b"application/json")], payload)
                 return
-            scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
-            status, response_headers, response_body = await self._call_app(scope, body)
+            direct = self.direct
+            taken = direct.take_stateless(body) if direct is not None and _direct_request(request, headers) else None
+            if taken is not None:
+                status, response_headers, response_body = await self._call_direct(taken[1])
+            else:
+                scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
+                status, response_headers, response_body = await self._call_app(scope, body)
             answer = response_bytes(status, response_headers, response_body)
         finally:
             conn.answered(answer)
@@ -220,6 +230,26 @@ class GatewayServer:
             "server": (self.bound_host, self.port),
             "state": {},
         }
+
+    async def _call_direct(
+        self, answer: Callable[[], Awaitable[bytes | None]]
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Run a tool call the direct path took; the same deadline, size limit and refusals as :meth:`_call_app`."""
+        payload: bytes | None = None
+        with anyio.move_on_after(self.limits.request_deadline_seconds):
+            try:
+                payload = await answer()
+            except Exception:
+                logger.exception("the MCP handler failed")
+                return _refused(FAILED)
+        if payload is None:
+            sys.stderr.write("shadowcode gateway: a request passed its deadline\n")
+            return _refused(DEADLINE)
+        body = payload.removesuffix(b"\n")
+        if len(body) > self.limits.response_max_bytes:
+            sys.stderr.write(f"shadowcode gateway: a response was over {self.limits.response_max_bytes} bytes\n")
+            return _refused(RESPONSE_TOO_LARGE)
+        return 200, [(b"content-type", b"application/json")], body
 
     async def _call_app(self, scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Run the app with the request; returns the whole response, or a fixed refusal."""
@@ -268,10 +298,39 @@ class GatewayServer:
             sys.stderr.write("shadowcode gateway: a request passed its deadline\n")
             outcome = DEADLINE
         if outcome is not None:
-            return outcome.status, refusal_headers(outcome), outcome.body.encode()
+            return _refused(outcome)
         headers = [
             (bytes(n).lower(), bytes(v))
             for n, v in start.get("headers", [])
             if bytes(n).lower() not in (b"connection", b"content-length", b"transfer-encoding")
         ]
         return int(start["status"]), headers, bytes(chunks)
+
+
+def _refused(outcome: Refusal) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    return outcome.status, refusal_headers(outcome), outcome.body.encode()
+
+
+def _one_header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    values = [value for key, value in headers if key == name]
+    return values[0].decode("latin-1") if len(values) == 1 else None
+
+
+def _direct_request(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the SDK would serve ``request`` on its stateless handshake-era JSON path (GW-05).
+
+    That is a POST with one ``MCP-Protocol-Version`` header naming a handshake-era revision,
+    an ``Accept`` that takes JSON and a JSON ``Content-Type``, each checked as the SDK checks it;
+    the body is :meth:`DirectToolCalls.take_stateless`'s to judge.
+    """
+    if request.method != b"POST":
+        return False
+    revision = _one_header(headers, b"mcp-protocol-version")
+    accept = _one_header(headers, b"accept")
+    content_type = _one_header(headers, b"content-type")
+    if revision not in HANDSHAKE_REVISIONS or accept is None or content_type is None:
+        return False
+    accepted = {part.strip().split(";")[0].strip().lower() for part in accept.split(",")}
+    if not accepted & {"*/*", "application/*", "application/json"}:
+        return False
+    return "application/json" in (part.strip() for part in content_type.split(";")[0].split(","))

@@ -25,6 +25,8 @@ import anyio.abc
 import pytest
 from mcp.server.lowlevel import Server
 
+from shadowcode.engine.api import Access
+from shadowcode.engine.local import LocalEngine
 from shadowcode.errors import ConfigError, UsageError
 from shadowcode.limits import (
     GATEWAY_CONNECTIONS_MAX,
@@ -35,6 +37,9 @@ from shadowcode.limits import (
     GATEWAY_TOKEN_MAX_CHARS,
     GATEWAY_TOKEN_MIN_CHARS,
 )
+from shadowcode.mcp.server.app import build_session
+from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
 from shadowcode.mcp.server.gateway import check_token, parse_bind
 from shadowcode.mcp.server.stdio import decode_frame
 from shadowcode.mcp.server.streamable_http import GatewayLimits, GatewayServer, build_mcp_app
@@ -79,14 +84,17 @@ class Front:
 
 @asynccontextmanager
 async def front(
-    limits: GatewayLimits | None = None, clock: Callable[[], float] = time.monotonic, app: Recorder | None = None
+    limits: GatewayLimits | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    app: Recorder | None = None,
+    direct: DirectToolCalls | None = None,
 ) -> AsyncIterator[Front]:
     """The gateway's front on 127.0.0.1 with a free port, stopped when the block ends."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
     recorder = app or Recorder()
     server = GatewayServer(
-        recorder, token=TOKEN.encode(), bound_host="127.0.0.1", port=port, limits=limits, clock=clock
+        recorder, token=TOKEN.encode(), bound_host="127.0.0.1", port=port, limits=limits, clock=clock, direct=direct
     )
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(server.serve, listener)
@@ -628,6 +636,72 @@ async def test_the_sdk_never_takes_a_request_with_an_unusable_id_for_a_notificat
         assert (status, _payload(answer)["id"]) == (200, "s")
         notification = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
         assert (await exchange(port, _mcp_request(port, notification)))[0] == 202
+
+
+_STATUS_CALL = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shadow_status","arguments":{}}}'
+_JSON_AND_SSE = ("Accept", "application/json, text/event-stream")
+_DIRECT_CASES: list[tuple[bytes, tuple[tuple[str, str], ...]]] = [
+    *((_STATUS_CALL, (_JSON_AND_SSE, ("MCP-Protocol-Version", v))) for v in sorted(HANDSHAKE_REVISIONS)),
+    (_STATUS_CALL, (("Accept", "*/*"), ("MCP-Protocol-Version", "2025-06-18"))),
+    (
+        b'{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"shadow_sessions","arguments":{"limit":"x"}}}',
+        (_JSON_AND_SSE, ("MCP-Protocol-Version", "2025-06-18")),
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shadow_nope"}}',
+        (_JSON_AND_SSE, ("MCP-Protocol-Version", "2025-06-18")),
+    ),
+    (_STATUS_CALL, (("Accept", "text/event-stream"), ("MCP-Protocol-Version", "2025-06-18"))),  # 406
+    (_STATUS_CALL, (_JSON_AND_SSE,)),  # no revision header: the SDK's default
+    (_STATUS_CALL, (_JSON_AND_SSE, ("MCP-Protocol-Version", "2025-06-18"), ("MCP-Protocol-Version", "2024-11-05"))),
+]
+
+
+@asynccontextmanager
+async def shadowcode_front(api: LocalEngine, project_dir: Path, *, direct: bool) -> AsyncIterator[int]:
+    """The front with ShadowCode's own server behind it, with or without the direct tool-call path; yields the port."""
+    ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access(), owner_kind="gateway")
+    server, calls = build_session(ctx)
+    manager = build_mcp_app(server)
+    async with manager.run(), front(app=manager.handle_request, direct=calls if direct else None) as f:  # type: ignore[arg-type]
+        yield f.port
+
+
+async def _answers(api: LocalEngine, project_dir: Path, *, direct: bool) -> list[tuple[int, bytes, Any]]:
+    answers = []
+    async with shadowcode_front(api, project_dir, direct=direct) as port:
+        for body, headers in _DIRECT_CASES:
+            status, answer = await exchange(port, request(port, body=body, extra=headers))
+            head, _, payload = answer.partition(b"\r\n\r\n")
+            content_type = [line for line in head.lower().split(b"\r\n") if line.startswith(b"content-type:")]
+            try:
+                document: Any = json.loads(payload)
+            except ValueError:
+                document = payload  # a refusal's fixed text
+            answers.append((status, b"".join(content_type), document))
+    return answers
+
+
+@pytest.mark.req("GW-05")
+async def test_the_gateway_answers_tool_calls_beside_the_sdk_exactly_as_the_sdk_does(
+    api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    through_sdk = await _answers(api, project_dir, direct=False)
+    taken: list[object] = []
+    take = DirectToolCalls.take_stateless
+
+    def counted(self: DirectToolCalls, body: bytes) -> Any:
+        claimed = take(self, body)
+        if claimed is not None:
+            taken.append(claimed[0])
+        return claimed
+
+    monkeypatch.setattr(DirectToolCalls, "take_stateless", counted)
+    direct = await _answers(api, project_dir, direct=True)
+    assert taken == [3] * (len(HANDSHAKE_REVISIONS) + 1) + ["a"]  # the rest went to the SDK
+    assert direct == through_sdk
+    assert through_sdk[0][0] == 200 and through_sdk[0][2]["result"]["isError"] is False
+    assert [status for status, _, _ in through_sdk][-3:-1] == [406, 200]
 
 
 @pytest.mark.req("GW-04")
