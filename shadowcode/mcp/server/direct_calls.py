@@ -93,8 +93,9 @@ class DirectToolCalls:
         if message.id not in self._initialize_ids:
             return
         self._initialize_ids.discard(message.id)
-        revision = message.result.get("protocolVersion") if isinstance(message, types.JSONRPCResponse) else None
-        self.revision = revision if revision in HANDSHAKE_REVISIONS else None
+        if isinstance(message, types.JSONRPCResponse):  # a refused initialize changes nothing
+            revision = message.result.get("protocolVersion")
+            self.revision = revision if revision in HANDSHAKE_REVISIONS else None
 
     def take(self, line: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
         """Claim one frame: ``(request id, answer)`` for a tool call to run here, else None.

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
 from shadowcode.engine.api import Access
@@ -105,8 +106,6 @@ def _calls(api: LocalEngine, project_dir: Path, ops_max: int = OPERATIONS_IN_FLI
 
 def _initialized(direct: DirectToolCalls, revision: str = "2025-06-18") -> None:
     """Show ``direct`` an ``initialize`` and the SDK's answer to it."""
-    import mcp_types as types
-
     assert direct.take(_frame({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {}})) is None
     direct.observe(types.JSONRPCResponse(jsonrpc="2.0", id="i", result={"protocolVersion": revision}))
 
@@ -144,7 +143,9 @@ async def test_nothing_is_taken_before_the_sdk_answered_initialize_or_on_a_2026_
     _initialized(modern, "2026-07-28")
     assert modern.take(call) is None
     _initialized(direct)
-    taken = direct.take(call)
+    direct.take(_frame({"jsonrpc": "2.0", "id": "again", "method": "initialize", "params": {}}))
+    direct.observe(types.JSONRPCError(jsonrpc="2.0", id="again", error=types.ErrorData(code=-32600, message="no")))
+    taken = direct.take(call)  # a refused second initialize changes nothing
     assert taken is not None and taken[0] == 5
     assert taken is not None
     answer = json.loads(await taken[1]())
