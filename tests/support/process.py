@@ -14,6 +14,30 @@ from typing import Any
 ANSWER_SECONDS = 30.0
 """How long a test waits for a line: generous, since a loaded 2-core machine starts Python slowly."""
 
+
+def wait_for(condition: Any, seconds: float = ANSWER_SECONDS) -> Any:
+    """Poll ``condition`` until it returns something true, and return that; TimeoutError after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise TimeoutError("condition not met in time")
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not); Linux ``/proc``."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 0,

@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from shadowcode.engine.api import Access
 from shadowcode.engine.local import LocalEngine
 from shadowcode.mcp.server.app import build_session
 from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.direct_calls import DirectToolCalls
 from shadowcode.mcp.server.stdio import StdioLimits, stdio_transport
 
-__all__ = ["Peer", "in_process_transport"]
+__all__ = ["Peer", "count_direct_claims", "in_process_transport"]
 
 
 class Peer:
@@ -90,3 +92,18 @@ async def in_process_transport(
         for fd in (to_server_r, to_client_w, peer.write_fd, peer.read_fd):
             if fd >= 0:
                 os.close(fd)
+
+
+def count_direct_claims(monkeypatch: pytest.MonkeyPatch, method: str) -> list[object]:
+    """The ids of the requests ``DirectToolCalls.<method>`` claims from now on (``take`` or ``take_stateless``)."""
+    claimed: list[object] = []
+    original = getattr(DirectToolCalls, method)
+
+    def counted(self: DirectToolCalls, data: bytes) -> Any:
+        taken = original(self, data)
+        if taken is not None:
+            claimed.append(taken[0])
+        return taken
+
+    monkeypatch.setattr(DirectToolCalls, method, counted)
+    return claimed

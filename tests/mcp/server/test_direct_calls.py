@@ -25,7 +25,7 @@ from shadowcode.mcp.server.app import ToolCalls, _Operations
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
 from shadowcode.mcp.server.tools import ToolSpec, tool_named
-from tests.support.stdio_peer import Peer, in_process_transport
+from tests.support.stdio_peer import Peer, count_direct_claims, in_process_transport
 
 pytestmark = [pytest.mark.anyio, pytest.mark.req("SRV-25")]
 
@@ -79,16 +79,7 @@ async def test_the_direct_path_answers_exactly_as_the_sdk_does(
     api: LocalEngine, project_dir: Path, revision: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     through_sdk = await _session(api, project_dir, revision, direct=False)
-    taken: list[object] = []
-    take = DirectToolCalls.take
-
-    def counted(self: DirectToolCalls, line: bytes) -> Any:
-        claimed = take(self, line)
-        if claimed is not None:
-            taken.append(claimed[0])
-        return claimed
-
-    monkeypatch.setattr(DirectToolCalls, "take", counted)
+    taken = count_direct_claims(monkeypatch, "take")
     direct = await _session(api, project_dir, revision, direct=True)
     assert taken == [10, "s-11", 12, 13, 14]  # the plain calls of known tools; the rest went to the SDK
     assert direct == through_sdk

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import pytest
 
 from shadowcode.limits import FRONT_ENGINE_START_SECONDS
 from shadowcode.mcp.server.discovery import load_manifest
-from tests.support.process import ANSWER_SECONDS, INIT, ServerProcess
+from tests.support.process import ANSWER_SECONDS, INIT, ServerProcess, alive, wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -98,7 +97,7 @@ class Front:
 
     def child_pid(self) -> int:
         return int(
-            _wait_for(lambda: (self.logs / "pid").exists() and (self.logs / "pid").read_text(encoding="utf-8") or None)
+            wait_for(lambda: (self.logs / "pid").exists() and (self.logs / "pid").read_text(encoding="utf-8") or None)
         )
 
     def received(self) -> list[dict[str, Any]]:
@@ -113,27 +112,6 @@ class Front:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
-
-
-def _wait_for(condition: Any, seconds: float = ANSWER_SECONDS) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError("condition not met in time")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is not alive
-        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture
@@ -180,7 +158,7 @@ def test_discovery_is_answered_while_the_server_starts_and_its_own_answers_are_d
     front.send(CALL)
     front.let_go()
     assert front.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {"child": "tools/call"}}
-    got = _wait_for(lambda: len(front.received()) == 4 and front.received())
+    got = wait_for(lambda: len(front.received()) == 4 and front.received())
     assert [m.get("method") for m in got] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
     assert str(got[0]["id"]).startswith("shadowcode-front-") and str(got[2]["id"]).startswith("shadowcode-front-")
     assert got[0]["params"] == INIT["params"] and got[3] == CALL
@@ -291,7 +269,7 @@ def test_a_server_not_ready_past_the_start_deadline_is_stopped_and_requests_are_
     front.send(CALL)
     refused = front.answer(3)  # after the one-second deadline
     assert "not ready within 1 seconds" in refused["result"]["content"][0]["text"]
-    _wait_for(lambda: not _alive(pid))
+    wait_for(lambda: not alive(pid))
 
 
 @pytest.mark.req("SRV-07")
@@ -313,7 +291,7 @@ def test_stdin_closed_while_the_server_starts_ends_both_cleanly(make_front: Any)
     front.proc.stdin.close()  # type: ignore[union-attr]
     front.let_go()
     assert front.proc.wait(ANSWER_SECONDS) == 0
-    _wait_for(lambda: not _alive(pid))
+    wait_for(lambda: not alive(pid))
 
 
 @pytest.mark.req("SRV-21")
@@ -324,7 +302,7 @@ def test_sigkill_of_the_front_while_the_server_starts_leaves_no_server(make_fron
     front.answer(0)
     front.proc.send_signal(signal.SIGKILL)
     front.proc.wait(ANSWER_SECONDS)
-    _wait_for(lambda: not _alive(pid))
+    wait_for(lambda: not alive(pid))
 
 
 @pytest.mark.req("SRV-21")
@@ -336,7 +314,7 @@ def test_sigterm_of_the_front_is_passed_to_the_server(make_front: Any) -> None:
     front.answer(0)
     front.proc.send_signal(signal.SIGTERM)
     assert front.proc.wait(ANSWER_SECONDS) == 0
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 # --- the real server behind the front -----------------------------------------------------
@@ -349,13 +327,13 @@ def test_the_real_server_behind_the_front_serves_and_leaves_nothing(tmp_path: Pa
     server = ServerProcess(project, tmp_path / "home", front=True)
     try:
         assert server.initialize()["result"]["serverInfo"]["name"] == "shadowcode"
-        (child,) = _wait_for(server.child_pids)  # the full server runs behind the front
+        (child,) = wait_for(server.child_pids)  # the full server runs behind the front
         server.send({**CALL, "id": 7})
         status = server.read_until_response(7)
         assert json.loads(status["result"]["content"][0]["text"])["project"]["path"] == str(project.resolve())
         server.proc.stdin.close()  # type: ignore[union-attr]
         assert server.wait_exit() == 0
-        assert not _alive(child)
+        assert not alive(child)
     finally:
         server.close()
 
@@ -395,10 +373,10 @@ def test_a_client_closing_its_end_of_stdout_ends_the_front_and_the_server(tmp_pa
         proc.stdin.flush()  # type: ignore[union-attr]
         with os.fdopen(read_end, "rb") as answers:
             assert b'"protocolVersion"' in answers.readline()
-            pid = int(_wait_for(lambda: (logs / "pid").exists() and (logs / "pid").read_text(encoding="utf-8") or None))
+            pid = int(wait_for(lambda: (logs / "pid").exists() and (logs / "pid").read_text(encoding="utf-8") or None))
         assert proc.wait(ANSWER_SECONDS) == 0  # the child never said ready: the front noticed by itself
         assert b"stdout failed" in proc.stderr.read()  # type: ignore[union-attr]
-        _wait_for(lambda: not _alive(pid))
+        wait_for(lambda: not alive(pid))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -43,6 +43,7 @@ from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCa
 from shadowcode.mcp.server.gateway import check_token, parse_bind
 from shadowcode.mcp.server.stdio import decode_frame
 from shadowcode.mcp.server.streamable_http import GatewayLimits, GatewayServer, build_mcp_app
+from tests.support.stdio_peer import count_direct_claims
 
 pytestmark = pytest.mark.anyio
 
@@ -687,16 +688,7 @@ async def test_the_gateway_answers_tool_calls_beside_the_sdk_exactly_as_the_sdk_
     api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     through_sdk = await _answers(api, project_dir, direct=False)
-    taken: list[object] = []
-    take = DirectToolCalls.take_stateless
-
-    def counted(self: DirectToolCalls, body: bytes) -> Any:
-        claimed = take(self, body)
-        if claimed is not None:
-            taken.append(claimed[0])
-        return claimed
-
-    monkeypatch.setattr(DirectToolCalls, "take_stateless", counted)
+    taken = count_direct_claims(monkeypatch, "take_stateless")
     direct = await _answers(api, project_dir, direct=True)
     assert taken == [3] * (len(HANDSHAKE_REVISIONS) + 1) + ["a"]  # the rest went to the SDK
     assert direct == through_sdk

@@ -16,8 +16,7 @@ import os
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.handover import MARK, Handover
 from shadowcode.mcp.server.stdio import StdioLimits, stdio_transport
 from tests.support.engine import PY, cli_env, headless_engine
-from tests.support.process import ANSWER_SECONDS, INIT, ServerProcess
+from tests.support.process import ANSWER_SECONDS, INIT, ServerProcess, alive, wait_for
 
 pytestmark = [
     pytest.mark.req("SRV-25"),
@@ -51,16 +50,6 @@ def _frame(doc: dict[str, Any]) -> bytes:
 
 def _send_fds(sock: socket.socket, data: bytes, fds: list[int]) -> None:
     sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-
-
-def _wait_for(condition: Callable[[], Any], seconds: float = ANSWER_SECONDS) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise TimeoutError("condition not met in time")
 
 
 # --- Handover alone ---------------------------------------------------------------------
@@ -237,14 +226,6 @@ def _holds(pid: int, target: str) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 CALL = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "shadow_status", "arguments": {}}}
 
 
@@ -255,17 +236,17 @@ def test_the_server_behind_the_front_reads_the_clients_pipe_and_a_killed_front_s
     server = ServerProcess(project, tmp_path / "home", front=True)
     try:
         server.initialize()
-        (child,) = _wait_for(server.child_pids)
+        (child,) = wait_for(server.child_pids)
         stdin = _pipe_inode(server.proc.stdin.fileno())  # type: ignore[union-attr]
         for request_id in (5, 6):  # the first call waits for the child; the one after it goes through the handover
             server.send({**CALL, "id": request_id})
             assert server.read_until_response(request_id)["result"]["isError"] is False
-        _wait_for(lambda: _holds(child, stdin))
+        wait_for(lambda: _holds(child, stdin))
         server.send({**CALL, "id": 7})
         assert server.read_until_response(7)["result"]["isError"] is False
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(ANSWER_SECONDS)
-        _wait_for(lambda: not _alive(child))  # the child follows its front (PR_SET_PDEATHSIG)
+        wait_for(lambda: not alive(child))  # the child follows its front (PR_SET_PDEATHSIG)
     finally:
         server.close()
 
@@ -299,11 +280,11 @@ def test_the_engine_reads_the_clients_pipe_after_the_handover_and_a_killed_relay
                 assert answer["id"] == request_id and json.loads(answer["result"]["content"][0]["text"])["engine"] == {
                     "mode": "attached"
                 }
-            _wait_for(lambda: _holds(engine_pid, stdin))
+            wait_for(lambda: _holds(engine_pid, stdin))
             relay.kill()
             relay.wait(ANSWER_SECONDS)
-            _wait_for(lambda: not _holds(engine_pid, stdin))  # the session ended: its descriptors are closed
-            assert _alive(engine_pid)
+            wait_for(lambda: not _holds(engine_pid, stdin))  # the session ended: its descriptors are closed
+            assert alive(engine_pid)
         finally:
             if relay.poll() is None:
                 relay.kill()
