@@ -51,6 +51,7 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.mcp.server.discovery", "mcp.relay"),
     ("shadowcode.mcp.server.early_answers", "mcp.relay"),
     ("shadowcode.mcp.server.stdio_pipes", "mcp.relay"),
+    ("shadowcode.mcp.server.handover", "mcp.relay"),
     ("shadowcode.engine.api", "engine.api"),
     ("shadowcode.engine.wire", "engine.api"),
     ("shadowcode.engine", "engine"),

@@ -5,7 +5,7 @@ session object, runs its middleware chain and sieves the result for the negotiat
 for a tool call that is most of the round trip. On a connection whose ``initialize`` the SDK
 has answered at a handshake-era revision (2024-11-05 to 2025-11-25), the stdio transport
 offers each frame here first, and a ``tools/call`` in the plain shape is run through the same
-:class:`~shadowcode.mcp.server.app.ToolCalls` as the SDK's handler (one in-flight count, one
+:class:`~shadowcode.mcp.server.tool_calls.ToolCalls` as the SDK's handler (one in-flight count, one
 deadline, one result limit per connection: SRV-25) and answered with the bytes the SDK would
 have sent, as a JSON document (a test compares the two paths).
 
@@ -31,7 +31,7 @@ from mcp_types.methods import KNOWN_PROTOCOL_VERSIONS
 from shadowcode.mcp.server.tools import tool_named
 
 if TYPE_CHECKING:
-    from shadowcode.mcp.server.app import ToolCalls, ToolOutcome
+    from shadowcode.mcp.server.tool_calls import ToolCalls, ToolOutcome
 
 __all__ = ["HANDSHAKE_REVISIONS", "DirectToolCalls"]
 

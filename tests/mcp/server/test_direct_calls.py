@@ -21,9 +21,9 @@ import pytest
 from shadowcode.engine.api import Access
 from shadowcode.engine.local import LocalEngine
 from shadowcode.limits import OPERATIONS_IN_FLIGHT_MAX
-from shadowcode.mcp.server.app import ToolCalls, _Operations
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
+from shadowcode.mcp.server.tool_calls import Operations, ToolCalls
 from shadowcode.mcp.server.tools import ToolSpec, tool_named
 from tests.support.stdio_peer import Peer, count_direct_claims, in_process_transport
 
@@ -92,7 +92,7 @@ async def test_the_direct_path_answers_exactly_as_the_sdk_does(
 
 def _calls(api: LocalEngine, project_dir: Path, ops_max: int = OPERATIONS_IN_FLIGHT_MAX) -> ToolCalls:
     ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access())
-    return ToolCalls(ctx, _Operations(ops_max), operation_deadline_seconds=30.0, result_max_bytes=1 << 20)
+    return ToolCalls(ctx, Operations(ops_max), operation_deadline_seconds=30.0, result_max_bytes=1 << 20)
 
 
 def _initialized(direct: DirectToolCalls, revision: str = "2025-06-18") -> None:
