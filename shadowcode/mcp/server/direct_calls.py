@@ -166,17 +166,22 @@ class DirectToolCalls:
                     del running[request_id]
             if outcome is None:
                 return None  # cancelled by the client: never answered
-            return _frame({"jsonrpc": "2.0", "id": request_id, "result": _result(outcome)})
+            return _result_frame(request_id, outcome)
 
         return request_id, answer
 
 
-def _result(outcome: ToolOutcome) -> dict[str, Any]:
-    """A ``CallToolResult`` as the SDK writes it on a handshake-era session."""
-    content = [{"type": "text", "text": outcome.text}]
+def _result_frame(request_id: object, outcome: ToolOutcome) -> bytes:
+    """The response carrying a ``CallToolResult`` as the SDK writes it on a handshake-era session.
+
+    A result's structured content is the text already encoded by the tool runner, not a
+    second encoding of the same document.
+    """
+    head = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":'
+    text = json.dumps(outcome.text, ensure_ascii=False)
     if outcome.is_error:
-        return {"content": content, "isError": True}
-    return {"content": content, "structuredContent": outcome.document, "isError": False}
+        return f'{head}{text}}}],"isError":true}}}}\n'.encode()
+    return f'{head}{text}}}],"structuredContent":{outcome.text},"isError":false}}}}\n'.encode()
 
 
 def _error_data(exc: MCPError) -> dict[str, Any]:

@@ -205,10 +205,10 @@ class GatewayServer:
             direct = self.direct
             taken = direct.take_stateless(body) if direct is not None and _direct_request(request, headers) else None
             if taken is not None:
-                status, response_headers, response_body = await self._call_direct(taken[1])
+                status, response_headers, response_body = await self._call_app({}, body, _direct_app(taken[1]))
             else:
                 scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
-                status, response_headers, response_body = await self._call_app(scope, body)
+                status, response_headers, response_body = await self._call_app(scope, body, self.app)
             answer = response_bytes(status, response_headers, response_body)
         finally:
             conn.answered(answer)
@@ -231,28 +231,10 @@ class GatewayServer:
             "state": {},
         }
 
-    async def _call_direct(
-        self, answer: Callable[[], Awaitable[bytes | None]]
+    async def _call_app(
+        self, scope: dict[str, Any], body: bytes, app: ASGIApp
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Run a tool call the direct path took; the same deadline, size limit and refusals as :meth:`_call_app`."""
-        payload: bytes | None = None
-        with anyio.move_on_after(self.limits.request_deadline_seconds):
-            try:
-                payload = await answer()
-            except Exception:
-                logger.exception("the MCP handler failed")
-                return _refused(FAILED)
-        if payload is None:
-            sys.stderr.write("shadowcode gateway: a request passed its deadline\n")
-            return _refused(DEADLINE)
-        body = payload.removesuffix(b"\n")
-        if len(body) > self.limits.response_max_bytes:
-            sys.stderr.write(f"shadowcode gateway: a response was over {self.limits.response_max_bytes} bytes\n")
-            return _refused(RESPONSE_TOO_LARGE)
-        return 200, [(b"content-type", b"application/json")], body
-
-    async def _call_app(self, scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Run the app with the request; returns the whole response, or a fixed refusal."""
+        """Run ``app`` with the request; returns the whole response, or a fixed refusal (GW-07, GW-08)."""
         delivered = False
         finished = anyio.Event()
         start: dict[str, Any] = {}
@@ -286,7 +268,7 @@ class GatewayServer:
         outcome: Refusal | None = None
         with anyio.move_on_after(self.limits.request_deadline_seconds):
             try:
-                await self.app(scope, receive, send)
+                await app(scope, receive, send)
             except Exception:
                 logger.exception("the MCP handler failed")
                 outcome = FAILED
@@ -298,7 +280,7 @@ class GatewayServer:
             sys.stderr.write("shadowcode gateway: a request passed its deadline\n")
             outcome = DEADLINE
         if outcome is not None:
-            return _refused(outcome)
+            return outcome.status, refusal_headers(outcome), outcome.body.encode()
         headers = [
             (bytes(n).lower(), bytes(v))
             for n, v in start.get("headers", [])
@@ -307,8 +289,16 @@ class GatewayServer:
         return int(start["status"]), headers, bytes(chunks)
 
 
-def _refused(outcome: Refusal) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    return outcome.status, refusal_headers(outcome), outcome.body.encode()
+def _direct_app(answer: Callable[[], Awaitable[bytes | None]]) -> ASGIApp:
+    """An app that answers with the direct path's response, as the SDK answers on its JSON path (GW-05)."""
+
+    async def app(_scope: dict[str, Any], _receive: Callable[[], Any], send: Callable[[dict[str, Any]], Any]) -> None:
+        payload = await answer()
+        assert payload is not None  # only a call cancelled by its client goes unanswered, and HTTP never cancels
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": payload.removesuffix(b"\n"), "more_body": False})
+
+    return app
 
 
 def _one_header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
