@@ -87,7 +87,7 @@ class DirectToolCalls:
         self._running: dict[object, anyio.CancelScope] = {}
 
     def observe(self, message: types.JSONRPCMessage) -> None:
-        """Note the SDK's answer to an ``initialize`` this path saw; its revision opens the path."""
+        """Note the SDK's answer to an ``initialize`` this path saw; a success opens the path (SRV-03)."""
         if not self._initialize_ids or not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             return
         if message.id not in self._initialize_ids:
@@ -100,9 +100,11 @@ class DirectToolCalls:
     def take(self, line: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
         """Claim one frame: ``(request id, answer)`` for a tool call to run here, else None.
 
-        ``answer()`` runs the tool and returns the response frame (newline included), or None
-        when the call was cancelled and must not be answered. A ``notifications/cancelled``
-        for a call running here cancels it and is still returned as None (the SDK sees it too).
+        ``answer()`` runs the tool under SRV-25's operation limits and returns the response
+        frame (UTF-8 JSON, newline included), or None when the call was cancelled and must not
+        be answered. A ``notifications/cancelled`` for a call running here cancels it and is
+        still returned as None (the SDK sees it too). Never raises for a bad frame: what it
+        cannot take apart with certainty is left to the SDK (None).
         """
         if b'"initialize"' not in line and b'"tools/call"' not in line and b'"notifications/cancelled"' not in line:
             return None
@@ -128,7 +130,9 @@ class DirectToolCalls:
     def take_stateless(self, body: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
         """:meth:`take` for one stateless HTTP request whose revision header is a handshake-era one (the gateway).
 
-        Such a request is never cancelled (GW-08), and its id is its own: other requests may use it too.
+        Such a request is never cancelled (GW-08), and its id is its own: other requests may use
+        it too. ``answer()`` returns the JSON-RPC response (newline included) the SDK would send
+        as the body of a 200 ``application/json`` answer (GW-05).
         """
         doc = _message(body) if b'"tools/call"' in body else None
         return None if doc is None else self._claim(doc, None)

@@ -41,7 +41,9 @@ _FDS_SPACE = socket.CMSG_SPACE(2 * array.array("i").itemsize)
 
 
 def send_handover(sock: socket.socket) -> None:
-    """Send this process's stdin and stdout (fd 0 and fd 1) to the server behind ``sock``.
+    """Send this process's stdin and stdout (fd 0 and fd 1) to the server behind ``sock`` (SRV-01).
+
+    One :data:`MARK` byte carries both descriptors; nothing of stdin may be read after it.
 
     Raises:
         OSError: the server is gone.
@@ -68,7 +70,10 @@ class Handover:
         return self.stdin is not None
 
     def receive(self) -> bytes:
-        """One chunk of client bytes from the socket, the mark removed; ``b""`` at the end.
+        """One chunk of client bytes from the socket (at most 64 KiB), the mark removed; ``b""`` at the end.
+
+        The bytes count for SRV-25 as any client bytes do. Descriptors that do not come as
+        exactly two with the mark at the end of the chunk are closed and ignored.
 
         Raises:
             BlockingIOError: nothing to read yet.

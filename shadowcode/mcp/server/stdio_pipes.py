@@ -117,7 +117,7 @@ class ClientLines:
 
 
 class ServerOutput(threading.Thread):
-    """Copies the server's socket to stdout; the server's answers to our own ids are dropped.
+    """Copies the server's socket to stdout; the server's answers to our own ids are dropped (SRV-01, SRV-03).
 
     While early answers may still need dropping the output is read line by line; once nothing
     is answered here any more and every answer of our own has come back, it is copied as it

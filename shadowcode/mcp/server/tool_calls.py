@@ -105,7 +105,7 @@ class ToolCalls:
     async def run(
         self, spec: ToolSpec, arguments: dict[str, Any], scope: anyio.CancelScope | None = None
     ) -> ToolOutcome | None:
-        """Validate ``arguments`` against ``spec`` and run it.
+        """Validate ``arguments`` against ``spec`` and run it (SRV-25: in-flight count, deadline, result size).
 
         Args:
             spec: the tool.
