@@ -5,7 +5,7 @@ from __future__ import annotations
 import h11
 import pytest
 
-from shadowcode.mcp.server.http_guard import DUPLICATE_HEADER, guard_head, sent_fields
+from shadowcode.mcp.server.http_guard import BAD_REQUEST, DUPLICATE_HEADER, guard_head, sent_fields
 
 pytestmark = pytest.mark.req("GW-04")
 
@@ -47,3 +47,13 @@ def test_one_content_length_passes_and_two_or_a_list_are_refused_as_duplicates()
     assert _guard([(b"content-length", b"2")]) is None
     assert _guard([(b"content-length", b"2"), (b"content-length", b"2")]) is DUPLICATE_HEADER
     assert _guard([(b"content-length", b"2, 2")]) is DUPLICATE_HEADER
+
+
+@pytest.mark.parametrize("other", [b"127.0.0.1:9", b"localhost:9", b"evil.example"])
+def test_two_host_fields_are_a_bad_request_before_any_other_rule(other: bytes) -> None:
+    """Whichever Host comes first, and whatever else the head holds (no token, an Origin)."""
+    for hosts in ([b"127.0.0.1:9", other], [other, b"127.0.0.1:9"]):
+        fields = [(b"host", value) for value in hosts]
+        for rest in ([], [(b"origin", b"http://127.0.0.1:9")], [(b"authorization", b"Bearer " + TOKEN)]):
+            refusal = guard_head(b"POST", b"/mcp", fields + rest, bound_host="127.0.0.1", port=9, token=TOKEN)
+            assert refusal is BAD_REQUEST, (hosts, rest)
