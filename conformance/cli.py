@@ -7,7 +7,8 @@ attached path; the report's ``engine`` field says which way the run went.
 Exit status (CONF-01): 0 when every check passed or failed as the expected-failures
 baseline says; 1 when a check failed outside the baseline, a baseline entry is stale (its
 check passed) or unknown (no check of that name ran), or the run broke; 2 on bad usage,
-a malformed baseline included.
+a malformed baseline included; 128 plus the signal's number when SIGTERM, SIGHUP or SIGINT
+stopped the run (after every started check swept its processes and folders; no report).
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+from anyio.abc import TaskGroup, TaskStatus
 
 from conformance.context import EngineMode
 from conformance.errors import ConformanceError, UsageError
@@ -41,6 +44,8 @@ from conformance.report import (
 )
 from conformance.resources import bundled_baseline, bundled_baseline_names, resource_root
 from conformance.runner import run_checks
+
+T = TypeVar("T")
 
 __all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target"]
 
@@ -223,6 +228,7 @@ def _run(argv: Sequence[str]) -> int:
     mode = EngineMode.ATTACHED if args.attached else EngineMode.TEMPORARY
 
     outcome = anyio.run(
+        _unless_stopped,
         lambda: run_checks(
             checks,
             target=target,
@@ -234,7 +240,7 @@ def _run(argv: Sequence[str]) -> int:
             url=url,
             bearer=bearer,
             profile=args.profile,
-        )
+        ),
     )
     report = build_report(
         target,
@@ -252,6 +258,47 @@ def _run(argv: Sequence[str]) -> int:
     if args.junit:
         sys.stderr.write(f"conformance: wrote {write_junit(Path(args.junit), report)}\n")
     return 1 if report_failed(report) else 0
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class RunStopped(ConformanceError):
+    """A stop signal ended the run; every check's processes were swept first (exit 128 + the signal)."""
+
+    def __init__(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(f"stopped by {name}: the checks' processes and folders were removed; no report written")
+        self.exit_code = 128 + signum
+
+
+async def _unless_stopped(run: Callable[[], Awaitable[T]]) -> T:
+    """``run()``, cancelled at SIGTERM, SIGHUP or SIGINT, so each check's cleanup stops what it started (CONF-01).
+
+    The signals are watched before ``run`` starts anything; a second one while the checks
+    clean up ends the process at once (the default action is back by then).
+
+    Raises:
+        RunStopped: a stop signal arrived before ``run`` finished.
+    """
+    received: list[int] = []
+    outcome: list[T] = []
+
+    async def watch(tg: TaskGroup, *, task_status: TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+            task_status.started()
+            async for signum in signals:
+                received.append(signum)
+                tg.cancel_scope.cancel()
+                return
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch, tg)
+        outcome.append(await run())
+        tg.cancel_scope.cancel()
+    if not outcome:
+        raise RunStopped(received[0])
+    return outcome[0]  # finished before the signal took effect: the report is written
 
 
 def _summarize(report: Mapping[str, Any]) -> None:

@@ -177,8 +177,9 @@ async def run_one(
                 result = CheckResult(False, f"could not start the headless engine: {_describe(exc)}")
             revisions = dict(ctx.revisions)
     finally:
-        leftovers = await anyio.to_thread.run_sync(kill_marked, f"SHADOWCODE_HOME={home}")
-        shutil.rmtree(scratch, ignore_errors=True)
+        with anyio.CancelScope(shield=True):  # a run stopped from outside still sweeps (SIGTERM, Ctrl-C)
+            leftovers = await anyio.to_thread.run_sync(kill_marked, f"SHADOWCODE_HOME={home}")
+            shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.monotonic() - started
     detail = result.detail
     if leftovers:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,49 @@ def test_a_failing_check_makes_the_exit_status_1(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert {r["id"]: r["status"] for r in report["results"]}["SRV-02"] == "fail"
+
+
+def _pids_running(marker: str, *, besides: int) -> list[int]:
+    """Live processes (zombies aside) whose command line holds ``marker``, other than ``besides``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == besides:
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.req("CONF-01")
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_path: Path, signum: int) -> None:
+    marker = f"conformance-stop-{uuid.uuid4().hex}"
+    out = tmp_path / "out"
+    target = f"{sys.executable} -c 'import time; time.sleep(120)' {marker}"
+    argv = [sys.executable, "-m", "conformance", "--target", target]
+    argv += ["--only", "cli_usage:json_serve_refused", "--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    runner = subprocess.Popen(
+        argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _pids_running(marker, besides=runner.pid):
+            assert runner.poll() is None and time.monotonic() < deadline, "the check never started the target"
+            time.sleep(0.05)
+        runner.send_signal(signum)
+        stdout, stderr = runner.communicate(timeout=60)
+        left = _pids_running(marker, besides=runner.pid)
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait(timeout=10)
+        for pid in _pids_running(marker, besides=runner.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert runner.returncode == 128 + signum, stderr
+    assert f"conformance: stopped by {signal.Signals(signum).name}" in stderr and "Traceback" not in stderr
+    assert stdout == "" and not left and not (out / "report.json").exists()

@@ -107,6 +107,47 @@ def test_processes_left_running_by_a_check_are_killed_at_its_end() -> None:
 
 
 @pytest.mark.req("CONF-01")
+def test_a_run_cancelled_from_outside_still_sweeps_each_started_check() -> None:
+    """What a stop signal does to the run (conformance.cli): the sweep is shielded from the cancellation."""
+    started: list[subprocess.Popen[bytes]] = []
+    seen: list[Context] = []
+
+    async def leaks_then_hangs(ctx: Context) -> CheckResult:
+        seen.append(ctx)
+        command = [sys.executable, "-c", "import time; time.sleep(120)"]
+        started.append(subprocess.Popen(command, env=ctx.env, start_new_session=True))
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def go() -> None:
+        with anyio.fail_after(30), anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    lambda: run_checks(
+                        [_check("stopped", leaks_then_hangs, timeout=60)],
+                        target=["true"],
+                        cwd=Path.cwd(),
+                        repo_root=REPO_ROOT,
+                        project_factory=stand_in_project,
+                        jobs=1,
+                    )
+                )
+                while not started:
+                    await anyio.sleep(0.01)
+                scope.cancel()
+
+    try:
+        anyio.run(go)
+        assert started[0].wait(timeout=10) == -9
+        assert not seen[0].home.exists() and not seen[0].scratch.exists()
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.mark.req("CONF-01")
 def test_sub_results_become_checks_and_unknown_ids_fail_them() -> None:
     async def with_subs(ctx: Context) -> CheckResult:
         ctx.record_revision("probe", "2026-07-28")
