@@ -136,7 +136,14 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
     argv += ["--only", "cli_usage:json_serve_refused", "--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     runner = subprocess.Popen(
-        argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
