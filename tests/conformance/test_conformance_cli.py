@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from conformance.cli import main, parse_target
+from tests.support.process import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,15 +141,12 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
         encoding="utf-8",
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not _pids_running(marker, besides=runner.pid):
-            assert runner.poll() is None and time.monotonic() < deadline, "the check never started the target"
-            time.sleep(0.05)
+        wait_for(lambda: _pids_running(marker, besides=runner.pid) or runner.poll() is not None, 60)
+        assert runner.poll() is None, "the runner ended before the check started the target"
         runner.send_signal(signum)
         stdout, stderr = runner.communicate(timeout=60)
         left = _pids_running(marker, besides=runner.pid)
