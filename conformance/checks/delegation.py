@@ -57,8 +57,9 @@ __all__ = [
     "kill_commands",
     "open_session",
     "owner_job_limit",
-    "process_alive",
     "pending_approval",
+    "process_alive",
+    "settled_status",
     "sigkill_cancels_task",
     "stdin_eof_cancels_task",
     "wait_for",
@@ -327,6 +328,21 @@ async def job_status(ctx: Context, job_id: str) -> str:
     return str(job.get("status", "?")) if isinstance(job, dict) else "?"
 
 
+async def settled_status(ctx: Context, job_id: str, seconds: float = _WAIT_SECONDS) -> str:
+    """A job's status through ``<target> --json jobs ID`` once it is finished, polled for at most
+    ``seconds`` (bounded further by the check's time left); the last status read when it never was.
+
+    A cancelled job's row changes after its children are gone (the engine records the end of
+    its cleanup), so a status read at once may still say ``running``.
+    """
+    status, pause = await job_status(ctx, job_id), Backoff()
+    with anyio.move_on_after(min(seconds, ctx.remaining())):
+        while status not in _FINISHED:
+            await pause.sleep()
+            status = await job_status(ctx, job_id)
+    return status
+
+
 def _result(problems: list[str], success: str, subresults: list[SubResult] | None = None) -> CheckResult:
     if problems:
         return CheckResult(False, "; ".join(problems), subresults=subresults or [])
@@ -447,7 +463,7 @@ async def _sleep_task_then_eof(ctx: Context, problems: list[str], label: str) ->
                 s.problems.append(f"the approved `sleep 60` (pid {sleeper}) outlived the connection's EOF")
     problems.extend(f"{label}: {p}" for p in s.problems)
     if sleeper and not s.problems:
-        status = await job_status(ctx, job_id)
+        status = await settled_status(ctx, job_id)
         if status != "cancelled":
             problems.append(f"{label}: the owner's job {job_id} is {status!r} after EOF, expected 'cancelled'")
     return job_id
@@ -525,7 +541,7 @@ async def sigkill_cancels_task(ctx: Context) -> CheckResult:
         if sleeper and not problems:
             if attached and not await engine_running(ctx):
                 problems.append("the headless engine did not outlive the killed relay")
-            status = await job_status(ctx, job_id)
+            status = await settled_status(ctx, job_id)
             if status not in accepted:
                 expected = " or ".join(repr(a) for a in accepted)
                 problems.append(f"the owner's job {job_id} is {status!r} after the SIGKILL, expected {expected}")
@@ -603,11 +619,7 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
                 approved = await ctx.run(ctx.target_argv("approve", approval), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
                 if approved.returncode != 0:
                     problems.append(f"`approve {approval}` exited {approved.returncode}: {tail(approved.stderr)}")
-                final, pause = during, Backoff()
-                with anyio.move_on_after(min(_WAIT_SECONDS, ctx.remaining())):
-                    while final not in _FINISHED:
-                        await pause.sleep()
-                        final = await job_status(ctx, job_id)
+                final = await settled_status(ctx, job_id)
                 if final != "done":
                     problems.append(f"the detached job {job_id} ended {final!r}, expected 'done'")
             stopped = await ctx.run([*ctx.target, "engine", "stop"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)

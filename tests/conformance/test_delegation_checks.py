@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
+from conformance.checks.delegation import settled_status
+from conformance.context import Context
 from conformance.report import CheckRecord
 from tests.support.checks import REPO_ROOT, run_check, sample_project
 
@@ -183,3 +188,45 @@ def test_jobs_probe_fails_a_target_that_never_asks_for_approval(lying_target: li
     assert not by_name["jobs_sdk1:test_job_needs_exact_approval"].ok
     assert not by_name["jobs_sdk1:rollback_restores_the_file"].ok
     assert not by_name["jobs_sdk1:build_model_requests_logged"].ok
+
+
+# A target whose `jobs ID` says `running` for its first READS reads, then `cancelled`: a job whose
+# row is written once the engine's cleanup ends.
+SLOW_CANCEL_TARGET = r"""
+import json, os, sys
+count = os.path.join(os.environ["SHADOWCODE_HOME"], "reads")
+reads = int(open(count, encoding="utf-8").read()) if os.path.exists(count) else 0
+open(count, "w", encoding="utf-8").write(str(reads + 1))
+print(json.dumps({"job": {"status": "running" if reads < int(os.environ["READS"]) else "cancelled"}}))
+"""
+
+
+def _settled(tmp_path: Path, reads: int, seconds: float) -> tuple[str, int]:
+    script = tmp_path / "slow_cancel.py"
+    script.write_text(SLOW_CANCEL_TARGET, encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    ctx = Context(
+        target=[sys.executable, str(script)],
+        home=home,
+        project=tmp_path,
+        scratch=tmp_path,
+        env={**os.environ, "SHADOWCODE_HOME": str(home), "READS": str(reads)},
+        cwd=tmp_path,
+        repo_root=REPO_ROOT,
+        deadline=time.monotonic() + 60,
+    )
+    status = anyio.run(settled_status, ctx, "task_1", seconds)
+    return status, int((home / "reads").read_text(encoding="utf-8"))
+
+
+@pytest.mark.req("SRV-21", "SRV-22", "CONF-03")
+def test_a_cancelled_job_is_read_again_until_its_row_says_so(tmp_path: Path) -> None:
+    assert _settled(tmp_path, reads=2, seconds=30) == ("cancelled", 3)
+
+
+@pytest.mark.req("SRV-21", "SRV-22", "CONF-03")
+def test_a_job_that_stays_running_is_reported_running_once_the_wait_is_over(tmp_path: Path) -> None:
+    status, reads = _settled(tmp_path, reads=1_000, seconds=1.0)
+    assert status == "running"
+    assert reads >= 2
