@@ -515,10 +515,11 @@ async def sigkill_cancels_task(ctx: Context) -> CheckResult:
 
     The server runs a task that waits in an approved ``sleep 60``; once that child runs,
     the server process alone gets SIGKILL. The child and its process group must be gone
-    within a bounded wait and ``<target> jobs ID`` must no longer report the job running or
-    queued. In an ``--attached`` run the server is the relay into the runner's engine: the
-    engine must outlive it and the job must read ``cancelled``. Otherwise the server's
-    temporary engine dies with it, and ``cancelled`` or ``interrupted`` are both accepted.
+    within a bounded wait and ``<target> jobs ID`` must report the job finished within
+    another (:func:`settled_status`). In an ``--attached`` run the server is the relay into
+    the runner's engine: the engine must outlive it and the job must read ``cancelled``.
+    Otherwise the server's temporary engine dies with it, and ``cancelled`` or
+    ``interrupted`` are both accepted.
     """
     problem, _ = await configure_model(ctx)
     if problem:
