@@ -22,6 +22,7 @@ from shadowcode.limits import (
     STDIO_FRAME_MAX_BYTES,
     STDIO_WRITE_DEADLINE_SECONDS,
 )
+from shadowcode.profile_paths import control_socket_for
 from tests.support.engine import PY, cli_env, headless_engine
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="unix sockets and process groups")
@@ -159,21 +160,31 @@ def test_the_engine_has_the_mcp_server_imported_before_its_first_attach(tmp_path
 
 
 @pytest.mark.req("SRV-03")
-def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path) -> None:
+def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With an engine to relay into, ``mcp serve`` imports the relay, its early answers and nothing of the front.
 
     The front (``subprocess``, ``ctypes``, the discovery manifest) cost the relay path about
     14 ms of every start while it was imported only for one constant (issue 15).
     """
+    home = tmp_path / "home"
+    monkeypatch.setenv("SHADOWCODE_HOME", str(home))
+    # Under a long tmp_path the control socket's path is in a per-user folder outside it
+    # (socket_path_for), so the file standing in for the socket is removed here.
+    seems_running = Path(str(control_socket_for(None)))
+    seems_running.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     code = (
         "import sys, shadowcode.__main__ as entry, shadowcode.mcp.server.relay as relay\n"
         "from shadowcode.profile_paths import control_socket_for\n"
-        "open(control_socket_for(None), 'w').close()  # an engine seems to run\n"
+        "assert control_socket_for(None) == sys.argv[2]\n"
+        "open(sys.argv[2], 'w').close()  # an engine seems to run\n"
         "relay.try_relay = lambda *args, **kwargs: 0  # and serves the session\n"
         "status = entry.attached_fast_path(['--workspace', sys.argv[1], 'mcp', 'serve'])\n"
         "print(status, sorted(m for m in sys.modules if m.startswith(('shadowcode.mcp.server.', 'subprocess'))))\n"
     )
-    done = _python(code, str(tmp_path), home=tmp_path / "home")
+    try:
+        done = _python(code, str(tmp_path), str(seems_running), home=home)
+    finally:
+        seems_running.unlink(missing_ok=True)
     relay_path = ["discovery", "early_answers", "handover", "relay", "stdio_pipes"]
     assert done.stdout.strip() == f"0 {[f'shadowcode.mcp.server.{m}' for m in relay_path]}", done.stderr
 
