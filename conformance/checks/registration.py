@@ -78,12 +78,20 @@ def _project_copy(ctx: Context, name: str) -> Path:
 
 
 def _host_env(ctx: Context, **extra: str) -> dict[str, str]:
-    """The check's environment with a private HOME and no host configuration leaking in."""
+    """The check's environment with a private HOME and temporary folder, and no host configuration leaking in.
+
+    The temporary folder is the check's own, so what a host leaves there (Claude Code keeps a
+    folder per working directory under ``$TMPDIR/claude-<uid>``) goes with the check.
+    """
     env = {k: v for k, v in ctx.env.items() if not k.startswith(("CLAUDE_", "CODEX_", "ANTHROPIC_", "OPENAI_"))}
     home = ctx.scratch / "host home"
     home.mkdir(exist_ok=True)
+    tmp = ctx.scratch / "host-tmp"
+    tmp.mkdir(mode=0o700, exist_ok=True)
     env.update(
         HOME=str(home),
+        TMPDIR=str(tmp),
+        CLAUDE_CODE_TMPDIR=str(tmp),
         XDG_CONFIG_HOME=str(home / ".config"),
         DISABLE_AUTOUPDATER="1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",

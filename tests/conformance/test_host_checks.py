@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -230,12 +231,23 @@ def test_any_other_failure_and_too_little_time_end_the_runs_at_once() -> None:
 @pytest.mark.node
 @pytest.mark.timeout(420)
 def test_the_host_checks_pass_against_the_source_tree(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+    out, temporary = tmp_path / "out", tmp_path / "tmp"
+    temporary.mkdir(mode=0o700)
     target = shlex.join([sys.executable, "-m", "shadowcode"])
     argv = [sys.executable, "-m", "conformance", "--target", target, "--only", "hosts", "--out", str(out)]
     done = subprocess.run(
-        argv, cwd=REPO_ROOT, capture_output=True, text=True, encoding="utf-8", timeout=400, check=False
+        argv,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=400,
+        check=False,
+        env={**os.environ, "TMPDIR": str(temporary)},
     )
+    # Nothing is left in the temporary folder the run was given: not the checks' folders, not
+    # what the hosts keep there (Claude Code's claude-<uid> folder per working directory).
+    assert sorted(p.name for p in temporary.iterdir()) == []
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     checks = {c["name"]: c for c in report["checks"]}
     assert set(checks) == {"hosts:codex_first_turn", "hosts:claude_first_turn"}, done.stderr[-2000:]
