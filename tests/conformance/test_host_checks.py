@@ -235,15 +235,9 @@ def test_the_host_checks_pass_against_the_source_tree(tmp_path: Path) -> None:
     temporary.mkdir(mode=0o700)
     target = shlex.join([sys.executable, "-m", "shadowcode"])
     argv = [sys.executable, "-m", "conformance", "--target", target, "--only", "hosts", "--out", str(out)]
+    env = {**os.environ, "TMPDIR": str(temporary)}
     done = subprocess.run(
-        argv,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=400,
-        check=False,
-        env={**os.environ, "TMPDIR": str(temporary)},
+        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=400, check=False
     )
     # Nothing is left in the temporary folder the run was given: not the checks' folders, not
     # what the hosts keep there (Claude Code's claude-<uid> folder per working directory).
