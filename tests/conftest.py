@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -19,6 +21,21 @@ def _child_pytest_temproot(tmp_path_factory: pytest.TempPathFactory) -> None:
     suite) at a temporary root of their own: at exit each deletes old numbered runs under its root,
     which must not be the one this run and earlier runs keep their folders in."""
     os.environ["PYTEST_DEBUG_TEMPROOT"] = str(tmp_path_factory.mktemp("child-temproot"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_shiv_root() -> Iterator[None]:
+    """Unpack the packaged archive, wherever a test runs it, into a folder removed when the run
+    ends, not into the user's ``~/.shiv``: each build is a new archive, and its copies (about
+    64 MiB an interpreter) would stay there after every run. A test that sets ``SHIV_ROOT``
+    itself still wins."""
+    root = tempfile.mkdtemp(prefix="shadowcode-tests-shiv-")
+    os.environ["SHIV_ROOT"] = root
+    try:
+        yield
+    finally:
+        os.environ.pop("SHIV_ROOT", None)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
