@@ -282,7 +282,6 @@ async def _unless_stopped(run: Callable[[], Awaitable[T]]) -> T:
         RunStopped: a stop signal arrived before ``run`` finished.
     """
     received: list[int] = []
-    outcome: list[T] = []
 
     async def watch(tg: TaskGroup, *, task_status: TaskStatus[None]) -> None:
         with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
@@ -294,11 +293,10 @@ async def _unless_stopped(run: Callable[[], Awaitable[T]]) -> T:
 
     async with anyio.create_task_group() as tg:
         await tg.start(watch, tg)
-        outcome.append(await run())
+        outcome = await run()  # finished before a signal took effect: the report is written
         tg.cancel_scope.cancel()
-    if not outcome:
-        raise RunStopped(received[0])
-    return outcome[0]  # finished before the signal took effect: the report is written
+        return outcome
+    raise RunStopped(received[0])
 
 
 def _summarize(report: Mapping[str, Any]) -> None:

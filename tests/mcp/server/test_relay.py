@@ -170,7 +170,9 @@ def test_the_relay_path_loads_no_module_of_the_stdio_front(tmp_path: Path, monke
     monkeypatch.setenv("SHADOWCODE_HOME", str(home))
     # Under a long tmp_path the control socket's path is in a per-user folder outside it
     # (socket_path_for), so the file standing in for the socket is removed here.
-    seems_running = Path(str(control_socket_for(None)))
+    socket_path = control_socket_for(None)
+    assert socket_path is not None
+    seems_running = Path(socket_path)
     seems_running.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     code = (
         "import sys, shadowcode.__main__ as entry, shadowcode.mcp.server.relay as relay\n"
