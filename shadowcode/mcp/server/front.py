@@ -11,7 +11,9 @@ the full server at build time (:mod:`shadowcode.mcp.server.discovery`):
   recorded revision, then ``ping`` and the five listings; or ``server/discover`` and the
   listings of a modern revision) is answered here, and reaches the child under an id of the
   front's own, so the child's own answer to it is dropped; every other request reaches the
-  child unchanged and waits for it;
+  child unchanged and waits for it; nothing the child writes reaches the client before the
+  front has read its ready word, so once a client has an answer of the child's, the child
+  answers everything after it;
 * once the child is ready and has answered the requests sent on under the front's ids, the
   front hands it the client's stdin and stdout and steps out of the path
   (:mod:`shadowcode.mcp.server.handover`; a child that says plain ``ready`` only gets bytes
@@ -117,7 +119,8 @@ class _Front:
         self.conn = conn  # the child's stdin and stdout
         self.handover = False  # the child said it takes the client's stdin and stdout
         self.out = Stdout()
-        self.output = ServerOutput(conn, self.out, self.early)
+        self.ready_checked = threading.Event()  # the ready word was read, or its pipe ended
+        self.output = ServerOutput(conn, self.out, self.early, said_ready=self.ready_checked)
         self.lock = threading.Lock()
         self.ready = threading.Event()
         self.failure: str | None = None  # why the child never became ready
@@ -127,7 +130,6 @@ class _Front:
         self.stderr_tail = bytearray()
         self.stop_requested = False
         self.start_timed_out = False
-        self.ready_checked = threading.Event()
         self.stderr_done = threading.Event()
 
     # --- main thread ------------------------------------------------------------------

@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 
-from shadowcode.limits import STDIO_WRITE_DEADLINE_SECONDS
+from shadowcode.limits import FRONT_STOP_GRACE_SECONDS, STDIO_WRITE_DEADLINE_SECONDS
 from shadowcode.mcp.server.handover import MARK
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
@@ -128,19 +128,31 @@ class ServerOutput(threading.Thread):
     before it is written, the mark is sent back (the server writes to the client itself from
     then on), and the thread waits for the socket's end.
 
+    With ``said_ready`` (the front) nothing is written before that event is set, or
+    ``FRONT_STOP_GRACE_SECONDS`` have passed: the server says it is ready before it writes a
+    byte, so a client that has read an answer of the server's knows the front has seen the
+    ready word, and its next request goes to the server (SRV-03).
+
     Attributes:
         server_closed: the server ended the socket (rather than stdout failing).
         handed_over: the server wrote to the client itself before the end.
     """
 
     def __init__(
-        self, conn: socket.socket, out: Stdout, early: EarlyAnswers | None, *, stop_on_own_answer: bool = False
+        self,
+        conn: socket.socket,
+        out: Stdout,
+        early: EarlyAnswers | None,
+        *,
+        stop_on_own_answer: bool = False,
+        said_ready: threading.Event | None = None,
     ) -> None:
         super().__init__(name="server-to-stdout", daemon=True)
         self.conn = conn
         self.out = out
         self.early = early
         self.stop_on_own_answer = stop_on_own_answer
+        self.said_ready = said_ready
         self.server_closed = False
         self.handed_over = False
 
@@ -149,6 +161,9 @@ class ServerOutput(threading.Thread):
         by_line = self.early is not None
         while self.out.failed is None:
             data = self._receive()
+            if self.said_ready is not None:
+                self.said_ready.wait(FRONT_STOP_GRACE_SECONDS)
+                self.said_ready = None
             if not data:
                 if pending:
                     self.out.write(bytes(pending))

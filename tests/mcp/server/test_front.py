@@ -59,23 +59,29 @@ CHILD = textwrap.dedent(
 )
 
 RUN_FRONT = (
-    "import sys\n"
+    "import sys, time\n"
+    "from shadowcode.mcp.server import front\n"
     "from shadowcode.mcp.server.discovery import load_manifest\n"
-    "from shadowcode.mcp.server.front import serve_front\n"
-    "sys.exit(serve_front([sys.executable, *sys.argv[2:]], load_manifest(), start_seconds=float(sys.argv[1])))\n"
+    "late = float(sys.argv[2])\n"
+    "if late:  # the front's ready watcher runs late, as on a loaded machine\n"
+    "    watch = front._Front._watch_ready\n"
+    "    front._Front._watch_ready = lambda self: (time.sleep(late), watch(self))[1]\n"
+    "sys.exit(front.serve_front([sys.executable, *sys.argv[3:]], load_manifest(), start_seconds=float(sys.argv[1])))\n"
 )
 
 
 class Front:
     """A front process over the stand-in child; lines are read with a deadline."""
 
-    def __init__(self, tmp: Path, mode: str, *, start_seconds: float = FRONT_ENGINE_START_SECONDS) -> None:
+    def __init__(
+        self, tmp: Path, mode: str, *, start_seconds: float = FRONT_ENGINE_START_SECONDS, late_watch: float = 0.0
+    ) -> None:
         self.logs = tmp / "logs"
         self.logs.mkdir()
         child = tmp / "child.py"
         child.write_text(CHILD, encoding="utf-8")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", RUN_FRONT, str(start_seconds), str(child), mode, str(self.logs)],
+            [sys.executable, "-c", RUN_FRONT, str(start_seconds), str(late_watch), str(child), mode, str(self.logs)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -116,7 +122,7 @@ class Front:
 
 @pytest.fixture
 def make_front(tmp_path: Path) -> Iterator[Any]:
-    """``make_front(mode="wait", start_seconds=...)``: a front over the stand-in child, closed after the test."""
+    """``make_front(mode="wait", start_seconds=..., late_watch=...)``: a front over the stand-in child, closed after."""
     opened: list[Front] = []
 
     def make(mode: str = "wait", **options: float) -> Front:
@@ -167,6 +173,20 @@ def test_discovery_is_answered_while_the_server_starts_and_its_own_answers_are_d
     front.proc.stdin.close()  # type: ignore[union-attr]
     assert front.proc.wait(ANSWER_SECONDS) == 0
     assert front.proc.stdout.read() == b""  # type: ignore[union-attr]  (no dropped answer leaked)
+
+
+@pytest.mark.req("SRV-03")
+def test_a_client_that_read_the_servers_answer_is_answered_by_the_server_from_then_on(make_front: Any) -> None:
+    """The child's answers wait until the front has read its ready word, however late its watcher runs."""
+    front = make_front(late_watch=1.0)
+    front.send(INIT)
+    assert front.answer(0)["result"]["protocolVersion"] == "2025-11-25"
+    front.send(INITIALIZED)
+    front.send(CALL)
+    front.let_go()
+    assert front.answer(3)["result"] == {"child": "tools/call"}
+    front.send(LIST)
+    assert front.answer(2)["result"] == {"child": "tools/list"}
 
 
 @pytest.mark.req("SRV-03")
@@ -361,7 +381,7 @@ def test_a_client_closing_its_end_of_stdout_ends_the_front_and_the_server(tmp_pa
     logs.mkdir()
     read_end, write_end = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUN_FRONT, "60", str(child), "wait", str(logs)],
+        [sys.executable, "-c", RUN_FRONT, "60", "0", str(child), "wait", str(logs)],
         stdin=subprocess.PIPE,
         stdout=write_end,
         stderr=subprocess.PIPE,
