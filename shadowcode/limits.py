@@ -142,7 +142,9 @@ is answered meanwhile (issue 15, SRV-07)."""
 
 FRONT_STOP_GRACE_SECONDS: Final = 10.0
 """Seconds the stdio front gives the full server behind it to end after ``SIGTERM`` (its
-engine closes the owner and stops what it started) before ``SIGKILL`` (SRV-07)."""
+engine closes the owner and stops what it started) before ``SIGKILL`` (SRV-07); also the
+longest it holds the server's first output back until it has read the server's ready word,
+which the server writes before any output (SRV-03)."""
 
 RELAY_ATTACH_DEADLINE_SECONDS: Final = 10.0
 """Seconds the relay of ``mcp serve`` gives the engine to accept it and answer ``mcp/attach``
