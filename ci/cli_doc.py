@@ -43,6 +43,9 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv not in ([], ["--check"]):
+        sys.stderr.write("usage: python ci/cli_doc.py [--check]\n")
+        return 2
     text = render()
     if argv == ["--check"]:
         current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
