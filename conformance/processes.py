@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import PIPE
+from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -27,7 +28,7 @@ from conformance.limits import (
     STDERR_TAIL_CHARS,
 )
 
-__all__ = ["Completed", "drain", "kill_group", "kill_marked", "run_command", "spawn", "tail"]
+__all__ = ["Completed", "drain", "kill_group", "kill_marked", "run_command", "spawn", "start_process", "tail"]
 
 
 @dataclass(frozen=True)
@@ -162,9 +163,7 @@ async def run_command(
         OSError: the program could not be started.
     """
     out, err = bytearray(), bytearray()
-    proc = await anyio.open_process(
-        list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd, start_new_session=True
-    )
+    proc = await start_process(list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd)
     timed_out = False
     try:
         with anyio.move_on_after(timeout_seconds) as scope:
@@ -203,9 +202,7 @@ async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> As
     Raises:
         OSError: the program could not be started.
     """
-    proc = await anyio.open_process(
-        list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd, start_new_session=True
-    )
+    proc = await start_process(list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd)
     try:
         yield proc
     finally:
@@ -216,6 +213,20 @@ async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> As
             with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
                 await proc.wait()
             await _reap(proc)
+
+
+async def start_process(argv: Sequence[str], **options: Any) -> Process:
+    """``anyio.open_process(argv, start_new_session=True, **options)``, shielded from cancellation.
+
+    A cancellation delivered while asyncio connects a new process's pipes leaves the process
+    unreaped and its pipes open, owned by nobody. Starting is short, so it is finished first;
+    the caller's cleanup, entered with no await in between, then owns the process.
+
+    Raises:
+        OSError: the program could not be started.
+    """
+    with anyio.CancelScope(shield=True):
+        return await anyio.open_process(list(argv), start_new_session=True, **options)
 
 
 async def _reap(proc: Process) -> None:

@@ -42,7 +42,7 @@ import anyio.abc
 
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
 from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from conformance.processes import kill_group, tail
+from conformance.processes import kill_group, start_process, tail
 from conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -112,11 +112,10 @@ async def _gateway(ctx: Context, *flags: str, token: str | None = None) -> Async
         AssertionError: no address was announced in time (the message quotes stderr).
     """
     value = token or os.urandom(32).hex()
-    proc = await anyio.open_process(
+    proc = await start_process(
         ctx.serve_argv("--http", "127.0.0.1:0", "--token-env", _TOKEN_ENV, *flags),
         env={**ctx.env, _TOKEN_ENV: value},
         cwd=ctx.cwd,
-        start_new_session=True,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -613,8 +612,8 @@ async def kill_scenario(ctx: Context) -> CheckResult:
     facts: dict[str, Any] = {}
     busy_log, runner_log = ctx.scratch / "busy-requests.jsonl", ctx.scratch / "runner-requests.jsonl"
     pidfile = ctx.scratch / "command.pid"
-    engine = await anyio.open_process(
-        [*ctx.target, "engine"], env=ctx.env, cwd=ctx.cwd, start_new_session=True,
+    engine = await start_process(
+        [*ctx.target, "engine"], env=ctx.env, cwd=ctx.cwd,
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     engine_err = bytearray()

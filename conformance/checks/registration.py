@@ -34,7 +34,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conformance.context import Context
 from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from conformance.processes import Completed, kill_group, run_command, tail
+from conformance.processes import Completed, kill_group, run_command, start_process, tail
 from conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -394,11 +394,10 @@ async def claude_http_connected(ctx: Context) -> CheckResult:
         return _missing_host("claude")
     token = os.urandom(32).hex()
     argv = ctx.serve_argv("--http", "127.0.0.1:0", "--token-env", _TOKEN_ENV)
-    proc = await anyio.open_process(
+    proc = await start_process(
         argv,
         env={**ctx.env, _TOKEN_ENV: token},
         cwd=ctx.cwd,
-        start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

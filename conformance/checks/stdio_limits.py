@@ -24,7 +24,7 @@ from anyio.abc import Process
 
 from conformance.checks.stdout_purity import is_jsonrpc_message
 from conformance.context import Context
-from conformance.processes import drain, kill_group, tail
+from conformance.processes import drain, kill_group, start_process, tail
 from conformance.registry import CheckResult, check
 
 __all__ = [
@@ -356,14 +356,13 @@ async def broken_stdout_exits_cleanly(ctx: Context) -> CheckResult:
     stderr = bytearray()
     problems: list[str] = []
     try:
-        proc = await anyio.open_process(
+        proc = await start_process(
             ctx.serve_argv(),
             stdin=PIPE,
             stdout=write_end,
             stderr=PIPE,
             env=ctx.env,
             cwd=ctx.cwd,
-            start_new_session=True,
         )
     finally:
         os.close(write_end)

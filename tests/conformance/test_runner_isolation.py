@@ -230,3 +230,48 @@ def test_a_process_with_an_empty_environment_is_read_again_for_a_bounded_time_an
         for p in (bare, marked):
             p.kill()
             p.wait(timeout=30)
+
+
+@pytest.mark.req("CONF-01")
+@pytest.mark.parametrize("way", ["run_command", "spawn"])
+def test_a_deadline_that_falls_while_a_command_starts_leaves_no_process_behind(way: str) -> None:
+    """Cancelled at each step of starting it, a command is still killed and reaped, its pipes closed."""
+    import gc
+
+    from conformance.processes import run_command, spawn
+
+    marker = f"shadowcode-start-cancelled-{os.getpid()}-{way}"
+    argv = [sys.executable, "-c", "import sys; sys.stdin.read()", marker]  # ends when its stdin closes
+
+    async def start() -> None:
+        if way == "run_command":
+            await run_command(argv, env=dict(os.environ), cwd=Path.cwd(), timeout_seconds=30)
+        else:
+            async with spawn(argv, env=dict(os.environ), cwd=Path.cwd()):
+                await anyio.sleep(30)
+
+    async def cancelled_after(steps: int) -> None:
+        async with anyio.create_task_group() as tg:
+            with anyio.CancelScope() as scope:
+
+                async def cancel() -> None:
+                    for _ in range(steps):
+                        await anyio.lowlevel.checkpoint()
+                    scope.cancel()
+
+                tg.start_soon(cancel)
+                await start()
+
+    for steps in range(12):
+        anyio.run(cancelled_after, steps)
+    gc.collect()
+    left = [p for p in gc.get_objects() if isinstance(p, subprocess.Popen) and marker in p.args]
+    assert [p.returncode for p in left if p.returncode is None] == []
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and marker.encode() in _cmdline(pid)]
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return (Path("/proc") / pid / "cmdline").read_bytes()
+    except OSError:  # gone meanwhile
+        return b""
