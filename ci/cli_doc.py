@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from generated_file import write_or_check
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET = REPO / "docs" / "cli-reference.md"
 
@@ -43,18 +45,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv not in ([], ["--check"]):
-        sys.stderr.write("usage: python ci/cli_doc.py [--check]\n")
-        return 2
-    text = render()
-    if argv == ["--check"]:
-        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-        if current != text:
-            sys.stderr.write("docs/cli-reference.md is out of date: run python ci/cli_doc.py\n")
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(argv, TARGET, render, "ci/cli_doc.py")
 
 
 if __name__ == "__main__":

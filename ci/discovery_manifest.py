@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from generated_file import write_or_check
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET = REPO / "shadowcode" / "mcp" / "server" / "discovery.json"
 SESSION_SECONDS = 240.0
@@ -122,19 +124,7 @@ def _text(document: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv not in ([], ["--check"]):
-        sys.stderr.write("usage: python ci/discovery_manifest.py [--check]\n")
-        return 2
-    text = _text(record())
-    if argv == ["--check"]:
-        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{TARGET.relative_to(REPO)} is stale: run python ci/discovery_manifest.py\n")
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    sys.stderr.write(f"wrote {TARGET.relative_to(REPO)}\n")
-    return 0
+    return write_or_check(argv, TARGET, lambda: _text(record()), "ci/discovery_manifest.py")
 
 
 if __name__ == "__main__":

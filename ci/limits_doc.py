@@ -9,6 +9,8 @@ import ast
 import sys
 from pathlib import Path
 
+from generated_file import write_or_check
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "shadowcode" / "limits.py"
 TARGET = REPO / "docs" / "limits.md"
@@ -40,18 +42,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv not in ([], ["--check"]):
-        sys.stderr.write("usage: python ci/limits_doc.py [--check]\n")
-        return 2
-    text = render()
-    if argv == ["--check"]:
-        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-        if current != text:
-            sys.stderr.write("docs/limits.md is out of date: run python ci/limits_doc.py\n")
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    return 0
+    return write_or_check(argv, TARGET, render, "ci/limits_doc.py")
 
 
 if __name__ == "__main__":
