@@ -163,7 +163,7 @@ async def run_command(
         OSError: the program could not be started.
     """
     out, err = bytearray(), bytearray()
-    proc = await start_process(list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd)
+    proc = await start_process(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd)
     timed_out = False
     try:
         with anyio.move_on_after(timeout_seconds) as scope:
@@ -202,7 +202,7 @@ async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> As
     Raises:
         OSError: the program could not be started.
     """
-    proc = await start_process(list(argv), stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd)
+    proc = await start_process(argv, stdin=PIPE, stdout=PIPE, stderr=PIPE, env=dict(env), cwd=cwd)
     try:
         yield proc
     finally:
