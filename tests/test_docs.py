@@ -27,6 +27,19 @@ def test_limits_doc_is_generated_from_limits_py() -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.parametrize(
+    ("script", "target"),
+    [("ci/limits_doc.py", "docs/limits.md"), ("ci/cli_doc.py", "docs/cli-reference.md")],
+)
+def test_a_generating_script_refuses_an_unknown_argument_and_writes_nothing(script: str, target: str) -> None:
+    before = (REPO / target).stat().st_mtime_ns
+    done = subprocess.run(
+        [sys.executable, script, "--help"], cwd=REPO, capture_output=True, text=True, encoding="utf-8", timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"usage: python {script} [--check]\n")
+    assert (REPO / target).stat().st_mtime_ns == before
+
+
 def test_every_limit_is_exported_named_with_a_unit_and_documented() -> None:
     names = [n for n in vars(limits) if n.isupper() and n != "TYPE_CHECKING"]  # the flag is not a limit
     assert sorted(limits.__all__) == sorted(names)

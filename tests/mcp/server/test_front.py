@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from shadowcode.limits import FRONT_ENGINE_START_SECONDS
+from shadowcode.limits import FRONT_ENGINE_START_SECONDS, FRONT_STOP_GRACE_SECONDS
 from shadowcode.mcp.server.discovery import load_manifest
 from tests.support.process import ANSWER_SECONDS, INIT, ServerProcess, alive, wait_for
 
@@ -35,6 +35,11 @@ CHILD = textwrap.dedent(
         sys.stderr.write("shadowcode: error: --workspace: not a directory\\n")
         sys.exit(2)
     if mode == "never":
+        while True:
+            time.sleep(1)
+    if mode == "unannounced":  # writes without saying ready first, then never does
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/message"}) + "\\n")
+        sys.stdout.flush()
         while True:
             time.sleep(1)
     deadline = time.monotonic() + 60
@@ -187,6 +192,20 @@ def test_a_client_that_read_the_servers_answer_is_answered_by_the_server_from_th
     assert front.answer(3)["result"] == {"child": "tools/call"}
     front.send(LIST)
     assert front.answer(2)["result"] == {"child": "tools/list"}
+
+
+@pytest.mark.req("SRV-03")
+def test_output_of_a_server_that_never_said_ready_is_held_for_the_grace_period_then_passed_on(
+    make_front: Any,
+) -> None:
+    """``FRONT_STOP_GRACE_SECONDS`` bounds the hold: nothing is lost and the front never hangs on it."""
+    front = make_front("unannounced", start_seconds=60)
+    front.send(INIT)
+    assert front.answer(0)["result"]["protocolVersion"] == "2025-11-25"
+    with pytest.raises(TimeoutError):  # held: well inside the grace period nothing comes
+        front.server.read_line(timeout=FRONT_STOP_GRACE_SECONDS / 2)
+    held = json.loads(front.server.read_line(timeout=FRONT_STOP_GRACE_SECONDS + ANSWER_SECONDS))
+    assert held == {"jsonrpc": "2.0", "method": "notifications/message"}
 
 
 @pytest.mark.req("SRV-03")
