@@ -91,6 +91,25 @@ class Database:
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot read the schema state: {exc}") from exc
 
+    def change_stamp(self) -> tuple[int, int] | None:
+        """A value that moves whenever the database may have changed since it was last taken.
+
+        ``(PRAGMA data_version, total_changes)``: the first moves when another connection
+        commits, the second when this one changes a row (committed or not, so a rollback moves
+        it too). None inside a transaction, where nothing read may be remembered.
+
+        Raises:
+            StoreError: the database cannot be read.
+        """
+        with self._lock:
+            if self._conn.in_transaction:
+                return None
+            try:
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise StoreError(f"store read failed: {exc}") from exc
+            return int(version), self._conn.total_changes
+
     # -- statements: for the repositories of shadowcode.store only --------------------
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:

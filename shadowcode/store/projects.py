@@ -56,13 +56,25 @@ class ProjectRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._last: tuple[tuple[int, int], str, ProjectRecord | None] | None = None
 
     def get(self, path: Path | str) -> ProjectRecord | None:
-        """The project row, or None when the path was never recorded."""
-        row = self._db.row(
-            "SELECT path, trusted, level, trusted_at, created_at FROM projects WHERE path = ?", (str(path),)
-        )
-        return None if row is None else _record(row)
+        """The project row, or None when the path was never recorded.
+
+        Every tool call asks for its project's row, so the last answer is kept until the
+        database's :meth:`~shadowcode.store.database.Database.change_stamp` moves; the stamp is
+        taken before the row is read, so a kept row is never older than its stamp.
+        """
+        key = str(path)
+        stamp = self._db.change_stamp()
+        last = self._last
+        if stamp is not None and last is not None and last[0] == stamp and last[1] == key:
+            return last[2]
+        row = self._db.row("SELECT path, trusted, level, trusted_at, created_at FROM projects WHERE path = ?", (key,))
+        record = None if row is None else _record(row)
+        if stamp is not None:
+            self._last = (stamp, key, record)
+        return record
 
     def ensure(self, path: Path | str) -> None:
         """Insert the project row (untrusted) when missing, so other rows can reference it."""

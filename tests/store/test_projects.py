@@ -72,3 +72,49 @@ def test_the_saved_map_round_trips_and_is_replaced(store: Store) -> None:
 def test_a_map_of_an_unrecorded_project_is_a_store_error(store: Store) -> None:
     with pytest.raises(StoreError):
         store.projects.save_map("/projects/unknown", "map", 1)
+
+
+def test_a_trust_change_by_another_connection_is_seen_at_once(store: Store, db_path: object) -> None:
+    assert store.projects.get(PROJECT).trusted is False  # type: ignore[union-attr]
+    other = Store(db_path)  # type: ignore[arg-type]
+    try:
+        other.projects.trust(PROJECT, PermissionLevel.WORKSPACE)
+        seen = store.projects.get(PROJECT)
+        assert seen is not None and (seen.trusted, seen.level) == (True, PermissionLevel.WORKSPACE)
+        other.projects.untrust(PROJECT)
+        assert store.projects.get(PROJECT).trusted is False  # type: ignore[union-attr]
+    finally:
+        other.close()
+
+
+def test_a_trust_change_on_the_same_connection_is_seen_at_once(store: Store) -> None:
+    assert store.projects.get(PROJECT).trusted is False  # type: ignore[union-attr]
+    store.projects.trust(PROJECT, PermissionLevel.ELEVATED)
+    assert store.projects.get(PROJECT).level is PermissionLevel.ELEVATED  # type: ignore[union-attr]
+    assert store.projects.get(OTHER).trusted is False  # type: ignore[union-attr]
+
+
+def test_a_row_read_inside_a_rolled_back_transaction_is_not_answered_afterwards(store: Store) -> None:
+    assert store.projects.get(PROJECT).trusted is False  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError), store.atomic():
+        store.projects.trust(PROJECT, PermissionLevel.WORKSPACE)
+        assert store.projects.get(PROJECT).trusted is True  # type: ignore[union-attr]
+        raise RuntimeError("roll back")
+    assert store.projects.get(PROJECT).trusted is False  # type: ignore[union-attr]
+
+
+def test_an_unchanged_database_answers_the_same_row_without_reading_it_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = store.projects.get(PROJECT)
+
+    def no_read(sql: str, params: object = ()) -> None:
+        raise AssertionError(f"read again: {sql}")
+
+    monkeypatch.setattr(store, "row", no_read)
+    assert store.projects.get(PROJECT) is first
+    monkeypatch.undo()
+    store.projects.get(OTHER)  # another path is read, then kept instead
+    monkeypatch.setattr(store, "row", no_read)
+    with pytest.raises(AssertionError, match="read again"):
+        store.projects.get(PROJECT)
