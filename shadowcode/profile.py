@@ -15,7 +15,7 @@ letter or digit; anything else (a path separator above all) is a :class:`ConfigE
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -87,6 +87,9 @@ class Settings(BaseModel):
     mcp: McpSettings = McpSettings()
 
 
+_NO_SETTINGS = Settings()
+
+
 def home_root() -> Path:
     """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
     return Path(home_dir())
@@ -98,6 +101,7 @@ class Profile:
 
     name: str
     root: Path
+    _parsed: dict[bytes, Settings] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def select(cls, name: str | None = None) -> Profile:
@@ -154,17 +158,26 @@ class Profile:
     def settings(self) -> Settings:
         """Load ``settings.json``; a missing file is the empty settings.
 
+        The file is read on every call (a running engine sees ``models add``); while its bytes
+        stay the same, the settings parsed from them last are returned again (they are frozen).
+
         Raises:
-            ConfigError: the file is not valid JSON or does not match :class:`Settings`.
+            ConfigError: the file is not UTF-8 JSON or does not match :class:`Settings`.
         """
         try:
-            raw = self.settings_path.read_text(encoding="utf-8")
+            raw = self.settings_path.read_bytes()
         except FileNotFoundError:
-            return Settings()
+            return _NO_SETTINGS
+        parsed = self._parsed.get(raw)
+        if parsed is not None:
+            return parsed
         try:
-            return Settings.model_validate(json.loads(raw))
+            parsed = Settings.model_validate(json.loads(raw.decode("utf-8")))
         except (ValueError, ValidationError) as exc:
             raise ConfigError(f"{self.settings_path.name} of profile {self.name!r} is invalid: {exc}") from exc
+        self._parsed.clear()  # one file, so one entry
+        self._parsed[raw] = parsed
+        return parsed
 
     def save_model(self, entry: ModelSettings, *, make_default: bool = False) -> Settings:
         """Add ``entry`` to the settings, replacing a model of the same name, and write them (ENG-05).

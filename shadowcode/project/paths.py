@@ -63,10 +63,39 @@ class ProjectWalk:
 def canonical_project(path: Path | str) -> Path:
     """Resolve a workspace to its canonical absolute path (symlinks resolved) (ENG-02).
 
+    Every tool call canonicalizes its project again (the folder may have moved), so the usual
+    case asks the kernel once: the folder opened ``O_PATH | O_DIRECTORY`` and its path read
+    back from ``/proc/self/fd``. Where that is not possible (no ``/proc``, a folder removed
+    meanwhile, any error) the path is resolved component by component as ``os.path.realpath``
+    does, which also words the errors.
+
     Raises:
         ConfigError: the path does not exist or is not a directory.
     """
-    raw = Path(path).expanduser()
+    raw = os.path.expanduser(os.fspath(path))
+    found = _kernel_path(raw)
+    if found is not None:
+        return Path(found)
+    return _resolved_folder(Path(raw))
+
+
+def _kernel_path(raw: str) -> str | None:
+    """The canonical path of the folder ``raw`` as the kernel names it, or None when it cannot say."""
+    try:
+        fd = os.open(raw, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        found = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # An unlinked folder reads back as "<path> (deleted)"; anything unexpected goes the long way.
+    return found if found.startswith("/") and not found.endswith(" (deleted)") else None
+
+
+def _resolved_folder(raw: Path) -> Path:
     try:
         resolved = raw.resolve(strict=True)
     except (FileNotFoundError, RuntimeError) as exc:

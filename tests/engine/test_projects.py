@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,8 +13,8 @@ from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConfigError
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
-from shadowcode.profile import Profile
-from shadowcode.project.paths import canonical_project
+from shadowcode.profile import Profile, Settings
+from shadowcode.project.paths import _kernel_path, canonical_project
 
 
 @pytest.mark.req("ENG-02")
@@ -104,3 +106,55 @@ def test_trust_at_an_unknown_level_is_refused_and_changes_nothing(state: EngineS
         state.projects.trust(project_dir.resolve(), "root")
     shown = state.project_at(project_dir).as_dict()
     assert shown == {"path": str(project_dir.resolve()), "trusted": False, "level": None}
+
+
+@pytest.mark.req("ENG-02")
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "component-by-component"])
+def test_canonical_project_is_the_same_whether_the_kernel_names_the_folder_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: bool
+) -> None:
+    real = tmp_path / "real" / "inner"
+    real.mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    refused: list[str] = []
+    if not kernel:  # no /proc, as in some containers: the long way gives the same answer
+        readlink = os.readlink
+
+        def no_proc(path: str) -> str:
+            if str(path).startswith("/proc/"):
+                refused.append(path)
+                raise FileNotFoundError(path)
+            return readlink(path)
+
+        monkeypatch.setattr(os, "readlink", no_proc)
+    monkeypatch.chdir(tmp_path)
+    expected = real.resolve()
+    for given in (tmp_path / "alias" / "inner", Path("alias/inner"), tmp_path / "alias" / "inner" / ".." / "inner"):
+        assert canonical_project(given) == expected
+    assert len(refused) == (0 if kernel else 3)
+    if kernel:  # the kernel's answer, not the fallback's
+        assert _kernel_path(str(tmp_path / "alias" / "inner")) == str(expected)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a directory"):
+        canonical_project(fifo)  # never opened for reading, so never waits for a writer
+
+
+@pytest.mark.req("ENG-05")
+def test_settings_are_read_again_on_each_call_and_parsed_again_only_when_the_bytes_change(home: Path) -> None:
+    profile = Profile.select("settings")
+    profile.ensure()
+    assert profile.settings() == Settings()
+    doc = {"models": [{"name": "one", "provider": "scripted", "script": "/s/a"}], "default_model": "one"}
+    profile.settings_path.write_text(json.dumps(doc), encoding="utf-8")
+    first = profile.settings()
+    assert first.default_model == "one" and profile.settings() is first
+    # Same length, same second: only the bytes tell the two files apart.
+    doc["models"][0]["script"] = "/s/b"  # type: ignore[index]
+    profile.settings_path.write_text(json.dumps(doc), encoding="utf-8")
+    assert profile.settings().models[0].script == "/s/b"
+    profile.settings_path.write_bytes(b'{"default_model": "\xff"}')
+    with pytest.raises(ConfigError, match="settings.json of profile 'settings' is invalid"):
+        profile.settings()
+    profile.settings_path.unlink()
+    assert profile.settings() == Settings()
