@@ -37,7 +37,7 @@ def to_json(value: Any) -> Any:
     if isinstance(value, str):
         return value.value if isinstance(value, enum.Enum) else value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {name: to_json(getattr(value, name)) for name in _field_names(type(value))}
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -49,6 +49,11 @@ def to_json(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     raise TypeError(f"{type(value).__name__} is not a JSON value of the engine API")
+
+
+@functools.cache
+def _field_names(tp: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(tp))
 
 
 @functools.cache

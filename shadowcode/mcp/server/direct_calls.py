@@ -47,10 +47,15 @@ def _refuse_constant(_name: str) -> object:
     raise ValueError("NaN and Infinity are not JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_TEXT = json.JSONEncoder(ensure_ascii=False)
+"""Encoders and decoders made once: ``json.loads`` and ``json.dumps`` build one per call when given options."""
+
+
 def _message(data: bytes) -> dict[str, Any] | None:
-    """``data`` as a JSON-RPC 2.0 object with no member but the four, or None."""
+    """``data`` as a JSON-RPC 2.0 object with no member but the four, or None (UTF-8 only)."""
     try:
-        doc = json.loads(data, parse_constant=_refuse_constant)
+        doc = _DECODER.decode(data.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or doc.get("jsonrpc") != "2.0" or not doc.keys() <= _TOP_KEYS:
@@ -182,7 +187,7 @@ def _result_frame(request_id: object, outcome: ToolOutcome) -> bytes:
     second encoding of the same document.
     """
     head = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":'
-    text = json.dumps(outcome.text, ensure_ascii=False)
+    text = _TEXT.encode(outcome.text)
     if outcome.is_error:
         return f'{head}{text}}}],"isError":true}}}}\n'.encode()
     return f'{head}{text}}}],"structuredContent":{outcome.text},"isError":false}}}}\n'.encode()

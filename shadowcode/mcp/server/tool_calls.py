@@ -28,6 +28,9 @@ __all__ = ["Operations", "ToolCalls", "ToolOutcome", "result_too_large"]
 
 logger = logging.getLogger(__name__)
 
+_RESULT_TEXT = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(..., ensure_ascii=False)`` made once (``json.dumps`` builds an encoder per call when given options)."""
+
 
 class Operations:
     """Counts tool/resource operations in flight on one connection (SRV-25).
@@ -144,7 +147,7 @@ class ToolCalls:
                 return None  # cancelled by the client
             sys.stderr.write(f"shadowcode: {spec.name} passed its {deadline:g} s deadline\n")
             return ToolOutcome(f"{spec.name} did not finish within {deadline:g} seconds")
-        text = json.dumps(doc, ensure_ascii=False)
+        text = _RESULT_TEXT.encode(doc)
         if result_too_large(text, self.result_max_bytes):
             sys.stderr.write(f"shadowcode: the result of {spec.name} is over {self.result_max_bytes} bytes\n")
             return ToolOutcome(
