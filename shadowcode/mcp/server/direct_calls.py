@@ -28,6 +28,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import KNOWN_PROTOCOL_VERSIONS
 
+from shadowcode.mcp.server.tool_calls import json_text
 from shadowcode.mcp.server.tools import tool_named
 
 if TYPE_CHECKING:
@@ -48,8 +49,7 @@ def _refuse_constant(_name: str) -> object:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-_TEXT = json.JSONEncoder(ensure_ascii=False)
-"""Encoders and decoders made once: ``json.loads`` and ``json.dumps`` build one per call when given options."""
+"""Made once: ``json.loads`` builds a decoder per call when given options."""
 
 
 def _message(data: bytes) -> dict[str, Any] | None:
@@ -187,7 +187,7 @@ def _result_frame(request_id: object, outcome: ToolOutcome) -> bytes:
     second encoding of the same document.
     """
     head = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":'
-    text = _TEXT.encode(outcome.text)
+    text = json_text(outcome.text)
     if outcome.is_error:
         return f'{head}{text}}}],"isError":true}}}}\n'.encode()
     return f'{head}{text}}}],"structuredContent":{outcome.text},"isError":false}}}}\n'.encode()

@@ -24,12 +24,13 @@ from shadowcode.limits import RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.tools import ToolSpec
 
-__all__ = ["Operations", "ToolCalls", "ToolOutcome", "result_too_large"]
+__all__ = ["Operations", "ToolCalls", "ToolOutcome", "json_text", "result_too_large"]
 
 logger = logging.getLogger(__name__)
 
-_RESULT_TEXT = json.JSONEncoder(ensure_ascii=False)
-"""``json.dumps(..., ensure_ascii=False)`` made once (``json.dumps`` builds an encoder per call when given options)."""
+json_text = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)`` with its encoder made once (``json.dumps`` builds one per call
+when given options): the JSON text of a result, and of a string inside a response frame."""
 
 
 class Operations:
@@ -147,7 +148,7 @@ class ToolCalls:
                 return None  # cancelled by the client
             sys.stderr.write(f"shadowcode: {spec.name} passed its {deadline:g} s deadline\n")
             return ToolOutcome(f"{spec.name} did not finish within {deadline:g} seconds")
-        text = _RESULT_TEXT.encode(doc)
+        text = json_text(doc)
         if result_too_large(text, self.result_max_bytes):
             sys.stderr.write(f"shadowcode: the result of {spec.name} is over {self.result_max_bytes} bytes\n")
             return ToolOutcome(
