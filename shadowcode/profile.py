@@ -156,7 +156,7 @@ class Profile:
         self.control_socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def settings(self) -> Settings:
-        """Load ``settings.json``; a missing file is the empty settings.
+        """Load ``settings.json``; a missing file is the empty settings (ENG-05).
 
         The file is read on every call (a running engine sees ``models add``); while its bytes
         stay the same, the settings parsed from them last are returned again (they are frozen).

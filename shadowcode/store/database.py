@@ -92,7 +92,7 @@ class Database:
                 raise StoreError(f"cannot read the schema state: {exc}") from exc
 
     def change_stamp(self) -> tuple[int, int] | None:
-        """A value that moves whenever the database may have changed since it was last taken.
+        """A value that moves whenever the database may have changed since it was last taken (ENG-03).
 
         ``(PRAGMA data_version, total_changes)``: the first moves when another connection
         commits, the second when this one changes a row (committed or not, so a rollback moves

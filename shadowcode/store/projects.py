@@ -59,7 +59,7 @@ class ProjectRepository:
         self._last: tuple[tuple[int, int], str, ProjectRecord | None] | None = None
 
     def get(self, path: Path | str) -> ProjectRecord | None:
-        """The project row, or None when the path was never recorded.
+        """The project row, or None when the path was never recorded (ENG-02).
 
         Every tool call asks for its project's row, so the last answer is kept until the
         database's :meth:`~shadowcode.store.database.Database.change_stamp` moves; the stamp is
