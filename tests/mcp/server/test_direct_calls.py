@@ -11,6 +11,7 @@ SDK's handler counts (SRV-25).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from shadowcode.engine.local import LocalEngine
 from shadowcode.limits import OPERATIONS_IN_FLIGHT_MAX
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
+from shadowcode.mcp.server.stdio import StdioLimits
 from shadowcode.mcp.server.tool_calls import Operations, ToolCalls
 from shadowcode.mcp.server.tools import ToolSpec, tool_named
 from tests.support.stdio_peer import Peer, count_direct_claims, in_process_transport
@@ -214,3 +216,55 @@ async def _handshake(peer: Peer) -> None:
     await peer.send(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
     await peer.line()
     await peer.send(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+
+async def test_a_call_still_running_when_the_connection_ends_is_cancelled(
+    api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EOF with a call past the drain time: the call is cancelled and the transport returns (SRV-21)."""
+    started, ended = anyio.Event(), anyio.Event()
+
+    async def hanging(_ctx: ServerContext, _args: Any) -> dict[str, Any]:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.set()
+        return {}
+
+    status = tool_named("shadow_status")
+    assert status is not None
+    spec = ToolSpec("shadow_status", status.description, status.input, True, False, True, False, hanging)
+    monkeypatch.setattr("shadowcode.mcp.server.direct_calls.tool_named", lambda _name: spec)
+    async with in_process_transport(api, project_dir, StdioLimits(eof_drain_seconds=0.2), direct=True) as peer:
+        await _handshake(peer)
+        await peer.send(_frame(_call("hangs", "shadow_status", {})))
+        with anyio.fail_after(5):
+            await started.wait()
+        os.close(peer.write_fd)
+        peer.write_fd = -1
+        assert await peer.closed_within(5)
+        assert ended.is_set()
+
+
+async def test_a_direct_call_that_fails_ends_the_transport_with_its_error(
+    api: LocalEngine, project_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in the direct path is not swallowed: it surfaces as a failure of the task group would."""
+
+    async def broken() -> bytes | None:
+        raise RuntimeError("broken answer")
+
+    original = DirectToolCalls.take
+
+    def take(self: DirectToolCalls, line: bytes) -> Any:
+        taken = original(self, line)
+        return None if taken is None else (taken[0], broken)
+
+    monkeypatch.setattr(DirectToolCalls, "take", take)
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with in_process_transport(api, project_dir, direct=True) as peer:
+            await _handshake(peer)
+            await peer.send(_frame(_call(3, "shadow_status", {})))
+            assert await peer.closed_within(5)
+    assert caught.group_contains(RuntimeError, match="broken answer")
