@@ -15,6 +15,7 @@ letter or digit; anything else (a path separator above all) is a :class:`ConfigE
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +91,22 @@ class Settings(BaseModel):
 _NO_SETTINGS = Settings()
 
 
+def _read_file(path: str) -> bytes:
+    """The whole file at ``path``, read with ``os.read`` (bytes).
+
+    Raises:
+        OSError: it cannot be opened or read (FileNotFoundError when missing).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put there opens without a writer
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def home_root() -> Path:
     """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
     return Path(home_dir())
@@ -158,16 +175,22 @@ class Profile:
     def settings(self) -> Settings:
         """Load ``settings.json``; a missing file is the empty settings (ENG-05).
 
-        The file is read on every call (a running engine sees ``models add``); while its bytes
-        stay the same, the settings parsed from them last are returned again (they are frozen).
+        The file is read on every call (a running engine sees ``models add``), with plain system
+        calls: every tool call asks, and an ``io`` file object costs three times as much. While
+        its bytes stay the same, the settings parsed from them last are returned again (they are
+        frozen).
 
         Raises:
-            ConfigError: the file is not UTF-8 JSON or does not match :class:`Settings`.
+            ConfigError: the file is not UTF-8 JSON or does not match :class:`Settings`, or
+                cannot be read.
         """
         try:
-            raw = self.settings_path.read_bytes()
+            raw = _read_file(os.fspath(self.settings_path))
         except FileNotFoundError:
             return _NO_SETTINGS
+        except OSError as exc:
+            problem = f"cannot be read: {exc.strerror}"
+            raise ConfigError(f"{self.settings_path.name} of profile {self.name!r} {problem}") from exc
         parsed = self._parsed.get(raw)
         if parsed is not None:
             return parsed

@@ -158,3 +158,16 @@ def test_settings_are_read_again_on_each_call_and_parsed_again_only_when_the_byt
         profile.settings()
     profile.settings_path.unlink()
     assert profile.settings() == Settings()
+
+
+@pytest.mark.req("ENG-05")
+def test_a_settings_file_that_is_not_a_regular_file_is_a_clear_error_never_a_wait(home: Path) -> None:
+    profile = Profile.select("odd")
+    profile.ensure()
+    os.mkfifo(profile.settings_path)  # no writer: a blocking open would wait for ever
+    with pytest.raises(ConfigError, match="settings.json of profile 'odd' is invalid"):
+        profile.settings()
+    profile.settings_path.unlink()
+    profile.settings_path.mkdir()
+    with pytest.raises(ConfigError, match="settings.json of profile 'odd' cannot be read: Is a directory"):
+        profile.settings()
