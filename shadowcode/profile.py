@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -141,9 +142,9 @@ class Profile:
         """The SQLite store file."""
         return self.root / "shadowcode.db"
 
-    @property
+    @cached_property
     def settings_path(self) -> Path:
-        """The settings file (JSON)."""
+        """The settings file (JSON); made once, as every tool call reads it."""
         return self.root / "settings.json"
 
     @property
