@@ -187,9 +187,9 @@ class _CallTasks:
     """The direct path's tool calls, each a plain asyncio task that the transport's task group owns.
 
     anyio's ``start_soon`` gives every task a handle with its own cancel scope and event, about
-    a tenth of a direct call's time in the server. :meth:`own` runs in the transport's task group in their
-    stead: when the group is cancelled it cancels the calls still running and waits for them, and
-    a call that fails raises its error there, as it would have in the group.
+    a tenth of a direct call's time in the server. :meth:`own` runs in the transport's task
+    group in their stead: when the group is cancelled it cancels the calls still running and
+    waits for them, and a call that fails raises its error there, as it would have in the group.
     """
 
     def __init__(self) -> None:
@@ -210,7 +210,11 @@ class _CallTasks:
             self._failed.set()
 
     async def own(self) -> None:
-        """Wait in the transport's task group: cancelled, cancel the calls and wait for them; raise a call's failure."""
+        """Wait in the transport's task group; once cancelled, cancel the calls and wait for them.
+
+        Raises:
+            BaseException: the first failure of a call, which ends the transport's task group.
+        """
         try:
             await self._failed.wait()
             assert self._error is not None
