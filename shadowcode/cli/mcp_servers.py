@@ -10,6 +10,11 @@ project (canonical path), which must be trusted to enable a server.
 Exit status of the three reports: 0 when all is well, 1 when a server failed or a problem was
 found (the report is still printed), 2 for bad usage, an unknown server included (a message on
 stderr, nothing on stdout).
+
+In plain text every string a server or a definition supplied (ids, commands, URLs, tool names,
+titles, descriptions, annotations, errors, warnings) is shown through
+:func:`~shadowcode.cli.render.visible`: one line each, control characters and escape sequences
+made visible, bounded (CW-04). ``--json`` prints them as they are, JSON-escaped.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from shadowcode.cli.context import Globals, emit, globals_of, with_engine
+from shadowcode.cli.render import visible
 
 if TYPE_CHECKING:
     from shadowcode.engine.api import (
@@ -56,17 +62,17 @@ def register(app: typer.Typer) -> None:
 
 def _catalog_text(doc: McpCatalog) -> str:
     trust = "trusted" if doc["trusted"] else "untrusted"
-    lines = [f"MCP servers for {doc['project']} ({trust}; at most {doc['enabled_max']} enabled)"]
+    lines = [f"MCP servers for {visible(doc['project'])} ({trust}; at most {doc['enabled_max']} enabled)"]
     if not doc["servers"]:
         lines.append("  none registered; add one with `shadowcode mcp add FILE` or a file in .shadowcode/mcp/")
     for server in doc["servers"]:
         state = server["grant"]["state"]
         what = " ".join(server.get("command") or []) or server.get("url") or server.get("error") or ""
-        lines.append(f"  {server['id']:<40} {state:<9} {server.get('hash') or '-'}")
+        lines.append(f"  {visible(server['id']):<40} {visible(state):<9} {visible(server.get('hash') or '-')}")
         if what:
-            lines.append(f"      {what}")
+            lines.append(f"      {visible(what)}")
         if server.get("env_names"):
-            lines.append(f"      env: {', '.join(server['env_names'])}")
+            lines.append(f"      env: {visible(', '.join(server['env_names']))}")
     return "\n".join(lines)
 
 
@@ -154,20 +160,21 @@ def _naming(g: Globals, work: Callable[[EngineApi], Awaitable[T]]) -> T:
 
 def _connect_line(report: McpConnectReport) -> str:
     if report.connected:
-        line = f"{report.id}: connected, protocol {report.protocol_version}, {report.tools} tools"
-        return "\n".join([line, *(f"  warning: {w}" for w in report.warnings)])
-    state = f"{report.auth}: " if report.auth else ""
-    return f"{report.id}: {'' if report.skipped else 'failed: '}{state}{report.error}"
+        line = f"{visible(report.id)}: connected, protocol {visible(report.protocol_version)}, {report.tools} tools"
+        return "\n".join([line, *(f"  warning: {visible(w)}" for w in report.warnings)])
+    state = f"{visible(report.auth)}: " if report.auth else ""
+    return f"{visible(report.id)}: {'' if report.skipped else 'failed: '}{state}{visible(report.error)}"
 
 
 def _tools_text(doc: McpServerTools) -> str:
     lines = [_connect_line(doc.server)]
     for tool in doc.tools:
-        title = f" ({tool.title})" if tool.title else ""
-        lines.append(f"  {tool.name}{title}")
+        title = f" ({visible(tool.title)})" if tool.title else ""
+        lines.append(f"  {visible(tool.name)}{title}")
         if tool.description:
-            lines.append(f"      {' '.join(tool.description.split())}")
-        hints = sorted(k for k, v in (tool.annotations or {}).items() if v is True)
+            # Line breaks and runs of whitespace read as one space; every other control is shown.
+            lines.append(f"      {visible(' '.join(tool.description.split()))}")
+        hints = sorted(visible(k) for k, v in (tool.annotations or {}).items() if v is True)
         if hints:
             lines.append(f"      annotations: {', '.join(hints)}")
     return "\n".join(lines)
@@ -196,7 +203,7 @@ def tools(
 
 def _validation_text(doc: McpValidation) -> str:
     if not doc.servers:
-        return f"no MCP server is enabled for {doc.project}"
+        return f"no MCP server is enabled for {visible(doc.project)}"
     return "\n".join(_connect_line(report) for report in doc.servers)
 
 
@@ -224,9 +231,9 @@ def validate(
 
 
 def _doctor_text(doc: McpDoctorReport) -> str:
-    lines = [f"{len(doc.servers)} MCP server definitions checked for {doc.project}"]
-    lines += [f"  {p.server or 'project'}: {p.check}: {p.message}" for p in doc.problems]
-    lines += [f"  {w.server or 'project'}: warning: {w.check}: {w.message}" for w in doc.warnings]
+    lines = [f"{len(doc.servers)} MCP server definitions checked for {visible(doc.project)}"]
+    lines += [f"  {visible(p.server or 'project')}: {p.check}: {visible(p.message)}" for p in doc.problems]
+    lines += [f"  {visible(w.server or 'project')}: warning: {w.check}: {visible(w.message)}" for w in doc.warnings]
     lines.append(f"{len(doc.problems)} problems found" if doc.problems else "no problem found")
     return "\n".join(lines)
 

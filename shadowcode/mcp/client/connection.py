@@ -1,6 +1,6 @@
 """One connection to an external MCP server (stdio or Streamable HTTP), under the SDK's client session.
 
-Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19, CW-02, CW-05, CW-06, CW-07.
+Covers CLI-08, CLI-13, CLI-14, CLI-15, CLI-16, CLI-18, CLI-19, CW-02, CW-05, CW-06, CW-07, CW-10.
 
 A :class:`Connection` runs in a task of its own (started by :meth:`Connection.start`): it takes
 one of the process-wide MCP_CONNECTIONS_MAX permits, starts the server through
@@ -202,6 +202,7 @@ class Connection(CatalogFreshness):
         self._limits: Timeouts = self.timeouts
         self._ready = anyio.Event()
         self._close = anyio.Event()
+        self._starting = anyio.CancelScope()
         self._done = anyio.Event()
         self._session: BoundedSession | None = None
         self._server: StdioServer | StreamableHttpClient | None = None
@@ -222,8 +223,14 @@ class Connection(CatalogFreshness):
             raise UpstreamServerError(f"{self.server_id}: {self.error}", server=self.server_id)
 
     def close(self) -> None:
-        """Ask the connection to stop; :meth:`wait_closed` waits for its cleanup."""
+        """Ask the connection to stop; :meth:`wait_closed` waits for its cleanup.
+
+        A connection still CONNECTING abandons its start-up at once (the server is cleaned up as
+        usual) and ends CLOSED with the error "closed while connecting" (CW-10).
+        """
         self._close.set()
+        if self.state is ConnectionState.CONNECTING:
+            self._starting.cancel()
 
     async def wait_closed(self) -> None:
         """Wait until the server's process group is cleaned up and the permit released."""
@@ -242,7 +249,10 @@ class Connection(CatalogFreshness):
             self._done.set()
             return
         try:
-            await self._serve()
+            with self._starting:
+                await self._serve()
+            if self._starting.cancelled_caught and self.error is None:
+                self.error = "closed while connecting"
         except UpstreamServerError as exc:
             self._set_failed(exc.message)
         except Exception as exc:  # noqa: BLE001 - a server's failure never escapes its connection

@@ -13,11 +13,22 @@ name counts as a network host, even one that would resolve to a loopback address
 network host needs the network permission: the host listed in the profile setting
 ``mcp.network_hosts`` (empty by default). Checks run before any name lookup or connection.
 ``localhost`` is looked up when a connection starts and must resolve to loopback addresses only.
+
+Private-network authority (CW-11): any other host name is looked up when a connection (or a
+sign-in request) starts, and every address it resolves to is checked. When one of them is not a
+public address (private, loopback, link-local, shared, reserved, multicast or unspecified, IPv4
+inside IPv6 included), the connection is refused unless the definition says
+``allow_private_network: true``, which covers exactly its own URL's host (sign-in requests to
+other hosts never get it). The connection is then pinned to the first checked address: the
+address is contacted, the name stays in the ``Host`` header and the TLS server name, so a second
+lookup (DNS rebinding) cannot move it. A host written as an IP address literal is no name and is
+contacted as written (the network permission still decides whether it may be).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +38,15 @@ import anyio
 
 from shadowcode.errors import ConfigError, PolicyError
 
-__all__ = ["Endpoint", "check_url", "is_loopback_host", "resolve_loopback", "url_host"]
+__all__ = [
+    "Endpoint",
+    "check_url",
+    "is_loopback_host",
+    "is_public_address",
+    "resolve_loopback",
+    "resolve_pinned",
+    "url_host",
+]
 
 
 def url_host(url: str) -> str:
@@ -107,6 +126,8 @@ class Endpoint:
         headers: configured headers with their resolved values (never logged or shown).
         sends_credentials: True when the definition carries a credential reference or OAuth
             settings, so the https rule applies even before a value is known.
+        allow_private_network: the definition's opt-in: its host name may resolve to addresses
+            that are not public (CW-11).
     """
 
     url: str
@@ -114,6 +135,7 @@ class Endpoint:
     network_hosts: frozenset[str] = frozenset()
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     sends_credentials: bool = False
+    allow_private_network: bool = False
 
     def credential_headers(self) -> dict[str, str]:
         """The configured headers then the bearer, lower-case names, in precedence order (CW-08)."""
@@ -148,16 +170,21 @@ class Endpoint:
     async def target(self) -> tuple[str, str | None, dict[str, Any]]:
         """Check the rules, then say what to contact: ``(url, host header or None, request extensions)``.
 
-        ``localhost`` is replaced by the loopback address it resolves to; the original host
-        stays in the ``Host`` header and, for https, in the TLS server name.
+        ``localhost`` is replaced by the loopback address it resolves to, any other host name by
+        the checked address it resolves to (CW-11); the original host stays in the ``Host``
+        header and, for https, in the TLS server name. An IP address literal is contacted as is.
 
         Raises:
-            ConfigError, PolicyError: as :meth:`check`, or from :func:`resolve_loopback`.
+            ConfigError, PolicyError: as :meth:`check`, or from :func:`resolve_loopback` and
+                :func:`resolve_pinned`.
         """
         self.check()
         parts = urlsplit(self.url)
         host = parts.hostname or ""
-        address = await resolve_loopback(host, parts.port or (443 if parts.scheme == "https" else 80))
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        address = await resolve_loopback(host, port)
+        if address is None:
+            address = await resolve_pinned(host, port, allow_private=self.allow_private_network)
         if address is None:
             return self.url, None, {}
         literal = f"[{address}]" if ":" in address else address
@@ -181,4 +208,54 @@ async def resolve_loopback(host: str, port: int) -> str | None:
     addresses = [str(info[4][0]) for info in infos]
     if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
         raise PolicyError("localhost resolves to an address outside the loopback interface; refusing to connect")
+    return next((a for a in addresses if ":" not in a), addresses[0])
+
+
+def is_public_address(address: str) -> bool:
+    """True for a globally routable unicast address; False for private, loopback, link-local,
+    shared (100.64.0.0/10), reserved, multicast and unspecified ones, an IPv4 address inside IPv6
+    judged as IPv4 (CW-11)."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = ip.ipv4_mapped or ip.sixtofour
+        if inner is not None:
+            ip = inner
+    return ip.is_global and not ip.is_multicast and not ip.is_unspecified
+
+
+async def resolve_pinned(host: str, port: int, *, allow_private: bool) -> str | None:
+    """For a host name, the address to contact, after checking every address it resolves to;
+    None for an IP address literal (contacted as written) (CW-11).
+
+    Args:
+        host: the URL's host (not ``localhost``, which :func:`resolve_loopback` handles).
+        port: the port, for the look-up.
+        allow_private: the definition's ``allow_private_network``.
+
+    Returns:
+        The first address the name resolved to (IPv4 first), once all of them passed.
+
+    Raises:
+        PolicyError: the name does not resolve, or resolves to an address that is not public
+            while ``allow_private`` is False.
+    """
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        pass
+    else:
+        return None
+    try:
+        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise PolicyError(f"the server's host {host!r} does not resolve ({type(exc).__name__})") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not addresses:
+        raise PolicyError(f"the server's host {host!r} does not resolve")
+    private = [a for a in addresses if not is_public_address(a)]
+    if private and not allow_private:
+        raise PolicyError(
+            f"the server's host {host!r} resolves to {', '.join(private)}, which is not a public address; "
+            "set allow_private_network: true on its definition to allow a private network name"
+        )
     return next((a for a in addresses if ":" not in a), addresses[0])

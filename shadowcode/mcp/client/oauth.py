@@ -6,7 +6,9 @@ metadata documents, the token exchange and its checks (state, ``iss``, metadata 
 resource). This module supplies the rest:
 
 - :func:`login` drives the SDK's flow with one MCP request, every request bounded by
-  :class:`~shadowcode.mcp.client.oauth_http.BoundedTransport`; the authorization URL (``https``,
+  :class:`~shadowcode.mcp.client.oauth_http.BoundedTransport`; a registration or token request
+  goes only to an endpoint the authorization server's metadata names (without metadata nothing
+  is sent to a guessed ``/register``, ``/authorize`` or ``/token``); the authorization URL (``https``,
   or ``http`` to loopback only) goes to ``announce`` and, when given, ``open_browser``; the
   redirect comes back to a :class:`~shadowcode.mcp.client.oauth_callback.CallbackListener` on
   127.0.0.1 within a deadline. A pre-registered ``client_id`` is used only with its exact
@@ -26,7 +28,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Protocol
 
 import httpx2
@@ -171,14 +173,61 @@ class _Memory:
         self.client = client_info
 
 
+_GUESSED = (
+    "the server publishes no authorization server metadata; guessed endpoints (/register, /authorize, "
+    "/token) are not used and nothing was sent to them; nothing was stored"
+)
+
+
 class _Provider(OAuthClientProvider):
-    """The SDK's provider with the configured issuer of a pre-registered client enforced, and the
-    configured scopes asked for instead of the ones the SDK would pick from the challenge."""
+    """The SDK's provider with the configured issuer of a pre-registered client enforced, the
+    configured scopes asked for instead of the ones the SDK would pick from the challenge, and
+    every request of the flow checked against the discovered metadata before it is sent."""
 
     pinned_issuer: str | None = None
     configured_scope: str | None = None
 
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, refusing any request to an endpoint the metadata did not name (CW-08).
+
+        Besides the MCP request itself, only metadata look-ups (``GET``) go anywhere; a
+        registration or token request goes out only to the ``registration_endpoint`` or
+        ``token_endpoint`` the authorization server's metadata names. The SDK would otherwise
+        fall back to ``/register`` and ``/token`` on the server's origin when no metadata was
+        found. The flow is driven directly, without the SDK's following of same-origin
+        redirects: a redirect is handed to the flow as the answer it is (CLI-11).
+
+        Raises:
+            SignInError: the flow was about to send a request to an endpoint no metadata named.
+        """
+        flow = self._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                self._check_named(outgoing, request)
+                response = yield outgoing
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+
+    def _check_named(self, outgoing: httpx2.Request, original: httpx2.Request) -> None:
+        if outgoing is original or outgoing.method == "GET":
+            return
+        asm = self.context.oauth_metadata
+        if asm is None:
+            raise SignInError(_GUESSED)
+        named = {_endpoint(str(url)) for url in (asm.registration_endpoint, asm.token_endpoint) if url is not None}
+        if _endpoint(str(outgoing.url)) not in named:
+            raise SignInError(
+                f"the sign-in would send a request to {url_host(str(outgoing.url))}{outgoing.url.path[:200]!r}, "
+                "an endpoint the authorization server's metadata does not name; nothing was sent or stored"
+            )
+
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        if self.context.oauth_metadata is None:
+            raise SignInError(_GUESSED)
         if self.configured_scope:
             self.context.client_metadata.scope = self.configured_scope
         _secret_method(self.context.client_info, self.context.oauth_metadata)
@@ -194,6 +243,11 @@ class _Provider(OAuthClientProvider):
             f"the server names the authorization server {advertised[0]}, not the configured issuer "
             f"{self.pinned_issuer}; nothing was stored"
         )
+
+
+def _endpoint(url: str) -> str:
+    """``url`` without query or fragment, for comparing a request's target with a named endpoint."""
+    return str(httpx2.URL(url).copy_with(query=None, fragment=None))
 
 
 def _secret_method(info: OAuthClientInformationFull | None, asm: OAuthMetadata | None) -> None:
@@ -295,9 +349,7 @@ async def login(
         async def redirect(authorization_url: str) -> None:
             check_browser_url(authorization_url)
             if holder[0].context.oauth_metadata is None:
-                raise SignInError(
-                    "the server publishes no authorization server metadata; guessed endpoints are not used"
-                )
+                raise SignInError(_GUESSED)
             announce(authorization_url, listener.redirect_uri)
             if open_browser is not None:
                 await open_browser(authorization_url)

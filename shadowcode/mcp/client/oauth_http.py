@@ -8,8 +8,14 @@ through :class:`BoundedTransport`:
   credential-carrying URL: ``https`` except to loopback, the host on loopback or covered by the
   network permission, ``localhost`` contacted by its loopback address;
 - proxy variables and ``.netrc`` are ignored, redirects are not followed;
+- replies are asked uncompressed (``Accept-Encoding: identity``) and a reply whose
+  ``Content-Encoding`` names any coding is refused before a byte of it is read, so a
+  compression bomb is never inflated;
+- the header block is counted as it arrives and may hold at most MCP_HTTP_HEADERS_MAX_BYTES
+  (the limit of MCP replies);
 - the reply is read whole within MCP_OAUTH_HTTP_SECONDS and at most MCP_OAUTH_BODY_MAX_BYTES,
-  before anything parses it: a larger or slower reply raises :class:`SignInError`.
+  counted as it is read, before anything parses it: a larger or slower reply raises
+  :class:`SignInError`.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import anyio
 import httpx2
 
 from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError
-from shadowcode.limits import MCP_OAUTH_BODY_MAX_BYTES, MCP_OAUTH_HTTP_SECONDS
+from shadowcode.limits import MCP_HTTP_HEADERS_MAX_BYTES, MCP_OAUTH_BODY_MAX_BYTES, MCP_OAUTH_HTTP_SECONDS
 from shadowcode.mcp.client.endpoint import Endpoint, url_host
+from shadowcode.mcp.client.reply_headers import HeaderBlockTooLarge, HeaderCountingTransport, is_compressed
 
 __all__ = ["BoundedTransport", "SignInError", "bounded_client", "insufficient_scopes"]
 
@@ -33,12 +40,14 @@ class SignInError(ShadowcodeError):
 
 
 class BoundedTransport(httpx2.AsyncBaseTransport):
-    """An httpx2 transport enforcing the endpoint rules, a body cap and a deadline per request.
+    """An httpx2 transport enforcing the endpoint rules, the header, encoding and body caps and a
+    deadline per request (CW-08, CLI-17).
 
     Args:
         network_hosts: hosts the network permission covers (lower case).
         body_max_bytes: the reply cap.
         seconds: the deadline of one request, reply read.
+        headers_max_bytes: the cap of the reply's header block.
     """
 
     def __init__(
@@ -47,17 +56,19 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         *,
         body_max_bytes: int = MCP_OAUTH_BODY_MAX_BYTES,
         seconds: float = MCP_OAUTH_HTTP_SECONDS,
+        headers_max_bytes: int = MCP_HTTP_HEADERS_MAX_BYTES,
     ) -> None:
         self.network_hosts = network_hosts
         self.body_max_bytes = body_max_bytes
         self.seconds = seconds
-        self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
+        self._inner = HeaderCountingTransport(headers_max_bytes=headers_max_bytes)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Check, send, and read the whole reply within the bounds.
 
         Raises:
-            SignInError: a refused URL, a reply over the cap, too slow, or a failed exchange.
+            SignInError: a refused URL, a compressed reply, a header block or body over its cap,
+                too slow, or a failed exchange.
         """
         shown = f"{request.url.scheme}://{url_host(str(request.url))}"
         endpoint = Endpoint(
@@ -75,13 +86,19 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         headers["accept-encoding"] = "identity"  # the cap counts the bytes that are parsed
         if host_header is not None:
             headers["host"] = host_header
+        content = await request.aread()
         sent = httpx2.Request(
-            request.method, target, headers=headers, content=request.content, extensions=request.extensions | extensions
+            request.method, target, headers=headers, content=content, extensions=request.extensions | extensions
         )
         try:
             with anyio.fail_after(self.seconds):
                 response = await self._inner.handle_async_request(sent)
                 try:
+                    if is_compressed(response.headers):
+                        raise SignInError(
+                            f"{shown} sent a compressed reply during sign-in, which is not accepted "
+                            "(it is not inflated)"
+                        )
                     body = bytearray()
                     async for chunk in response.aiter_raw():
                         body += chunk
@@ -93,6 +110,8 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
                     await response.aclose()
         except TimeoutError:
             raise SignInError(f"{shown} did not answer within {self.seconds} s during sign-in") from None
+        except HeaderBlockTooLarge as exc:
+            raise SignInError(f"{shown} sent {exc} during sign-in") from None
         except httpx2.HTTPError as exc:
             raise SignInError(f"the exchange with {shown} failed during sign-in ({type(exc).__name__})") from None
         return httpx2.Response(

@@ -15,18 +15,23 @@ moves the messages, one POST each, within limits:
 - Two request workers (MCP_HTTP_REQUESTS_MAX) send ordinary requests; one control worker sends
   notifications and replies; the legacy GET stream is the control channel's listener. Queues
   hold MCP_HTTP_CONTROL_QUEUE_MAX messages; one more closes the connection.
-- Bodies and SSE events are capped (:class:`HttpLimits`) before parsing. A malformed, oversized,
-  truncated or interrupted reply, a redirect, a 401 (no login is started), a 403, or a 404
-  while a legacy session is open closes the connection and fails every pending request:
-  nothing is retried, no SSE stream resumed, no session initialized again. Reasons name the
-  status or the rule, never a peer's body or authentication challenge.
+- Bodies and SSE events are capped (:class:`HttpLimits`) before parsing; a reply's header block
+  is counted as it arrives (:class:`~shadowcode.mcp.client.reply_headers.HeaderCountingTransport`),
+  so its limit is named whatever its shape. A malformed, oversized, compressed, truncated or
+  interrupted reply, a redirect, a 401 (no login is started), a 403, or a 404 while a legacy
+  session is open closes the connection and fails every pending request: nothing is retried,
+  no SSE stream resumed, no session initialized again. Reasons name the status or the rule,
+  never a peer's body or authentication challenge.
+- ``notifications/initialized`` is taken by the server before any later request is posted.
 - A 4xx answer to the ``server/discover`` probe reads as a JSON-RPC error, so the session falls
   back to ``initialize``. Another request's 4xx carrying a JSON-RPC error is that request's
   error (the code kept, the peer's message replaced).
 - A cancelled request's POST is aborted; at 2026-07-28 that is the whole signal, before it the
-  ``notifications/cancelled`` is also posted. Leaving the context closes every stream and sends
-  the legacy session's ``DELETE``, bounded by MCP_HTTP_SESSION_DELETE_SECONDS, also when the
-  context is left by cancellation.
+  ``notifications/cancelled`` is also posted. Leaving the context aborts the requests in
+  flight, posts what still waits on the control lane (a timed-out call's
+  ``notifications/cancelled``), then sends the legacy session's ``DELETE``, all within one
+  MCP_HTTP_SESSION_DELETE_SECONDS bound, also when the context is left by cancellation. After
+  a failure nothing is posted; after a 404 ended the session no ``DELETE`` is sent.
 """
 
 from __future__ import annotations
@@ -59,6 +64,12 @@ from shadowcode.limits import (
 )
 from shadowcode.mcp.client.endpoint import Endpoint
 from shadowcode.mcp.client.oauth_http import insufficient_scopes
+from shadowcode.mcp.client.reply_headers import (
+    HeaderBlockTooLarge,
+    HeaderCountingTransport,
+    headers_size,
+    is_compressed,
+)
 from shadowcode.mcp.client.sse import SseError, SseParser
 from shadowcode.ndjson import FrameRate
 
@@ -87,13 +98,6 @@ class HttpLimits:
     session_delete_seconds: float = MCP_HTTP_SESSION_DELETE_SECONDS
 
 
-def headers_size(headers: dict[str, str] | list[tuple[bytes, bytes]]) -> int:
-    """Bytes of a header block: every name and value (UTF-8)."""
-    if isinstance(headers, dict):
-        return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in headers.items())
-    return sum(len(k) + len(v) for k, v in headers)
-
-
 class _Failed(Exception):
     """The server broke the transport contract; the message names how (never with its body)."""
 
@@ -110,8 +114,8 @@ class StreamableHttpClient:
     Attributes:
         failure: why the connection failed, or None.
         failed: set once it failed.
-        cleanup: how it ended: ``closed``, ``session deleted``, ``session delete failed`` or
-            ``session delete timed out``.
+        cleanup: how it ended: ``closed``, ``session deleted``, ``session delete failed``,
+            ``session delete timed out`` or ``session ended by the server`` (a 404; no ``DELETE``).
         session_id: the legacy session id, or None.
     """
 
@@ -143,6 +147,11 @@ class StreamableHttpClient:
         self._dropped: set[types.RequestId] = set()
         self._get_started = False
         self._closing = False
+        self._session_ended = False
+        self._initialized = anyio.Event()
+        self._initialized.set()
+        self._control_send: MemoryObjectSendStream[SessionMessage] | None = None
+        self._control_done = anyio.Event()
 
     def stderr_text(self) -> str:
         """HTTP servers have no captured stderr: always empty."""
@@ -161,17 +170,19 @@ class StreamableHttpClient:
         except TimeoutError:
             raise UpstreamServerError(f"localhost did not resolve within {self.timeout_seconds} s") from None
         lim = self.limits
+        pool = httpx2.Limits(max_connections=lim.requests_max + 3, max_keepalive_connections=lim.requests_max + 2)
         self._client = httpx2.AsyncClient(
+            transport=HeaderCountingTransport(headers_max_bytes=lim.headers_max_bytes, limits=pool),
             trust_env=False,
             follow_redirects=False,
             timeout=httpx2.Timeout(self.timeout_seconds, read=None),
-            limits=httpx2.Limits(max_connections=lim.requests_max + 3, max_keepalive_connections=lim.requests_max + 2),
         )
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](lim.control_queue_max)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
         requests_send, requests_recv = anyio.create_memory_object_stream[SessionMessage](lim.control_queue_max)
         control_send, control_recv = anyio.create_memory_object_stream[SessionMessage](lim.control_queue_max)
         self._read_send = read_send
+        self._control_send = control_send
         self._streams = (read_send, read_recv, write_send, write_recv, requests_send, requests_recv)
         self._streams += (control_send, control_recv)
         self._tg = anyio.create_task_group()
@@ -179,7 +190,7 @@ class StreamableHttpClient:
         self._tg.start_soon(self._route, write_recv, requests_send, control_send)
         for _ in range(lim.requests_max):
             self._tg.start_soon(self._work, requests_recv)
-        self._tg.start_soon(self._work, control_recv)
+        self._tg.start_soon(self._control, control_recv)
         return read_recv, write_send
 
     async def __aexit__(
@@ -187,29 +198,67 @@ class StreamableHttpClient:
     ) -> None:
         assert self._tg is not None and self._client is not None
         self._closing = True
-        self._tg.cancel_scope.cancel()
+        deadline = anyio.current_time() + self.limits.session_delete_seconds
         try:
-            await self._tg.__aexit__(None, None, None)
-        finally:
             with anyio.CancelScope(shield=True):
-                await self._end_session(self._client)
-            for stream in self._streams:
-                stream.close()
+                await self._flush(deadline)
+        finally:
+            self._tg.cancel_scope.cancel()
+            try:
+                await self._tg.__aexit__(None, None, None)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._end_session(self._client, deadline)
+                for stream in self._streams:
+                    stream.close()
 
-    async def _end_session(self, client: httpx2.AsyncClient) -> None:
-        """DELETE the legacy session within MCP_HTTP_SESSION_DELETE_SECONDS, then close the client."""
+    async def _flush(self, deadline: float) -> None:
+        """Abort the requests in flight and post what waits on the control lane before ``deadline`` (CW-07).
+
+        A timed-out call's ``notifications/cancelled`` queued just before the close is sent
+        here, before the session's ``DELETE``; queued requests are dropped. Nothing is sent
+        when the connection failed.
+        """
+        for scope in list(self._in_flight.values()):
+            scope.cancel()
+        if self.failed.is_set() or self._control_send is None:
+            return
+        self._control_send.close()
+        with anyio.CancelScope(deadline=deadline):
+            await self._control_done.wait()
+
+    async def _end_session(self, client: httpx2.AsyncClient, deadline: float) -> None:
+        """DELETE the legacy session before ``deadline`` (the close bound), then close the client (CLI-16, CLI-18).
+
+        A session the server ended with a 404 gets no ``DELETE``.
+        """
         self.cleanup = "closed"
-        if self.session_id is not None:
+        if self._session_ended:
+            self.cleanup = "session ended by the server"
+        elif self.session_id is not None:
             self.cleanup = "session delete timed out"
-            with anyio.move_on_after(self.limits.session_delete_seconds):
+            with anyio.CancelScope(deadline=deadline):
                 try:
-                    response = await client.send(self._request("DELETE", b"", {}))
+                    response = await self._send(self._request("DELETE", b"", {}))
                     await response.aclose()
                     self.cleanup = "session deleted" if response.is_success else "session delete failed"
                 except (httpx2.HTTPError, _Failed):
                     self.cleanup = "session delete failed"
         with anyio.move_on_after(self.limits.session_delete_seconds):
             await client.aclose()
+
+    async def _send(self, request: httpx2.Request) -> httpx2.Response:
+        """Send ``request`` and return the reply with its headers read, its body not yet.
+
+        Raises:
+            _Failed: the reply's header block passed MCP_HTTP_HEADERS_MAX_BYTES as it arrived.
+            httpx2.HTTPError: the exchange failed.
+        """
+        assert self._client is not None
+        try:
+            return await self._client.send(request, stream=True)
+        except HeaderBlockTooLarge as exc:
+            raise _Failed(f"the server sent {exc}") from None
 
     def _fail(self, reason: str) -> None:
         if self.failure is None and not self._closing:
@@ -238,6 +287,9 @@ class StreamableHttpClient:
                 if version is not None:
                     self._version = version
                 lane = requests if isinstance(message, types.JSONRPCRequest) else control
+                if _is_initialized(message):
+                    # Requests wait until the server has taken it (CLI-16).
+                    self._initialized = anyio.Event()
                 if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                     if self._cancel(message):
                         continue
@@ -259,11 +311,18 @@ class StreamableHttpClient:
             self._dropped.add(request_id)
         return self._version in MODERN_PROTOCOL_VERSIONS or scope is None
 
+    async def _control(self, lane: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        """The control lane's worker; :meth:`_flush` waits for it to drain the lane."""
+        try:
+            await self._work(lane)
+        finally:
+            self._control_done.set()
+
     async def _work(self, lane: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async for item in lane:
             message = item.message
             request_id = message.id if isinstance(message, types.JSONRPCRequest) else None
-            if request_id is not None and request_id in self._dropped:
+            if request_id is not None and (request_id in self._dropped or self._closing):
                 self._dropped.discard(request_id)
                 continue
             # A request is bounded by its caller's deadline; a notification or reply by ours.
@@ -272,6 +331,8 @@ class StreamableHttpClient:
                 self._in_flight[request_id] = scope
             try:
                 with scope:
+                    if request_id is not None:
+                        await self._initialized.wait()
                     await self._exchange(item)
                 if request_id is None and scope.cancelled_caught:
                     raise _Failed(f"the server did not take a message within {self.timeout_seconds} s")
@@ -290,6 +351,8 @@ class StreamableHttpClient:
             finally:
                 if request_id is not None and self._in_flight.get(request_id) is scope:
                     del self._in_flight[request_id]
+                if _is_initialized(message):
+                    self._initialized.set()
 
     # -- one exchange --------------------------------------------------------------------
 
@@ -322,7 +385,7 @@ class StreamableHttpClient:
         message = item.message
         body = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
         request = self._request("POST", body, getattr(item.metadata, "headers", None) or {})
-        response = await self._client.send(request, stream=True)
+        response = await self._send(request)
         try:
             self._check_headers(response)
             if isinstance(message, types.JSONRPCRequest):
@@ -353,12 +416,15 @@ class StreamableHttpClient:
                 )
             raise _Failed("the server refused access (HTTP 403)")
         if response.status_code == 404 and self.session_id is not None:
+            self._session_ended = True
             raise _Failed("the server ended the session (HTTP 404); nothing is sent again")
-        if response.headers.get("content-encoding", "identity").lower() != "identity":
+        if is_compressed(response.headers):
             raise _Failed("the server sent a compressed reply, which this client does not accept")
 
     async def _accepted(self, message: types.JSONRPCMessage, response: httpx2.Response) -> None:
         """A notification or a reply was posted: a 2xx ends it; the body is not read."""
+        if _is_initialized(message):
+            self._initialized.set()
         if not response.is_success:
             logger.info("MCP server %s answered a notification with HTTP %d", self.label, response.status_code)
             return
@@ -477,7 +543,7 @@ class StreamableHttpClient:
         """The legacy GET stream: server messages outside any request; never reopened (CLI-18)."""
         assert self._client is not None
         try:
-            response = await self._client.send(self._request("GET", b"", {}), stream=True)
+            response = await self._send(self._request("GET", b"", {}))
             try:
                 self._check_headers(response)
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -496,6 +562,10 @@ class StreamableHttpClient:
     async def _deliver(self, message: types.JSONRPCMessage) -> None:
         assert self._read_send is not None
         await self._read_send.send(SessionMessage(message))
+
+
+def _is_initialized(message: types.JSONRPCMessage) -> bool:
+    return isinstance(message, types.JSONRPCNotification) and message.method == "notifications/initialized"
 
 
 def _parse(data: bytes) -> types.JSONRPCMessage:

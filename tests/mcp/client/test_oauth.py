@@ -239,3 +239,34 @@ async def test_a_wrong_client_secret_fails_the_login_with_a_clear_message(fixtur
     with pytest.raises(SignInError, match=r"HTTP 401.*refused the client's credentials.*client_secret_env") as failed:
         await _login(fixture, _confidential(fixture, "wrong"))
     assert "wrong" not in failed.value.message
+
+
+# -- hostile authorization servers (issue 33) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["bomb-metadata", "bomb-registration", "bomb-token"])
+async def test_a_compressed_sign_in_reply_is_refused_before_it_is_inflated(fixture: OAuthFixture, bad: str) -> None:
+    fixture.control(bad=bad, bomb_mib=1024)
+    with anyio.fail_after(60), pytest.raises(SignInError, match="sent a compressed reply during sign-in"):
+        await _login(fixture)
+
+
+async def test_a_compressed_refresh_reply_is_refused_and_the_record_kept(fixture: OAuthFixture) -> None:
+    fixture.control(expires_in=1)
+    record = await _login(fixture)
+    fixture.control(bad="bomb-refresh", bomb_mib=1024)
+    store = Memory()
+    with anyio.fail_after(60), pytest.raises(SignInError, match="compressed reply during sign-in"):
+        await access_token(record, store, OAuthSettings(), frozenset())
+    assert store.record is None
+
+
+async def test_without_metadata_nothing_is_sent_to_a_guessed_endpoint(fixture: OAuthFixture) -> None:
+    fixture.control(bad="no-metadata", requests=[])
+    before = fixture.control()["registrations"]
+    with anyio.fail_after(60), pytest.raises(SignInError, match="guessed endpoints .* are not used"):
+        await _login(fixture)
+    seen = fixture.control()
+    assert seen["registrations"] == before
+    posts = [r for r in seen["requests"] if not r.startswith("GET ")]
+    assert posts == ["POST /mcp"], posts

@@ -5,15 +5,16 @@ Covers CW-08, CLI-11.
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 import anyio.abc
 import httpx2
 import pytest
 
-from shadowcode.limits import MCP_OAUTH_BODY_MAX_BYTES, MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES
+from shadowcode.limits import MCP_HTTP_HEADERS_MAX_BYTES, MCP_OAUTH_BODY_MAX_BYTES, MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES
 from shadowcode.mcp.client.oauth_callback import CallbackListener
 from shadowcode.mcp.client.oauth_http import SignInError, bounded_client, insufficient_scopes
 
@@ -49,6 +50,44 @@ async def test_a_reply_of_the_size_limit_is_read_and_one_byte_more_ends_the_sign
             assert len((await client.get(url)).content) == MCP_OAUTH_BODY_MAX_BYTES
     async with body_server(MCP_OAUTH_BODY_MAX_BYTES + 1) as url, bounded_client(frozenset()) as client:
         with anyio.fail_after(30), pytest.raises(SignInError, match=f"larger than {MCP_OAUTH_BODY_MAX_BYTES} bytes"):
+            await client.get(url)
+
+
+@asynccontextmanager
+async def raw_server(reply: bytes) -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A loopback server answering every request with ``reply``; yields its URL and the requests' heads."""
+    heads: list[bytes] = []
+
+    async def one(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            heads.append(await stream.receive(65536))
+            with suppress(anyio.BrokenResourceError, OSError):
+                await stream.send(reply)
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, one)
+        yield f"http://127.0.0.1:{port}/.well-known/oauth-authorization-server", heads
+        tg.cancel_scope.cancel()
+
+
+async def test_a_compressed_reply_is_refused_before_a_byte_is_inflated() -> None:
+    body = gzip.compress(gzip.compress(b"{" + b" " * (8 * 1024 * 1024) + b"}"))
+    head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip, gzip\r\n"
+    reply = (head + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
+    async with raw_server(reply) as (url, heads), bounded_client(frozenset()) as client:
+        with anyio.fail_after(30), pytest.raises(SignInError, match="sent a compressed reply during sign-in"):
+            await client.get(url)
+    assert b"accept-encoding: identity" in heads[0].lower()
+
+
+@pytest.mark.req("CW-08", "CLI-17")
+async def test_a_reply_header_block_past_the_limit_ends_the_sign_in_naming_the_limit() -> None:
+    lines = "".join(f"x{i:05d}: {i:09d}\r\n" for i in range(10_000))
+    reply = f"HTTP/1.1 200 OK\r\n{lines}content-length: 2\r\nconnection: close\r\n\r\n{{}}".encode()
+    async with raw_server(reply) as (url, _), bounded_client(frozenset()) as client:
+        with anyio.fail_after(30), pytest.raises(SignInError, match=f"more than {MCP_HTTP_HEADERS_MAX_BYTES} bytes"):
             await client.get(url)
 
 
