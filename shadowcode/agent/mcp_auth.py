@@ -96,7 +96,12 @@ async def http_endpoint(
         if bearer:
             secrets.append(bearer)
     endpoint = Endpoint(
-        spec.url, bearer=bearer, network_hosts=network_hosts, headers=headers, sends_credentials=spec.sends_credentials
+        spec.url,
+        bearer=bearer,
+        network_hosts=network_hosts,
+        headers=headers,
+        sends_credentials=spec.sends_credentials,
+        allow_private_network=spec.allow_private_network,
     )
     endpoint.check()
     return endpoint, Redactor(secrets)

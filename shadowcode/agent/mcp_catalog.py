@@ -1,6 +1,6 @@
 """What one Build task knows of each external MCP server, and the views and checks made from it.
 
-Implements CLI-07, CLI-13, CLI-14, CLI-15, CW-02, CW-05, CW-07.
+Implements CLI-07, CLI-13, CLI-14, CLI-15, CW-02, CW-05, CW-07, CW-10.
 
 A :class:`ServerState` holds a server's definition, its tool catalog (cached or read at
 connection time) and its connection. A connection that failed or closed no longer serves its
@@ -21,6 +21,8 @@ import logging
 import math
 from dataclasses import dataclass
 from typing import Any
+
+import anyio
 
 from shadowcode.errors import ToolError
 from shadowcode.limits import MCP_TIMEOUT_DEFAULT_SECONDS, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
@@ -46,6 +48,9 @@ class ServerState:
         generation: the connection's ``tools_generation`` that ``tools`` holds (CW-05).
         offered: the ``generation`` the model last saw (its latest request or ``mcp_tools``
             listing); a call made against an older one is refused (CW-05).
+        listed: every tool name the server listed, before the filters.
+        starting: set once the task's one start of this server has ended (either way); None
+            before a start was attempted (CW-10).
     """
 
     definition: ServerDefinition
@@ -56,6 +61,7 @@ class ServerState:
     generation: int = 0
     offered: int = 0
     listed: list[str] | None = None
+    starting: anyio.Event | None = None
 
     def offer(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Keep the names the server ``tools`` lists and return those the filters let through (CW-02)."""
@@ -83,9 +89,18 @@ class ServerState:
 
     @property
     def state(self) -> str:
-        """``connecting``, ``ready``, ``failed``, ``closed``, ``unavailable`` or ``not connected``."""
-        if self.conn is not None:
-            return self.conn.state.value
+        """``not connected``, ``connecting``, ``connected``, ``failed``, ``closed`` or ``unavailable`` (CW-10).
+
+        ``connecting`` only while a start is in flight (a handshake, or a sign-in being looked
+        up); a server never started (lazy, or not yet reached) is ``not connected``.
+        """
+        conn = self.conn
+        if conn is not None and conn.state is ConnectionState.READY:
+            return "connected"
+        if conn is not None and conn.state is not ConnectionState.CONNECTING:
+            return conn.state.value
+        if conn is not None or (self.starting is not None and not self.starting.is_set()):
+            return "connecting"
         return "unavailable" if self.unavailable else "not connected"
 
     def unavailable_error(self, reason: str, *, sent: bool = False) -> ToolError:
@@ -105,9 +120,10 @@ class ServerState:
 
 
 def list_servers(servers: list[ServerState]) -> dict[str, Any]:
-    """``mcp_tools`` without arguments: ``{"servers": [{"server", "id", "description", "tools", "state"}]}``.
+    """``mcp_tools`` without arguments: ``{"servers": [{"server", "id", "description", "tools", "state", "lazy"}]}``.
 
-    ``tools`` is the number of tools, or None when the server has no catalog or lost its connection.
+    ``tools`` is the number of tools, or None when the server has no catalog or lost its connection;
+    ``state`` is :attr:`ServerState.state` (CW-10).
     """
     return {
         "servers": [
@@ -117,6 +133,7 @@ def list_servers(servers: list[ServerState]) -> dict[str, Any]:
                 "description": s.definition.spec.description,
                 "tools": None if s.tools is None or s.lost is not None else len(s.tools),
                 "state": s.state,
+                "lazy": s.definition.spec.lazy,
             }
             for s in servers
         ]

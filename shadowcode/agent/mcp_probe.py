@@ -123,6 +123,7 @@ async def _probe_one(
         with suppress(UpstreamServerError):
             # A required server that cannot connect stops a task; a probe reports it like any other.
             await servers.prepare(task_env)
+        await servers.connect_all()  # a probe connects lazy and booting servers alike, and waits (CW-10)
         (state,) = servers.states()
         conn = state.conn
         connected = state.unavailable is None and state.tools is not None and state.lost is None

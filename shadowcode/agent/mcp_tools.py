@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +125,7 @@ class TaskServers(ResourcePromptTools):
         self._prepared = False
         self._base_env: dict[str, str] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._closing = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -143,7 +145,9 @@ class TaskServers(ResourcePromptTools):
         return None
 
     async def aclose(self) -> None:
-        """Close every connection of the task and wait for each cleanup (CLI-19)."""
+        """Close every connection of the task and wait for each cleanup (CLI-19); a start still in
+        flight is abandoned and cleaned up the same way (CW-10)."""
+        self._closing = True
         live = [s for s in self._servers.values() if s.conn is not None]
         for server in live:
             assert server.conn is not None
@@ -174,11 +178,15 @@ class TaskServers(ResourcePromptTools):
     # -- catalog (CLI-07, CLI-08) ----------------------------------------------------------
 
     async def prepare(self, env: TaskEnv) -> None:
-        """Load every server's tool catalog (cache, else one launch) and choose the inline tools.
+        """Connect the required servers, start the others in the background, and choose the inline tools.
 
-        Idempotent. A server that cannot provide its catalog is noted in the task's events and
-        offers no tools; the task goes on, unless the server is required. Required servers are
-        connected first, whatever the cache holds.
+        Idempotent. Required servers are connected first, one after the other, whatever the cache
+        holds; one that cannot connect fails the task here, before any model request. Every other
+        server offers its cached catalog (the last connection with the same hash) at once and,
+        unless it is ``lazy``, is started concurrently in the background (session boot, CW-10):
+        nothing here waits for it, so the first model request is not held. A lazy server stays
+        unstarted until the task needs it (:meth:`_ensure`). A server that cannot provide its
+        catalog is noted in the task's events and offers no tools; the task goes on.
 
         Raises:
             UpstreamServerError: a required server could not connect (its reason; nothing else
@@ -189,6 +197,7 @@ class TaskServers(ResourcePromptTools):
         self._prepared = True
         self._base_env = dict(env.env)
         ordered = sorted(self._servers.values(), key=lambda s: not s.definition.spec.required)
+        boot: list[ServerState] = []
         for server in ordered:
             definition = server.definition
             try:
@@ -197,28 +206,82 @@ class TaskServers(ResourcePromptTools):
             except ShadowcodeError as exc:
                 server.unavailable = exc.message
             else:
-                cached = None if definition.spec.required else self.catalog.cached_tools(self.project, definition)
-                if cached is not None:
-                    server.tools = server.offer(cached)
-                    continue
-                try:
-                    conn = await self._connect(server)
-                except ShadowcodeError as exc:
-                    server.unavailable = exc.message
+                if definition.spec.required:
+                    with suppress(ShadowcodeError):
+                        await self._ensure(server, reason="required")
                 else:
-                    server.tools = server.offer(conn.tools)
+                    cached = self.catalog.cached_tools(self.project, definition)
+                    if cached is not None:
+                        server.tools = server.offer(cached)
+                    if not definition.spec.lazy:
+                        boot.append(server)
             if server.unavailable is not None:
-                self.records.event(
-                    self.task_id,
-                    "task.note",
-                    {"note": f"MCP server {definition.id} is unavailable: {server.unavailable}"},
-                )
+                self._note_unavailable(server)
                 if definition.spec.required:
                     raise UpstreamServerError(
                         f"the required MCP server {definition.id} could not connect: {server.unavailable}",
                         server=definition.id,
                     )
         self._choose_inline()
+        assert self._tg is not None, "TaskServers is used outside its context"
+        for server in boot:
+            server.starting = anyio.Event()  # "connecting" from now on, before the start is scheduled
+            self._tg.start_soon(self._boot, server)
+
+    async def connect_all(self) -> None:
+        """Start every server not started yet (lazy ones included), concurrently, and wait for each
+        start to end (``mcp validate`` and ``mcp tools``, CW-03, CW-10); failures are noted, not raised."""
+        async with anyio.create_task_group() as tg:
+            for server in self._servers.values():
+                if server.unavailable is None:
+                    tg.start_soon(self._boot, server, False)
+
+    async def _boot(self, server: ServerState, owner: bool = True) -> None:
+        """Start one server in the background (``owner``: the start :meth:`prepare` scheduled), or
+        wait for its start; a failure is noted in the task's events (CW-10)."""
+        with suppress(ShadowcodeError):
+            await self._ensure(server, reason="boot", owner=owner)
+        if server.unavailable is not None and not self._closing and owner:
+            self._note_unavailable(server)
+
+    def _note_unavailable(self, server: ServerState) -> None:
+        self.records.event(
+            self.task_id,
+            "task.note",
+            {"note": f"MCP server {server.definition.id} is unavailable: {server.unavailable}"},
+        )
+
+    async def _ensure(self, server: ServerState, *, reason: str = "needed", owner: bool = False) -> Connection:
+        """The server's ready connection: the one start of this task, made now or already in flight (CW-10).
+
+        A server being started (at boot, say) is waited for, within its own connect timeout; a
+        server never started is started now (``reason`` says why in ``mcp.connecting``). A task
+        starts each server at most once; ``owner`` is the start :meth:`prepare` scheduled.
+
+        Raises:
+            ShadowcodeError: the server could not connect, or failed earlier in this task.
+        """
+        conn = server.conn
+        if conn is not None and conn.state is ConnectionState.READY:
+            return conn
+        if server.starting is not None and not owner:
+            await server.starting.wait()
+            conn = server.conn
+            if conn is None or conn.state is not ConnectionState.READY:
+                raise server.unavailable_error(
+                    server.unavailable or (conn.error if conn is not None else None) or "it did not connect"
+                )
+            return conn
+        if server.starting is None:
+            server.starting = anyio.Event()
+        try:
+            self.records.event(self.task_id, "mcp.connecting", {"server": server.definition.id, "reason": reason})
+            return await self._connect(server)
+        except ShadowcodeError as exc:
+            server.unavailable = server.unavailable or exc.message
+            raise
+        finally:
+            server.starting.set()
 
     def _choose_inline(self) -> None:
         """Offer every tool as a first-class function while all servers together offer at most ``inline_tools``."""
@@ -276,8 +339,21 @@ class TaskServers(ResourcePromptTools):
         return tuple(self._servers.values())
 
     def handles(self, name: str) -> bool:
-        """True for a tool name this object answers (an inline tool of a lost server included)."""
-        return bool(self._servers) and (name in COMPACT_MCP_TOOLS or name in self._inline)
+        """True for a tool name this object answers: an inline tool (of a lost server included), or
+        ``mcp__<server>__<tool>`` of a server whose tool list is not known yet (CW-10)."""
+        return bool(self._servers) and (
+            name in COMPACT_MCP_TOOLS or name in self._inline or self._pending_inline(name) is not None
+        )
+
+    def _pending_inline(self, name: str) -> tuple[ServerState, str] | None:
+        """The server and tool of ``mcp__<server>__<tool>`` when that server's catalog is still unknown
+        (starting, or lazy and never started) and it has not failed (CW-10)."""
+        for server in self._servers.values():
+            prefix = f"mcp__{server.definition.name}__"
+            if name.startswith(prefix) and len(name) > len(prefix):
+                if server.tools is None and server.unavailable is None and server.lost is None:
+                    return server, name[len(prefix) :]
+        return None
 
     def schema(self, name: str) -> dict[str, Any]:
         """The OpenAI function schema of one of :meth:`tool_names` (servers' own input schemas)."""
@@ -309,12 +385,30 @@ class TaskServers(ResourcePromptTools):
                 server.offered = server.generation
             if not args.get("server"):
                 return list_servers(list(self._servers.values()))
-            return list_server(self._server(str(args["server"])), args)
+            server = self._server(str(args["server"]))
+            if server.tools is None and server.unavailable is None:
+                await self._ensure(server)  # its tool list is asked for: start a lazy one, wait for a booting one
+                self.refresh()
+                server.offered = server.generation
+            return list_server(server, args)
         if name in HELPER_TOOLS:
             return await self.run_helper(env, name, args)
         if name == "mcp_call":
             arguments = args.get("arguments", {})
             return await self.call(env, str(args["server"]), str(args["tool"]), arguments)
+        if name not in self._inline:
+            # A first-class name of a server still starting (or lazy): its start is waited for or made,
+            # then the call is resolved against the catalog it brings (CW-10).
+            pending = self._pending_inline(name)
+            if pending is None:
+                raise ToolError(f"no MCP tool {name!r} is offered; nothing was sent")
+            await self._ensure(pending[0])
+            self.refresh()
+            if name not in self._inline:
+                raise ToolError(
+                    f"{name} is not offered as a function (a hidden tool, or more tools than the inline limit); "
+                    "use mcp_tools and mcp_call; nothing was sent"
+                )
         server, tool_name = self._inline[name]
         return await self.call(env, server.definition.name, tool_name, args)
 
@@ -358,6 +452,11 @@ class TaskServers(ResourcePromptTools):
             raise ToolError(
                 f"MCP server {server.definition.name}: the server's tools changed: retry the call; nothing was sent"
             )
+        if server.tools is None and server.unavailable is None:
+            await self._ensure(server)  # its tools are needed: a lazy or booting server is started or waited for
+            self.refresh()
+            server.offered = server.generation
+            resolved = server.offered
         checked = check_arguments(server, tool_name, arguments)
         self._recheck(server)
         action = {"server": server.definition.id, "tool": tool_name, "arguments": checked}
@@ -367,8 +466,8 @@ class TaskServers(ResourcePromptTools):
             return {"error": f"the user did not approve this MCP call ({decision})", "approval_id": approval_id}
         self._recheck(server)
         conn = server.conn
-        if conn is None:
-            conn = await self._connect(server)
+        if conn is None or conn.state is ConnectionState.CONNECTING:
+            conn = await self._ensure(server)
         if conn.state is not ConnectionState.READY:
             raise ToolError(
                 f"MCP server {server.definition.id} is not connected ({conn.error or conn.state.value}); "
@@ -466,6 +565,8 @@ class TaskServers(ResourcePromptTools):
                 tool_filter=spec.allows,
                 redactor=redactor,
             )
+        if self._closing:
+            raise ToolError(f"MCP server {server.definition.id} was not started: the task is ending")
         server.conn = conn
         try:
             await conn.start(self._tg)
@@ -494,4 +595,6 @@ class TaskServers(ResourcePromptTools):
                 self.task_id, "task.note", {"note": f"MCP server {server.definition.id} changed its tools"}
             )
         server.tools = offered
+        if self._prepared:
+            self._choose_inline()  # a server started after the first request offers its tools from the next (CW-10)
         return conn

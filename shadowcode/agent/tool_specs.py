@@ -105,13 +105,15 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
              "Call an external MCP tool after an approval naming its exact arguments.",
              _open({"server": _STR, "tool": _STR, "arguments": {"type": "object"}}, ["server", "tool"]), mcp=True),
     ToolSpec("mcp_resources", _WRITE,
-             "List the resources, resource templates and prompts of one enabled external MCP server (`server`) "
-             f"or of all of them, {MCP_RESOURCES_PAGE_MAX} of each a page (`page` from 0). Needs no approval.",
+             "List the resources, resource templates, prompts and verified skills of one enabled external MCP "
+             f"server (`server`) or of all of them, {MCP_RESOURCES_PAGE_MAX} of each a page (`page` from 0). "
+             "Needs no approval; listing a skill loads nothing.",
              "List resources, templates and prompts of enabled external MCP servers (Build tasks).",
              _open({"server": _STR, "page": {"type": "integer", "minimum": 0}}, []), mcp=True),
     ToolSpec("mcp_read_resource", _WRITE,
              "Read one resource of an enabled external MCP server by its exact URI (a listed one or one "
-             "built from a template). Each read waits for the user's approval of this exact server and URI.",
+             "built from a template). Each read waits for the user's approval of this exact server and URI. "
+             "A file of a listed skill is checked against its listed size and digest and refused on a mismatch.",
              "Read an external MCP resource after an approval naming its exact URI.",
              _open({"server": _STR, "uri": _STR}, ["server", "uri"]), mcp=True),
     ToolSpec("mcp_get_prompt", _WRITE,

@@ -160,8 +160,8 @@ async def test_filtered_tools_never_reach_the_model_or_mcp_tools_and_a_call_of_o
     fakes = _Fakes()
     model = _Model(
         [
+            ("mcp_tools", {"server": "h"}),  # waits for the server the task started at boot
             ("mcp_tools", {}),
-            ("mcp_tools", {"server": "h"}),
             ("mcp_tools", {"server": "h", "tool": "record"}),
             ("mcp_call", {"server": "h", "tool": "record", "arguments": {"text": "sent?"}}),
             ("mcp_call", {"server": "h", "tool": "env", "arguments": {}}),
@@ -170,9 +170,9 @@ async def test_filtered_tools_never_reach_the_model_or_mcp_tools_and_a_call_of_o
     )
     answer, error = await _run(project_dir, (definition,), model, fakes)
     assert (answer, error) == ("done", None)
-    offered = {n for n in model.offered[0] if n.startswith("mcp__")}
+    offered = {n for n in model.offered[1] if n.startswith("mcp__")}
     assert offered == {"mcp__h__echo", "mcp__h__slow"}
-    servers, names, schema, record, env, echo = fakes.results()
+    names, servers, schema, record, env, echo = fakes.results()
     assert json.loads(servers["summary"])["servers"][0]["tools"] == 2
     assert json.loads(names["summary"])["tools"] == ["echo", "slow"]
     assert not schema["ok"] and "has no tool 'record'" in schema["summary"]

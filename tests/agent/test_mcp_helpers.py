@@ -206,6 +206,9 @@ class _Listed:
     def __init__(self, count: int) -> None:
         self.count = count
 
+    async def skills(self) -> tuple[list[Any], list[Any]]:
+        return [], []
+
     async def listing(self, kind: str) -> list[dict[str, Any]]:
         key = {"resources": "uri", "templates": "uriTemplate", "prompts": "name"}[kind]
         return [{key: f"{kind}-{i}", "name": f"n{i}", "ignored": True} for i in range(self.count)]
@@ -221,6 +224,11 @@ async def test_mcp_resources_pages_hold_the_page_limit_of_each_list(count: int) 
     helpers = ResourcePromptTools()
     helpers._servers = {"p": server}  # noqa: SLF001 - what the mixin's host provides
     helpers._server = lambda key: server  # type: ignore[method-assign]  # noqa: SLF001
+
+    async def ensure(state: ServerState, **_: object) -> Any:
+        return state.conn
+
+    helpers._ensure = ensure  # type: ignore[method-assign]  # noqa: SLF001
     first = await helpers.run_helper(None, "mcp_resources", {"server": "p"})  # type: ignore[arg-type]
     assert [len(first[k]) for k in ("resources", "templates", "prompts")] == [MCP_RESOURCES_PAGE_MAX] * 3
     assert first["resources"][0] == {"uri": "resources-0", "name": "n0"}

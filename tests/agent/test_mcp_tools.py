@@ -126,8 +126,8 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
             {
                 "match": "use the tools",
                 "turns": _calls(
+                    ("mcp_tools", {"server": "pysdk"}),  # waits for the server the task started at boot
                     ("mcp_tools", {}),
-                    ("mcp_tools", {"server": "pysdk"}),
                     ("mcp_tools", {"server": "pysdk", "tool": "add"}),
                     ("mcp__pysdk__env_value", {"name": "FIXTURE_TOKEN"}),
                     ("mcp_call", {"server": "pysdk", "tool": "add", "arguments": {"a": 2, "b": 3}}),
@@ -152,9 +152,10 @@ async def test_a_build_task_calls_python_sdk_tools_after_exact_approvals_and_cle
     ]
     results = _results(core, task_id)
     assert [r["ok"] for r in results] == [True] * 7
-    listing = json.loads(results[0]["summary"])
+    listing = json.loads(results[1]["summary"])
     assert listing["servers"][0]["id"] == def_id and listing["servers"][0]["tools"] == 7
-    assert json.loads(results[1]["summary"])["tools"] == [
+    assert listing["servers"][0]["state"] == "connected"
+    assert json.loads(results[0]["summary"])["tools"] == [
         "echo",
         "add",
         "env_value",
@@ -406,9 +407,11 @@ async def test_first_class_tools_are_offered_up_to_the_inline_limit_and_only_com
             await approve_next(core, task_id)
         assert (await finished(core, task_id)).status == "done"
     results = _results(core, task_id)
-    assert len(results) == (2 if inline else 1)
+    assert len(results) == 2
     if inline:
         assert results[0]["ok"] is True
+    else:  # named while the server was still starting: refused once its catalog is known (CW-10)
+        assert results[0]["ok"] is False and "is not offered as a function" in results[0]["summary"]
     listed = json.loads(results[-1]["summary"])
     start = 2 * MCP_TOOL_NAMES_PAGE_MAX
     assert listed["tools"] == [f"t{i}" for i in range(start, min(count, start + MCP_TOOL_NAMES_PAGE_MAX))]
@@ -450,7 +453,8 @@ async def test_a_server_that_never_answers_initialize_is_noted_and_the_task_stil
             assert (await finished(core, task_id)).status == "done"
     notes = [e.data["note"] for e in events_of(core, task_id) if e.kind == "task.note"]
     assert any("did not finish initialization within 0.5 s" in n for n in notes)
-    assert "no tool list" in _results(core, task_id)[0]["summary"]
+    listed = _results(core, task_id)[0]["summary"]
+    assert "is unavailable (the server did not finish initialization within 0.5 s)" in listed
 
 
 @pytest.mark.req("CLI-15")
@@ -461,7 +465,7 @@ async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it
     def_id = project_definition(project_dir, "h", {"name": "h", "command": hostile_argv()})
     enable_server(engine, project, def_id)
     turns = _calls(
-        ("mcp_tools", {}),
+        ("mcp_tools", {"server": "h"}),  # waits for the server the task started at boot
         ("mcp__h__crash", {}),
         ("mcp_tools", {}),
         ("mcp_tools", {"server": "h"}),
@@ -475,7 +479,7 @@ async def test_a_failed_connection_no_longer_serves_its_catalog_and_calls_say_it
         await approve_next(core, task_id)
         assert (await finished(core, task_id)).status == "done"
     before, crashed, listing, names, schema, inline, compact = _results(core, task_id)
-    assert json.loads(before["summary"])["servers"][0]["tools"] == 5
+    assert len(json.loads(before["summary"])["tools"]) == 5
     assert crashed["ok"] is False
     (server,) = json.loads(listing["summary"])["servers"]
     assert server["tools"] is None and server["state"] == "failed"
@@ -562,7 +566,7 @@ async def test_the_loop_stops_offering_a_failed_servers_first_class_tools(home: 
         id="config:h", scope="config", path=None, sha256="0" * 64, spec=StdioSpec(name="h", command=hostile_argv())
     )
     fakes = _Fakes()
-    model = _Model([("mcp__h__crash", {}), ("mcp__h__echo", {"text": "x"})])
+    model = _Model([("mcp_tools", {"server": "h"}), ("mcp__h__crash", {}), ("mcp__h__echo", {"text": "x"})])
     servers = TaskServers(
         snapshot=_Snapshot(project_dir, (definition,)),
         catalog=fakes,
@@ -586,13 +590,13 @@ async def test_the_loop_stops_offering_a_failed_servers_first_class_tools(home: 
         async with servers:
             env.mcp = servers
             assert await run_agent(env, model, "go", anyio.CapacityLimiter(1)) == "done"
-    first, *later = model.offered
+    _, first, *later = model.offered  # the first request went out while the server was starting
     assert {"mcp_tools", "mcp_call", "mcp__h__crash", "mcp__h__echo"} <= set(first)
     for names in later:
         assert "mcp_tools" in names and not any(n.startswith("mcp__h__") for n in names)
     results = [data for kind, data in fakes.events if kind == "tool.result"]
-    assert [r["ok"] for r in results] == [False, False]
-    assert "is unavailable" in results[1]["summary"] and "nothing was sent" in results[1]["summary"]
+    assert [r["ok"] for r in results] == [True, False, False]
+    assert "is unavailable" in results[2]["summary"] and "nothing was sent" in results[2]["summary"]
     assert fakes.approvals == 1 and fakes.statuses == ["waiting", "running"]
 
 

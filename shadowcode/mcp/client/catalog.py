@@ -1,14 +1,16 @@
 """Bounded, paginated reading of a server's lists, and how long a list stays fresh.
 
-Covers CLI-13, CW-05, CW-06, CW-07.
+Covers CLI-13, CW-05, CW-06, CW-07, CW-09.
 
 :func:`read_list` reads every page of ``tools/list``, ``resources/list``,
-``resources/templates/list`` or ``prompts/list`` within one deadline (the connection's
-``connect`` timeout, CW-07), each page's reply within the ``read`` timeout, under the same page,
-item, byte and cursor bounds for each list (a duplicate name or URI, or a repeated cursor,
-fails the listing). It also returns the earliest ``ttlMs`` the pages carried, held between
-``ttl_min_seconds`` and ``ttl_max_seconds`` by :func:`clamp_ttl` (a page without ``ttlMs``
-sets no expiry: the list stays valid until the server says it changed).
+``resources/templates/list``, ``prompts/list`` or the Skills extension's ``skills/list`` (CW-09)
+within one deadline (the connection's ``connect`` timeout, CW-07), each page's reply within the
+``read`` timeout, under the same page, item, byte and cursor bounds for each list (a duplicate
+name or URI, or a repeated cursor, fails the listing; so does a tool whose name breaks the MCP
+tool-name rules: 1 to MCP_TOOL_NAME_MAX_CHARS characters of ``A-Z a-z 0-9 _ - .``, checked with
+the SDK's ``validate_tool_name``). It also returns the earliest ``ttlMs`` the pages carried, held
+between ``ttl_min_seconds`` and ``ttl_max_seconds`` by :func:`clamp_ttl` (a page without
+``ttlMs`` sets no expiry: the list stays valid until the server says it changed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Literal
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from mcp.shared.tool_name_validation import validate_tool_name
 from pydantic import ValidationError
 
 from shadowcode.errors import LimitExceeded, UpstreamServerError
@@ -34,14 +37,16 @@ from shadowcode.limits import (
     MCP_CONNECTIONS_MAX,
     MCP_CURSOR_MAX_BYTES,
     MCP_HELPER_RESULT_MAX_BYTES,
+    MCP_TOOL_NAME_MAX_CHARS,
 )
+from shadowcode.mcp.client.skills import ListSkillsRequest, ListSkillsResult
 
 __all__ = ["LIST_KINDS", "CatalogLimits", "ListKind", "Listing", "clamp_ttl", "read_list"]
 
-ListKind = Literal["tools", "resources", "templates", "prompts"]
+ListKind = Literal["tools", "resources", "templates", "prompts", "skills"]
 
-LIST_KINDS: tuple[ListKind, ...] = ("tools", "resources", "templates", "prompts")
-"""Every list a connection can hold, tools first."""
+LIST_KINDS: tuple[ListKind, ...] = ("tools", "resources", "templates", "prompts", "skills")
+"""Every list a connection can hold, tools first; ``skills`` is the Skills extension's ``skills/list`` (CW-09)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ _SHAPES: dict[str, tuple[str, str, str, str]] = {
     "resources": ("resources/list", "resource", "resources", "uri"),
     "templates": ("resources/templates/list", "resource template", "resource_templates", "uriTemplate"),
     "prompts": ("prompts/list", "prompt", "prompts", "name"),
+    "skills": ("skills/list", "skill", "skills", "uri"),
 }
 
 
@@ -89,6 +95,22 @@ def clamp_ttl(ttl_ms: int, limits: CatalogLimits) -> float:
     return min(max(ttl_ms / 1000.0, limits.ttl_min_seconds), limits.ttl_max_seconds)
 
 
+def _check_tool_name(name: str) -> None:
+    """Refuse a tool name outside the MCP tool-name rules; the name is shown escaped and shortened (CLI-13).
+
+    Raises:
+        LimitExceeded: the name is empty, longer than MCP_TOOL_NAME_MAX_CHARS characters or holds
+            a character other than ``A-Z a-z 0-9 _ - .``.
+    """
+    if len(name) <= MCP_TOOL_NAME_MAX_CHARS and validate_tool_name(name).is_valid:
+        return
+    shown = repr(name[:40]) + (f" (and {len(name) - 40} more characters)" if len(name) > 40 else "")
+    raise LimitExceeded(
+        f"the server lists a tool whose name is not a valid MCP tool name: {shown}; a name has 1 to "
+        f"{MCP_TOOL_NAME_MAX_CHARS} characters, each a letter, a digit, '_', '-' or '.'"
+    )
+
+
 def _fetcher(session: Any, kind: ListKind) -> Callable[[types.PaginatedRequestParams | None], Awaitable[Any]]:
     functions = {
         "tools": session.list_tools,
@@ -96,6 +118,8 @@ def _fetcher(session: Any, kind: ListKind) -> Callable[[types.PaginatedRequestPa
         "templates": session.list_resource_templates,
         "prompts": session.list_prompts,
     }
+    if kind == "skills":
+        return lambda params: session.send_request(ListSkillsRequest(params=params), ListSkillsResult)
     fetch = functions[kind]
     return lambda params: fetch(params=params)
 
@@ -159,6 +183,8 @@ async def read_list(
                     if size > limits.catalog_max_bytes:
                         raise LimitExceeded(f"the {noun} catalog is larger than {limits.catalog_max_bytes} bytes")
                     name = str(doc.get(key))
+                    if kind == "tools":
+                        _check_tool_name(name)
                     if name in keys:
                         raise LimitExceeded(f"the server lists the {noun} {key} {name!r} twice")
                     keys.add(name)

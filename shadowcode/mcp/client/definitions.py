@@ -13,8 +13,8 @@ A definition is a small JSON or YAML object naming one server:
   ``issuer`` and optionally ``client_secret_env``, ``client_metadata_url``, ``scopes``,
   ``callback_port``) and ``oauth_resource``.
 - either transport: optional ``enabled_tools`` / ``disabled_tools`` (tool filters, CW-02),
-  ``connect_timeout``, ``call_timeout``, ``read_timeout`` (CW-07) and ``required``
-  (:class:`ServerOptions`). They are part of the bytes, hence of the hash: changing one needs
+  ``connect_timeout``, ``call_timeout``, ``read_timeout`` (CW-07), ``required`` and ``lazy``
+  (CW-10) (:class:`ServerOptions`). They are part of the bytes, hence of the hash: changing one needs
   review like any other change.
 
 Unknown fields, a definition with both ``command`` and ``url`` (or neither), and ``env`` /
@@ -107,7 +107,8 @@ _TIMEOUT_RANGES: dict[str, float] = {
 
 
 class ServerOptions(BaseModel):
-    """What every definition may add, whatever its transport: tool filters, timeouts, required (CW-02, CW-07).
+    """What every definition may add, whatever its transport: tool filters, timeouts, required, lazy
+    (CW-02, CW-07, CW-10).
 
     Timeouts are seconds from MCP_TIMEOUT_MIN_SECONDS up to their own maximum; an out-of-range
     value is refused naming the allowed range. Tool names are 1-MCP_TOOL_NAME_MAX_CHARS characters,
@@ -129,6 +130,10 @@ class ServerOptions(BaseModel):
     """Seconds for each other reply (CW-07); None: ``timeout_sec``."""
     required: StrictBool = False
     """A Build task fails at start, before any model request, when this server cannot connect."""
+    lazy: StrictBool = False
+    """Not started when a Build task starts, only when the task needs it: a call of one of its
+    tools, its tool list or its resources asked for (CW-10). A ``required`` server connects at
+    start all the same."""
 
     @field_validator("connect_timeout", "call_timeout", "read_timeout", mode="before")
     @classmethod
@@ -333,6 +338,9 @@ class HttpSpec(ServerOptions):
     """Sign-in settings for ``shadowcode mcp login`` (CW-08)."""
     oauth_resource: str | None = Field(default=None, min_length=1, max_length=2048)
     """An exact pin for the resource the server's metadata names (CW-08)."""
+    allow_private_network: StrictBool = False
+    """The URL's host name may resolve to addresses that are not public (private, loopback,
+    link-local ...); without it such a name is refused when the connection starts (CW-11)."""
     timeout_sec: float | None = Field(default=None, ge=MCP_TIMEOUT_MIN_SECONDS, le=MCP_TIMEOUT_MAX_SECONDS)
     """Seconds for initialization, discovery and each call."""
 
@@ -441,10 +449,10 @@ class ServerDefinition:
         Returns:
             ``{"id", "name", "scope", "path", "hash", "transport", "description", "timeout_sec",
             "enabled_tools", "disabled_tools", "connect_timeout", "call_timeout", "read_timeout",
-            "required", "command" | "url", "env_names": [str], "env_refs": {var: reference name},
+            "required", "lazy", "command" | "url", "env_names": [str], "env_refs": {var: reference name},
             "api_key_env", "bearer_token_env_var", "env_headers": {header: reference name},
-            "header_names": [str], "oauth": {...} | None, "oauth_resource"}`` (transport-specific
-            keys only where they apply; literal header values are never shown).
+            "header_names": [str], "oauth": {...} | None, "oauth_resource", "allow_private_network"}``
+            (transport-specific keys only where they apply; literal header values are never shown).
         """
         spec = self.spec
         doc: dict[str, Any] = {
@@ -462,6 +470,7 @@ class ServerDefinition:
             "call_timeout": spec.call_timeout,
             "read_timeout": spec.read_timeout,
             "required": spec.required,
+            "lazy": spec.lazy,
         }
         if isinstance(spec, StdioSpec):
             doc["command"] = list(spec.command)
@@ -475,6 +484,7 @@ class ServerDefinition:
             doc["header_names"] = sorted(spec.headers)
             doc["oauth"] = spec.oauth.model_dump(mode="json") if spec.oauth is not None else None
             doc["oauth_resource"] = spec.oauth_resource
+            doc["allow_private_network"] = spec.allow_private_network
         return doc
 
 

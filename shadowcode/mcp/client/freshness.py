@@ -1,10 +1,10 @@
 """Catalog freshness of one connection: ``list_changed`` notices, ``ttlMs`` expiry, in-place revalidation.
 
-Covers CW-05, CW-06.
+Covers CW-05, CW-06, CW-09.
 
 :class:`CatalogFreshness` is part of :class:`~shadowcode.mcp.client.connection.Connection`:
-it keeps the lists read on the connection (tools at connect; resources, templates and prompts
-on first use), marks them stale when the server sends ``notifications/tools/list_changed``,
+it keeps the lists read on the connection (tools at connect; resources, templates, prompts and
+skills on first use), marks them stale when the server sends ``notifications/tools/list_changed``,
 ``notifications/resources/list_changed`` or ``notifications/prompts/list_changed`` or when
 their clamped ``ttlMs`` has passed, and revalidates them in place from one supervising task:
 one revalidation at a time, at least ``revalidate_interval_seconds`` apart, so a flood of
@@ -28,6 +28,7 @@ import mcp_types as types
 from shadowcode.errors import UpstreamServerError
 from shadowcode.mcp.client.catalog import LIST_KINDS, CatalogLimits, ListKind, read_list
 from shadowcode.mcp.client.redaction import Redactor
+from shadowcode.mcp.client.skills import Skill, SkippedSkill, check_entries, offers_skills
 from shadowcode.mcp.client.timeouts import Timeouts
 
 __all__ = ["CatalogFreshness"]
@@ -109,7 +110,7 @@ class CatalogFreshness:
         if isinstance(message, types.ToolListChangedNotification):
             self._mark_stale("tools")
         elif isinstance(message, types.ResourceListChangedNotification):
-            self._mark_stale("resources", "templates")
+            self._mark_stale("resources", "templates", "skills")
         elif isinstance(message, types.PromptListChangedNotification):
             self._mark_stale("prompts")
 
@@ -172,7 +173,7 @@ class CatalogFreshness:
 
     async def listing(self, kind: ListKind) -> list[dict[str, Any]]:
         """One list (read on first use, then kept fresh like the tools), or ``[]`` when the server
-        does not offer that capability (CW-05, CW-06).
+        does not offer that capability (CW-05, CW-06; ``skills`` only with the Skills extension, CW-09).
 
         Raises:
             UpstreamServerError: the connection is not ready, or the listing failed (a first listing
@@ -182,9 +183,12 @@ class CatalogFreshness:
         if kind == "tools":
             return await self.fresh_tools()
         capabilities = session.server_capabilities
-        offered = capabilities is not None and (
-            capabilities.prompts is not None if kind == "prompts" else capabilities.resources is not None
-        )
+        if kind == "skills":
+            offered = offers_skills(capabilities)
+        else:
+            offered = capabilities is not None and (
+                capabilities.prompts is not None if kind == "prompts" else capabilities.resources is not None
+            )
         if not offered:
             return []
         async with self._list_lock:
@@ -194,3 +198,16 @@ class CatalogFreshness:
                 return await self._read(session, kind)
             except UpstreamServerError as exc:
                 raise UpstreamServerError(f"{self.server_id}: {exc.message}", server=self.server_id) from None
+
+    async def skills(self) -> tuple[list[Skill], list[SkippedSkill]]:
+        """The server's kept skills and skipped entries, from its ``skills/list`` checked against its
+        ``resources/list`` (CW-09); ``([], [])`` without the Skills extension. Reads no skill file.
+
+        Raises:
+            UpstreamServerError: the connection is not ready, or a listing failed.
+        """
+        entries = await self.listing("skills")
+        if not entries:
+            return [], []
+        resources = await self.listing("resources")
+        return check_entries(entries, {str(r.get("uri")) for r in resources})

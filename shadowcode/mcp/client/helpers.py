@@ -14,6 +14,7 @@ Approvals are decided above this package.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -47,8 +48,13 @@ def _too_large(conn: Connection, what: str, size: int) -> UpstreamServerError:
     )
 
 
-async def read_resource(conn: Connection, uri: str) -> dict[str, Any]:
+async def read_resource(
+    conn: Connection, uri: str, *, check: Callable[[list[dict[str, Any]]], None] | None = None
+) -> dict[str, Any]:
     """Send one ``resources/read`` and return ``{"uri", "contents": [...]}`` (as sent, redacted).
+
+    ``check``, when given, sees the contents as sent (before redaction) and may refuse them by
+    raising; nothing is returned then (a skill file's verification, CW-09).
 
     Raises:
         CallRefused: the server answered with a JSON-RPC error (the connection stays usable).
@@ -67,6 +73,8 @@ async def read_resource(conn: Connection, uri: str) -> dict[str, Any]:
     if size > conn.catalog_limits.helper_result_max_bytes:
         raise _too_large(conn, f"the resource {uri!r}", size)
     contents = [item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in result.contents]
+    if check is not None:
+        check(contents)
     return conn.redactor.redact({"uri": uri, "contents": contents})
 
 
