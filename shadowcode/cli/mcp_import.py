@@ -24,12 +24,26 @@ if TYPE_CHECKING:
 
 __all__ = ["import_"]
 
-_LABELS = {"claude": "Claude Code", "cursor": "Cursor", "codex": "Codex", "vscode": "VS Code", "generic": "mcp.json"}
+_LABELS = {
+    "claude": "Claude Code",
+    "cursor": "Cursor",
+    "codex": "Codex",
+    "vscode": "VS Code",
+    "gemini": "Gemini CLI",
+    "qwen": "Qwen Code",
+    "cline": "Cline",
+    "opencode": "opencode",
+    "kilo": "Kilo",
+    "continue": "Continue",
+    "zed": "Zed",
+    "windsurf": "Windsurf",
+    "generic": "mcp.json",
+}
 
 
 def _files_text(doc: McpImportReport) -> str:
     if not doc.files:
-        return "no MCP config of Claude Code, Cursor, VS Code or Codex found for this user and project"
+        return "no MCP config of a known host found for this user and project"
     lines = [f"{len(doc.files)} MCP config files found:"]
     lines += [f"  {f.path}  ({_LABELS.get(f.host, f.host)}, {f.scope}, {f.servers} servers)" for f in doc.files]
     return "\n".join(lines)
@@ -64,12 +78,20 @@ def import_(
         typer.Argument(metavar="[FILE]", help="A host's MCP config; default: each host's well-known files."),
     ] = None,
     from_: Annotated[
-        str | None, typer.Option("--from", help="claude, cursor, codex, vscode or generic; default: from the name.")
+        str | None,
+        typer.Option(
+            "--from",
+            help="claude, cursor, codex, vscode, gemini, qwen, cline, opencode, kilo, continue, zed, windsurf or "
+            "generic; default: from the name.",
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be imported; write nothing.")] = False,
     json_flag: Annotated[bool, typer.Option("--json", help="Print exactly one JSON document.")] = False,
 ) -> None:
-    """Import the MCP servers of Claude Code, Cursor, VS Code or Codex as definitions to review (CW-01).
+    """Import the MCP servers of another host's configuration as definitions to review (CW-01).
+
+    Reads Claude Code, Cursor, VS Code, Codex, Gemini CLI, Qwen Code, Cline, opencode, Kilo,
+    Continue, Zed and Windsurf files, and any mcp.json-style file.
 
     Each server becomes config:NAME, disabled: nothing is enabled, started or contacted.
     Variable references become env_refs (or api_key_env for a bearer header); a literal

@@ -13,7 +13,8 @@ whatever environment the host passes.
 Two shapes of server entry exist:
 
 * **stdio** — the host spawns ``<interpreter> <archive or -m shadowcode> [--profile NAME]
-  --workspace <canonical project> mcp serve [--allow-write] [--allow-approvals]``, with
+  --workspace <canonical project> mcp serve [--allow-write] [--allow-approvals]
+  [--approve-in-host] [--approval-page]``, with
   ``SHADOWCODE_HOME=<absolute root>`` in its environment when a root was chosen. Every
   path is absolute; a packaged build names its ``.pyz`` archive, never the folder shiv
   extracts it into (REG-02).
@@ -21,33 +22,36 @@ Two shapes of server entry exist:
   ``Authorization: Bearer <value of an environment variable>``; only the variable's name
   appears in the output (REG-06).
 
-Output per client (REG-03, REG-04):
-
-=========  ==========================================  =================================
-client     stdio                                       HTTP
-=========  ==========================================  =================================
-generic    ``{"mcpServers": {name: {command, args}}}``  refused (REG-07)
-claude     ``.mcp.json``: ``type: "stdio"``, ``env``    ``type: "http"``, ``${NAME}``
-cursor     ``.cursor/mcp.json``: ``command``, ``args``  ``url``, ``${env:NAME}``
-codex      ``[mcp_servers.<name>]`` TOML section        ``url``, ``bearer_token_env_var``
-=========  ==========================================  =================================
+Each client's shape, file, literal rules and HTTP form are one row of the table in
+:mod:`shadowcode.mcp.host_entries` (REG-03, REG-04): the functions here pick the row, check
+the values against it (REG-05) and render. Besides the text to print, a snippet carries the
+host's own line for stderr: where the entry goes and what else the host asks (trust, an
+approval mode).
 """
 
 from __future__ import annotations
 
-import enum
-import json
 import os
 import re
 import sys
 import zipfile
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from shadowcode.errors import ConfigError, UsageError
+from shadowcode.mcp.host_entries import (
+    HOSTS,
+    Client,
+    Host,
+    Remote,
+    Stdio,
+    refuse_substitution,
+    render_text,
+    require_unicode,
+    toml_string,
+)
 
 __all__ = [
     "Client",
@@ -71,16 +75,6 @@ DEFAULT_SERVER_NAME = "shadowcode"
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LOOPBACK_HOSTS = {"127.0.0.1": "127.0.0.1", "::1": "[::1]", "localhost": "localhost"}
-_EXPANSION_MARK = "${"
-
-
-class Client(enum.StrEnum):
-    """The host application a snippet is written for (REG-03, REG-04)."""
-
-    GENERIC = "generic"
-    CODEX = "codex"
-    CLAUDE = "claude"
-    CURSOR = "cursor"
 
 
 @dataclass(frozen=True)
@@ -118,13 +112,15 @@ class Snippet:
 
     Attributes:
         client: the host it is for.
-        text: what to print without ``--json``: JSON for generic/claude/cursor, TOML for codex.
-        document: the same content as a JSON object, or None for codex (TOML only).
+        text: what to print on stdout: JSON, TOML (codex) or YAML (continue).
+        document: the same content as a JSON object, or None for the TOML and YAML hosts.
+        note: the host's own line for stderr: where the entry goes, what else it asks.
     """
 
     client: Client
     text: str
     document: dict[str, Any] | None = field(default=None)
+    note: str = ""
 
 
 # --- locating the executable (REG-01, REG-02) -------------------------------------------
@@ -180,6 +176,8 @@ def launch_command(
     profile: str | None = None,
     allow_write: bool = False,
     allow_approvals: bool = False,
+    approve_in_host: bool = False,
+    approval_page: bool = False,
     executable: str | None = None,
     archive: Path | None = None,
     home: str | None = None,
@@ -191,6 +189,8 @@ def launch_command(
         profile: ``--profile`` value to pass on, or None for the default profile.
         allow_write: append ``--allow-write`` after ``serve``.
         allow_approvals: append ``--allow-approvals`` after ``serve``.
+        approve_in_host: append ``--approve-in-host`` after ``serve`` (SRV-29).
+        approval_page: append ``--approval-page`` after ``serve`` (SRV-30).
         executable: the interpreter; default ``sys.executable`` (made absolute, links kept so
             a virtualenv's interpreter stays that virtualenv's).
         archive: the zipapp to run; default :func:`archive_path`. When None the command runs
@@ -200,7 +200,7 @@ def launch_command(
 
     Returns:
         A :class:`Launch`; ``args`` is ``[archive | -m shadowcode] [--profile NAME] --workspace
-        DIR mcp serve [--allow-write] [--allow-approvals]``; ``env`` holds
+        DIR mcp serve [--allow-write] [--allow-approvals] [--approve-in-host] [--approval-page]``; ``env`` holds
         ``SHADOWCODE_HOME`` when ``home`` is given.
 
     Raises:
@@ -219,6 +219,10 @@ def launch_command(
         args.append("--allow-write")
     if allow_approvals:
         args.append("--allow-approvals")
+    if approve_in_host:
+        args.append("--approve-in-host")
+    if approval_page:
+        args.append("--approval-page")
     env = (("SHADOWCODE_HOME", os.path.abspath(os.path.expanduser(home))),) if home else ()
     return Launch(command=os.path.abspath(interpreter), args=tuple(args), env=env)
 
@@ -306,141 +310,75 @@ def validate_url(url: str) -> str:
     return f"http://{_LOOPBACK_HOSTS[host]}:{port}/mcp"
 
 
-def _require_unicode(values: Sequence[str]) -> None:
-    """Refuse values holding undecodable bytes (surrogate escapes): no format can carry them."""
-    for value in values:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise UsageError(f"{value!r} is not valid UTF-8; move the project to a path that is") from exc
-
-
-def _refuse_expansion(client: Client, values: Sequence[str]) -> None:
-    """Claude Code and Cursor expand ``${...}`` in their files: a literal one would change meaning (REG-05)."""
-    for value in values:
-        if _EXPANSION_MARK in value:
-            raise UsageError(
-                f"{client.value} expands '${{' in its configuration, so {value!r} cannot be written "
-                "literally; use a location without '${'"
-            )
-
-
-# --- encoders ---------------------------------------------------------------------------
-
-_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-
-
-def toml_string(value: str) -> str:
-    """Encode ``value`` as a TOML basic string, quotes included.
-
-    Backslash, double quote and every control character (U+0000..U+001F, U+007F) are
-    escaped; everything else is kept as UTF-8, so ``tomllib.loads(f"k = {toml_string(v)}")``
-    gives back ``v`` exactly (REG-05).
-
-    Raises:
-        UsageError: ``value`` holds a lone surrogate, which TOML cannot represent.
-    """
-    _require_unicode([value])
-    out: list[str] = ['"']
-    for ch in value:
-        escaped = _TOML_ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _toml_array(values: Sequence[str]) -> str:
-    return "[" + ", ".join(toml_string(v) for v in values) + "]"
-
-
-def _json_text(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
 # --- snippets ---------------------------------------------------------------------------
+
+
+def _note(host: Host, *, token_env: str | None = None) -> str:
+    """The host's own line for stderr: where the entry goes and what else it asks."""
+    parts = [host.where]
+    if token_env is not None:
+        parts.append(f"set {token_env} in the environment {host.label} runs in")
+    if host.needs:
+        parts.append(host.needs)
+    return f"{host.label}: " + "; ".join(parts) + "."
 
 
 def stdio_snippet(client: Client, launch: Launch, *, name: str = DEFAULT_SERVER_NAME) -> Snippet:
     """Render the stdio entry for ``client`` (REG-01, REG-03, REG-04, REG-05).
 
     Args:
-        client: the host format.
+        client: the host format (its row in :data:`~shadowcode.mcp.host_entries.HOSTS`).
         launch: the command from :func:`launch_command`.
         name: the server entry's name.
 
     Returns:
-        A :class:`Snippet`. JSON clients wrap the entry in ``{"mcpServers": {name: entry}}``;
-        codex gets a ``[mcp_servers.<name>]`` section with ``command`` and ``args``. The
-        launch's environment goes into the entry's ``env`` (an inline table for codex).
+        A :class:`Snippet` in the host's own shape and language (see the module table); the
+        launch's environment goes into the entry's environment field.
 
     Raises:
-        UsageError: a bad name, a value that is not valid UTF-8, or ``${`` in any value for
-            claude or cursor.
+        UsageError: a bad name, a value that is not valid UTF-8, or a value the host would
+            replace as a variable reference (``${`` for Claude Code, Cursor, VS Code and
+            Windsurf; ``$NAME`` for Gemini CLI and Qwen Code; ``{env:`` and ``{file:`` for
+            opencode and Kilo; ``${{`` for Continue).
     """
     validate_server_name(name)
-    env = dict(launch.env)
-    values = [launch.command, *launch.args, *env.values()]
-    _require_unicode(values)
-    if client in (Client.CLAUDE, Client.CURSOR):
-        _refuse_expansion(client, values)
-    if client is Client.CODEX:
-        text = f"[mcp_servers.{name}]\ncommand = {toml_string(launch.command)}\nargs = {_toml_array(launch.args)}\n"
-        if env:
-            pairs = ", ".join(f"{toml_string(k)} = {toml_string(v)}" for k, v in env.items())
-            text += f"env = {{ {pairs} }}\n"
-        return Snippet(client=client, text=text)
-    entry: dict[str, Any]
-    if client is Client.CLAUDE:
-        entry = {"type": "stdio", "command": launch.command, "args": list(launch.args), "env": env}
-    elif client is Client.CURSOR:
-        entry = {"type": "stdio", "command": launch.command, "args": list(launch.args)}
-    else:
-        entry = {"command": launch.command, "args": list(launch.args)}
-    if env and client is not Client.CLAUDE:
-        entry["env"] = env
-    document = {"mcpServers": {name: entry}}
-    return Snippet(client=client, text=_json_text(document), document=document)
+    host = HOSTS[client]
+    entry = Stdio(launch.command, launch.args, dict(launch.env))
+    require_unicode(entry.values)
+    refuse_substitution(host, entry.values)
+    document = host.stdio(name, entry)
+    return Snippet(client, render_text(host, document), document if host.syntax == "json" else None, _note(host))
 
 
 def http_snippet(client: Client, target: HttpTarget, *, name: str = DEFAULT_SERVER_NAME) -> Snippet:
     """Render the HTTP entry for ``client``, naming the token variable only (REG-06, REG-07).
 
     Args:
-        client: codex, claude or cursor.
+        client: a host that sends a header read from the environment.
         target: validated URL and variable name (see :func:`validate_url`,
             :func:`validate_env_name`).
         name: the server entry's name.
 
     Returns:
-        A :class:`Snippet`: codex ``url`` + ``bearer_token_env_var``; claude ``type: "http"``
-        with ``Authorization: Bearer ${NAME}``; cursor ``url`` with ``Bearer ${env:NAME}``.
+        A :class:`Snippet` whose ``Authorization: Bearer`` header references the variable
+        in the host's own syntax (codex ``bearer_token_env_var``; claude, gemini and qwen
+        ``${NAME}``; cursor, vscode and windsurf ``${env:NAME}``; opencode and kilo
+        ``{env:NAME}``; continue ``${{ secrets.NAME }}``).
 
     Raises:
-        UsageError: ``client`` is generic (each host spells variables differently), or a bad
-            name, URL or variable name.
+        UsageError: the host cannot take a header from the environment (generic, cline,
+            zed), or a bad name, URL or variable name.
     """
     validate_server_name(name)
     url = validate_url(target.url)
     token_env = validate_env_name(target.token_env)
-    if client is Client.GENERIC:
-        raise UsageError(
-            "HTTP registration needs --client codex, claude or cursor: each writes the token variable differently"
-        )
-    if client is Client.CODEX:
-        text = f"[mcp_servers.{name}]\nurl = {toml_string(url)}\nbearer_token_env_var = {toml_string(token_env)}\n"
-        return Snippet(client=client, text=text)
-    entry: dict[str, Any]
-    if client is Client.CLAUDE:
-        entry = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer ${{{token_env}}}"}}
-    else:
-        entry = {"url": url, "headers": {"Authorization": f"Bearer ${{env:{token_env}}}"}}
-    document = {"mcpServers": {name: entry}}
-    return Snippet(client=client, text=_json_text(document), document=document)
+    host = HOSTS[client]
+    if host.http is None:
+        able = ", ".join(c.value for c, h in HOSTS.items() if h.http is not None)
+        raise UsageError(f"--url is refused for --client {client.value}: {host.no_http}; hosts that can: {able}")
+    document = host.http(name, Remote(url, token_env))
+    text = render_text(host, document)
+    return Snippet(client, text, document if host.syntax == "json" else None, _note(host, token_env=token_env))
 
 
 def build_snippet(
@@ -450,6 +388,8 @@ def build_snippet(
     profile: str | None = None,
     allow_write: bool = False,
     allow_approvals: bool = False,
+    approve_in_host: bool = False,
+    approval_page: bool = False,
     url: str | None = None,
     token_env: str | None = None,
     name: str = DEFAULT_SERVER_NAME,
@@ -467,6 +407,8 @@ def build_snippet(
         profile: ``--profile`` to pass on to the stdio launch command.
         allow_write: ``--allow-write`` for the stdio launch command.
         allow_approvals: ``--allow-approvals`` for the stdio launch command.
+        approve_in_host: ``--approve-in-host`` for the stdio launch command (SRV-29).
+        approval_page: ``--approval-page`` for the stdio launch command; needs ``approve_in_host`` (SRV-30).
         url: ``--url`` of a running gateway; selects the HTTP form together with ``token_env``.
         token_env: ``--token-env``: the variable name holding the gateway's token.
         name: ``--name`` of the server entry.
@@ -478,20 +420,26 @@ def build_snippet(
         The :class:`Snippet` to print.
 
     Raises:
-        UsageError: ``--json`` with codex; ``--url`` without ``--token-env`` or the reverse;
-            ``--allow-write``/``--allow-approvals`` with ``--url``; generic with ``--url``;
-            a bad URL, variable name, entry name, or ``${`` for claude/cursor (exit 2).
+        UsageError: ``--json`` with a host whose configuration is TOML or YAML (codex,
+            continue); ``--url`` without ``--token-env`` or the reverse;
+            ``--allow-write``/``--allow-approvals``/``--approve-in-host`` with ``--url``;
+            ``--approval-page`` without ``--approve-in-host``; ``--url`` for a host that
+            cannot send a header from the environment (generic, cline, zed); a bad URL,
+            variable name, entry name, or a value the host would substitute (exit 2).
         ConfigError: the workspace is missing or not a directory, or the profile name is
             invalid (exit 2). Implements REG-01, REG-02, REG-03, REG-04, REG-05, REG-06, REG-07.
     """
-    if json_output and client is Client.CODEX:
-        raise UsageError("--json cannot be used with --client codex, whose configuration is TOML")
+    syntax = HOSTS[client].syntax
+    if json_output and syntax != "json":
+        raise UsageError(f"--json cannot be used with --client {client.value}, whose configuration is {syntax.upper()}")
     if (url is None) != (token_env is None):
         raise UsageError("--url and --token-env go together: give both for HTTP, neither for stdio")
+    if approval_page and not approve_in_host:
+        raise UsageError("--approval-page goes with --approve-in-host")
     if url is not None and token_env is not None:
-        if allow_write or allow_approvals:
+        if allow_write or allow_approvals or approve_in_host:
             raise UsageError(
-                "--allow-write and --allow-approvals apply to the stdio launch command only; "
+                "--allow-write, --allow-approvals and --approve-in-host apply to the stdio launch command only; "
                 "start the HTTP gateway with them instead"
             )
         return http_snippet(client, HttpTarget(url=url, token_env=token_env), name=name)
@@ -504,6 +452,8 @@ def build_snippet(
         profile=profile,
         allow_write=allow_write,
         allow_approvals=allow_approvals,
+        approve_in_host=approve_in_host,
+        approval_page=approval_page,
         home=home,
     )
     return stdio_snippet(client, launch, name=name)

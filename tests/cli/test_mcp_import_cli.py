@@ -110,8 +110,8 @@ def test_a_file_with_both_maps_or_bad_toml_is_refused_and_imports_nothing(
     done = _cli(home, project_dir, "mcp", "import", str(toml))
     assert done.returncode == 2 and done.stdout == ""
     assert "line 4, column 15" in done.stderr and "nothing was imported" in done.stderr
-    wrong = _cli(home, project_dir, "mcp", "import", str(toml), "--from", "zed")
-    assert wrong.returncode == 2 and "--from 'zed'" in wrong.stderr
+    wrong = _cli(home, project_dir, "mcp", "import", str(toml), "--from", "emacs")
+    assert wrong.returncode == 2 and "--from 'emacs'" in wrong.stderr
     assert _catalog(home, project_dir) == {}
 
 

@@ -82,7 +82,7 @@ def test_register_prints_generic_json_and_writes_nothing(tmp_path: Path, homes: 
     result = _shadowcode(["--profile", "work", "--workspace", str(link), "mcp", "register"], homes)
 
     assert result.code == 0, result.err
-    assert result.err == ""
+    assert result.err == "MCP client: merge the entry into the client's mcpServers map.\n"
     document = json.loads(result.out)
     entry = document["mcpServers"]["shadowcode"]
     assert entry == {
@@ -263,7 +263,9 @@ URL = "http://127.0.0.1:8765/mcp"
     ("args", "fragment"),
     [
         (["--json", "mcp", "register", "--client", "codex"], "--json"),
-        (["mcp", "register", "--client", "vscode"], "--client"),
+        (["mcp", "register", "--client", "emacs"], "--client"),
+        (["--json", "mcp", "register", "--client", "continue"], "YAML"),
+        (["mcp", "register", "--client", "zed", "--url", URL, "--token-env", "T"], "Zed sends header values"),
         (["mcp", "register", "--client", "claude", "--url", URL + "?x=1", "--token-env", "T"], "query"),
         (["mcp", "register", "--client", "claude", "--url", URL + "#f", "--token-env", "T"], "fragment"),
         (
@@ -275,7 +277,7 @@ URL = "http://127.0.0.1:8765/mcp"
             "credentials",
         ),
         (["mcp", "register", "--client", "claude", "--url", "http://127.0.0.1:8765/sse", "--token-env", "T"], "/mcp"),
-        (["mcp", "register", "--url", URL, "--token-env", "T"], "codex, claude or cursor"),
+        (["mcp", "register", "--url", URL, "--token-env", "T"], "codex, claude, cursor"),
         (["mcp", "register", "--client", "codex", "--url", URL], "--token-env"),
         (["mcp", "register", "--client", "codex", "--token-env", "T"], "--url"),
         (["mcp", "register", "--client", "codex", "--url", URL, "--token-env", "T-1"], "--token-env"),
@@ -327,3 +329,18 @@ def test_workspace_that_is_not_a_directory_exits_2(kind: str, tmp_path: Path, ho
     assert result.code == 2
     assert result.out == ""
     assert "workspace" in result.err
+
+
+@pytest.mark.req("REG-04")
+@pytest.mark.parametrize(("client", "needs"), [("gemini", "--approval-mode yolo"), ("continue", "config.yaml")])
+def test_the_host_line_goes_to_stderr_and_stdout_keeps_only_the_snippet(
+    client: str, needs: str, tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    import yaml
+
+    result = _shadowcode(["--workspace", str(tmp_path), "mcp", "register", "--client", client], homes)
+    assert result.code == 0, result.err
+    document = yaml.safe_load(result.out) if client == "continue" else json.loads(result.out)
+    assert str(tmp_path.resolve()) in json.dumps(document)
+    assert needs in result.err and result.err.count("\n") == 1
+    assert _tree(homes["HOME"]) == [] and _tree(homes["SHADOWCODE_HOME"]) == []

@@ -106,8 +106,8 @@ def test_unreadable_paths_are_refused(state: EngineState, tmp_path: Path) -> Non
         import_configs(state.mcp_servers, McpImport(str(tmp_path / "missing.json")), None)
     with pytest.raises(ConfigError, match="absolute"):
         import_configs(state.mcp_servers, McpImport("relative.json"), None)
-    with pytest.raises(ConfigError, match="--from 'zed'"):
-        import_configs(state.mcp_servers, McpImport(str(tmp_path), host="zed"), None)
+    with pytest.raises(ConfigError, match="--from 'emacs'"):
+        import_configs(state.mcp_servers, McpImport(str(tmp_path), host="emacs"), None)
     with pytest.raises(ConfigError):
         import_configs(state.mcp_servers, McpImport(str(tmp_path)), None)
 

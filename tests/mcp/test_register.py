@@ -479,3 +479,29 @@ def test_non_loopback_or_decorated_urls_are_refused(url: str) -> None:
 def test_http_registration_does_not_need_an_existing_workspace(tmp_path: Path) -> None:
     snippet = build_snippet(Client.CURSOR, workspace=tmp_path / "absent", url=URL, token_env="TOK")
     assert _entry(snippet.document)["url"] == URL
+
+
+# -- --approve-in-host and --approval-page (SRV-29, SRV-30) --------------------------------------
+
+
+@pytest.mark.req("SRV-29", "REG-04")
+@pytest.mark.parametrize("client", list(Client))
+def test_approve_in_host_is_in_the_launch_command_of_every_client_format(tmp_path: Path, client: Client) -> None:
+    text = build_snippet(client, workspace=tmp_path, allow_write=True, approve_in_host=True).text
+    serve = text.index('"serve"') if '"serve"' in text else text.index("serve")
+    assert text.index("--allow-write") > serve and text.index("--approve-in-host") > text.index("--allow-write")
+    paged = build_snippet(client, workspace=tmp_path, approve_in_host=True, approval_page=True).text
+    assert paged.count("--approval-page") == 1 and paged.index("--approve-in-host") < paged.index("--approval-page")
+    assert "--approve-in-host" not in build_snippet(client, workspace=tmp_path).text
+
+
+@pytest.mark.req("SRV-30")
+def test_approval_page_without_approve_in_host_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--approval-page goes with --approve-in-host"):
+        build_snippet(Client.CLAUDE, workspace=tmp_path, approval_page=True)
+
+
+@pytest.mark.req("SRV-29", "REG-07")
+def test_approve_in_host_with_url_is_refused() -> None:
+    with pytest.raises(UsageError, match="stdio launch command only"):
+        build_snippet(Client.CLAUDE, workspace=Path("."), url=URL, token_env="TOK", approve_in_host=True)

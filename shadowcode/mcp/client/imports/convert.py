@@ -18,11 +18,11 @@ from shadowcode.errors import ConfigError
 from shadowcode.mcp.client.definitions import parse_definition
 from shadowcode.mcp.client.imports.fields import FIELDS, NOT_SUPPORTED, UNCARRIED
 from shadowcode.mcp.client.imports.values import (
+    DOLLAR,
+    Dialect,
     Literal,
     Reference,
     argument_looks_like_credential,
-    classify,
-    has_reference,
     looks_like_credential,
     variable_name,
 )
@@ -41,8 +41,10 @@ _STDIO_KINDS = {"stdio"}
 _HTTP_KINDS = {"http", "streamable-http", "streamable_http", "streamablehttp"}
 _HANDLED = {"type", "transport", "command", "args", "url", "env", "env_vars", "headers", "http_headers",
             "env_http_headers"}  # fmt: skip
-_BEARER_REF = re.compile(r"Bearer\s+\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]{0,127})\}")
+_BEARER = re.compile(r"Bearer\s+(.+)", re.S)
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]+")
+_SILENT = {"alwaysLoadTools"}
+"""Fields that only say how a host offers tools to its own model: nothing to carry, nothing to say."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class _Skip(Exception):
 class _Plan:
     name: str
     doc: dict[str, Any]
+    dialect: Dialect = DOLLAR
     notes: list[FieldNote] = field(default_factory=list)
 
     def note(self, where: str, message: str) -> None:
@@ -98,12 +101,14 @@ def server_name(source_name: str) -> str | None:
     return name or None
 
 
-def plan_server(source_name: str, entry: Any) -> PlannedServer:
+def plan_server(source_name: str, entry: Any, dialect: Dialect = DOLLAR) -> PlannedServer:
     """Convert one server entry of a host's config (CW-01).
 
     Args:
         source_name: the entry's key in the host's server map.
-        entry: the entry (a JSON or TOML object).
+        entry: the entry (a JSON, TOML or YAML object) in the common field names (see
+            :mod:`~shadowcode.mcp.client.imports.shapes`).
+        dialect: how the host spells a variable reference (default: the ``${...}`` family).
 
     Returns:
         The definition bytes and notes, or the reason it is skipped: no object, no valid name,
@@ -114,7 +119,7 @@ def plan_server(source_name: str, entry: Any) -> PlannedServer:
     name = server_name(source_name)
     if name is None:
         return PlannedServer(source_name, None, None, f"{source_name!r} cannot be made a server name")
-    plan = _Plan(name, {"name": name, "description": DESCRIPTION})
+    plan = _Plan(name, {"name": name, "description": DESCRIPTION}, dialect)
     if name != source_name:
         plan.note("name", f"renamed to {name!r}: names use letters, digits, '-' or single '_' (at most 32)")
     try:
@@ -165,13 +170,13 @@ def _stdio(plan: _Plan, entry: dict[str, Any]) -> None:
     argv += _strings(entry.get("args", []), "args")
     if not argv or not argv[0]:
         raise _Skip("field 'command' is empty")
-    if has_reference(argv[0]):
+    if plan.dialect.has_reference(argv[0]):
         raise _Skip(
             "a variable reference in the command path cannot be carried: the program is run as written, "
             "never expanded; write its path out"
         )
     for index, arg in enumerate(argv[1:]):
-        if has_reference(arg):
+        if plan.dialect.has_reference(arg):
             raise _Skip(
                 f"args[{index}] holds a variable reference: arguments are passed literally, never expanded; "
                 "write the value out, or let the server read it from a variable named in env_refs"
@@ -213,7 +218,7 @@ def _env(plan: _Plan, env: Any) -> tuple[dict[str, str], dict[str, str]]:
         if not isinstance(value, str):
             plan.note(where, "not imported: the value is not a string")
             continue
-        kind = classify(value)
+        kind = plan.dialect.classify(value)
         if isinstance(kind, Reference):
             refs[key] = kind.name
             _reference_notes(plan, where, kind)
@@ -248,7 +253,7 @@ def _http(plan: _Plan, entry: dict[str, Any]) -> None:
     url = entry["url"]
     if not isinstance(url, str):
         raise _Skip("field 'url' is not a string")
-    if has_reference(url):
+    if plan.dialect.has_reference(url):
         raise _Skip("a variable reference in the URL cannot be carried: write the URL out")
     plan.doc["url"] = url
     literal: dict[str, str] = {}
@@ -278,11 +283,13 @@ def _header(plan: _Plan, where: str, key: str, value: Any, literal: dict[str, st
     if not isinstance(value, str):
         plan.note(where, "not imported: the value is not a string")
         return
-    bearer = _BEARER_REF.fullmatch(value.strip())
-    if key.lower() == "authorization" and bearer:
-        plan.doc["api_key_env"] = bearer.group(1)
+    bearer = _BEARER.fullmatch(value.strip())
+    token = plan.dialect.classify(bearer.group(1)) if bearer else None
+    plain = isinstance(token, Reference) and token.input_id is None and not token.has_default
+    if key.lower() == "authorization" and plain and isinstance(token, Reference):
+        plan.doc["api_key_env"] = token.name
         return
-    kind = classify(value)
+    kind = plan.dialect.classify(value)
     if isinstance(kind, Reference):
         from_env[key] = kind.name
         _reference_notes(plan, where, kind)
@@ -301,7 +308,12 @@ def _header(plan: _Plan, where: str, key: str, value: Any, literal: dict[str, st
 
 def _other_fields(plan: _Plan, entry: dict[str, Any]) -> None:
     for key, value in entry.items():
-        if key in _HANDLED or (key == "enabled" and value is True) or (key == "disabled" and value is False):
+        if (
+            key in _HANDLED
+            or key in _SILENT
+            or (key == "enabled" and value is True)
+            or (key == "disabled" and value is False)
+        ):
             continue
         rule = FIELDS.get(key)
         if rule is not None and rule.supported:

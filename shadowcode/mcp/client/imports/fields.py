@@ -74,5 +74,8 @@ UNCARRIED: dict[str, str] = {
     "alwaysAllow": "not imported: every call is approved as ShadowCode's policy says",
     "autoApprove": "not imported: every call is approved as ShadowCode's policy says",
     "timeout": "not imported: not supported by this build",
+    "trust": "not imported: every call is approved as ShadowCode's policy says",
+    "connectionTimeout": "not imported: not supported by this build",
+    "requestOptions": "not imported: only its headers are carried",
 }
 """Known fields with no definition equivalent → the sentence the report gives."""

@@ -1,10 +1,13 @@
 """Variable references and credential-looking literals in other hosts' configs (CW-01).
 
 The hosts spell a reference to an environment variable differently: Claude Code ``${VAR}`` and
-``${VAR:-default}``, Cursor and VS Code ``${env:NAME}``, VS Code ``${input:ID}`` (a value it
-prompts for). A ShadowCode definition references whole values only (``env_refs``,
-``api_key_env``), resolved from the environment or the secret store when the server starts, so
-a value is classified as one reference, a literal, or a mix the import cannot carry.
+``${VAR:-default}``, Cursor, VS Code and Windsurf ``${env:NAME}``, VS Code ``${input:ID}`` (a
+value it prompts for), Gemini CLI and Qwen Code ``$VAR`` as well as ``${VAR}``, opencode and Kilo
+``{env:NAME}`` (and ``{file:PATH}``), Continue ``${{ secrets.NAME }}``; Cline and Zed replace
+nothing. A :class:`Dialect` classifies one host's values. A ShadowCode definition references
+whole values only (``env_refs``, ``api_key_env``), resolved from the environment or the secret
+store when the server starts, so a value is classified as one reference, a literal, or a mix the
+import cannot carry.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "DIALECTS",
+    "DOLLAR",
+    "Dialect",
     "Literal",
     "Mixed",
     "Reference",
@@ -92,6 +98,55 @@ def classify(value: str) -> Reference | Literal | Mixed:
 def has_reference(value: str) -> bool:
     """Whether ``value`` holds any ``${...}``."""
     return _ANY.search(value) is not None
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one host spells a reference: a whole-value pattern (group 1: the name) and any-reference pattern.
+
+    The ``${...}`` forms every host of this family shares are classified by :func:`classify`;
+    a dialect with ``dollar`` False replaces none of them (its ``${`` is literal text).
+    """
+
+    name: str
+    whole: re.Pattern[str] | None = None
+    anywhere: re.Pattern[str] | None = None
+    dollar: bool = True
+
+    def classify(self, value: str) -> Reference | Literal | Mixed:
+        """Classify one configured value of this host."""
+        if self.whole is not None:
+            whole = self.whole.fullmatch(value)
+            if whole:
+                return Reference(whole.group(1))
+        if self.dollar:
+            kind = classify(value)
+            if not isinstance(kind, Literal):
+                return kind
+        if self.anywhere is not None and self.anywhere.search(value):
+            return Mixed(value)
+        return Literal(value)
+
+    def has_reference(self, value: str) -> bool:
+        """Whether the host would replace any part of ``value``."""
+        return not isinstance(self.classify(value), Literal) or (
+            self.anywhere is not None and self.anywhere.search(value) is not None
+        )
+
+
+_NAME = r"([A-Za-z_][A-Za-z0-9_]{0,127})"
+DOLLAR = Dialect("dollar")
+"""``${VAR}``, ``${VAR:-default}``, ``${env:VAR}``, ``${input:ID}``: Claude Code, Cursor, VS Code, Windsurf, Codex."""
+
+DIALECTS: dict[str, Dialect] = {
+    "gemini": Dialect("gemini", re.compile(r"\$" + _NAME), re.compile(r"\$[A-Za-z0-9_{]")),
+    "opencode": Dialect("opencode", re.compile(r"\{env:" + _NAME + r"\}"), re.compile(r"\{(?:env|file):"), False),
+    "continue": Dialect(
+        "continue", re.compile(r"\$\{\{\s*secrets\." + _NAME + r"\s*\}\}"), re.compile(r"\$\{\{"), False
+    ),
+    "literal": Dialect("literal", dollar=False),
+}
+"""Dialects other than :data:`DOLLAR`, by name."""
 
 
 def looks_like_credential(key: str, value: str) -> bool:

@@ -133,7 +133,7 @@ def test_invalid_json_and_non_utf8_are_errors() -> None:
     with pytest.raises(ConfigError, match="not UTF-8"):
         parse_config(b'{"mcpServers": {"\xff": 1}}', "mcp.json", host="claude")
     with pytest.raises(ConfigError, match="unknown host"):
-        parse_config(b"{}", "mcp.json", host="zed")
+        parse_config(b"{}", "mcp.json", host="emacs")
 
 
 def test_two_entries_with_one_name_keep_the_first() -> None:
