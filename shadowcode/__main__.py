@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from shadowcode.mcp.server.discovery import Manifest
 
 
+_FAST_FLAGS = ("--allow-write", "--allow-approvals", "--approve-in-host", "--approval-page")
+
+
 def main() -> None:
     """Run the ``shadowcode`` command line; exits the process with the command's status."""
     status = attached_fast_path(sys.argv[1:])
@@ -25,7 +28,10 @@ def main() -> None:
 
 
 def attached_fast_path(argv: list[str]) -> int | None:
-    """Serve ``[--profile P] [--workspace W] mcp serve [--allow-write] [--allow-approvals]`` without the full CLI.
+    """Serve ``[--profile P] [--workspace W] mcp serve [FLAG ...]`` without the full CLI.
+
+    The flags it takes: ``--allow-write``, ``--allow-approvals``, ``--approve-in-host``,
+    ``--approval-page``.
 
     With the profile's headless engine running, stdio is relayed into it
     (:mod:`shadowcode.mcp.server.relay`), which answers discovery from the build-time
@@ -47,8 +53,8 @@ def attached_fast_path(argv: list[str]) -> int | None:
     if rest[:2] != ["mcp", "serve"]:
         return None
     flags = rest[2:]
-    if any(f not in ("--allow-write", "--allow-approvals") for f in flags):
-        return None
+    if any(f not in _FAST_FLAGS for f in flags) or ("--approval-page" in flags and "--approve-in-host" not in flags):
+        return None  # the full CLI refuses --approval-page without --approve-in-host
     import os
 
     from shadowcode.mcp.server import READY_FD_ENV
@@ -77,6 +83,8 @@ def attached_fast_path(argv: list[str]) -> int | None:
             workspace,
             allow_write="--allow-write" in flags,
             allow_approvals="--allow-approvals" in flags,
+            approve_in_host="--approve-in-host" in flags,
+            approval_page="--approval-page" in flags,
             manifest=manifest,
         )
         if status is not None:

@@ -14,7 +14,14 @@ if TYPE_CHECKING:  # annotations only: the attached fast path imports this modul
 
 __all__ = [
     "AGENT_STEPS_MAX",
+    "APPROVAL_ASK_POLL_SECONDS",
+    "APPROVAL_PAGE_BODY_MAX_BYTES",
+    "APPROVAL_PAGE_CONNECTIONS_MAX",
+    "APPROVAL_PAGE_HEADER_MAX_BYTES",
+    "APPROVAL_PAGE_REQUEST_DEADLINE_SECONDS",
     "APPROVAL_POLL_SECONDS",
+    "APPROVAL_STATE_MAX_CHARS",
+    "APPROVAL_STATE_TTL_SECONDS",
     "BACKGROUND_OUTPUT_MAX_BYTES",
     "BACKGROUND_PROCESSES_MAX",
     "BLOCKING_THREADS_MAX",
@@ -34,6 +41,7 @@ __all__ = [
     "GATEWAY_HEADER_DEADLINE_SECONDS",
     "GATEWAY_HEADER_MAX_BYTES",
     "GATEWAY_LINGER_SECONDS",
+    "GATEWAY_LISTEN_SECONDS",
     "GATEWAY_REQUESTS_PER_SECOND_MAX",
     "GATEWAY_REQUEST_DEADLINE_SECONDS",
     "GATEWAY_REQUEST_MAX_BYTES",
@@ -43,6 +51,11 @@ __all__ = [
     "GOALS_LIST_MAX",
     "GOAL_TEXT_MAX_BYTES",
     "JOB_EVENTS_PAGE_MAX",
+    "JOB_STEP_MAX_CHARS",
+    "JOB_WATCH_INTERVAL_SECONDS",
+    "LISTEN_BACKLOG_MAX",
+    "LISTEN_STREAMS_MAX",
+    "LISTEN_TASK_IDS_MAX",
     "MCP_CATALOG_MAX_BYTES",
     "MCP_CATALOG_PAGES_MAX",
     "MCP_CATALOG_TOOLS_MAX",
@@ -79,6 +92,7 @@ __all__ = [
     "PROCESS_REAP_DEADLINE_SECONDS",
     "PROCESS_TERM_GRACE_SECONDS",
     "PROFILE_NAME_MAX_CHARS",
+    "PROGRESS_INTERVAL_SECONDS",
     "PROMPT_MAX_BYTES",
     "RELAY_ATTACH_DEADLINE_SECONDS",
     "RELAY_ATTACH_REPLY_MAX_BYTES",
@@ -109,6 +123,7 @@ __all__ = [
     "STDIO_INIT_DEADLINE_SECONDS",
     "STDIO_WRITE_DEADLINE_SECONDS",
     "TASKS_RUNNING_MAX",
+    "TASK_POLL_INTERVAL_SECONDS",
     "UNDERSTAND_ENTRIES_MAX",
     "UNDERSTAND_FILES_MAX",
     "UNDERSTAND_MAP_MAX_BYTES",
@@ -203,8 +218,46 @@ PROMPT_MAX_BYTES: Final = 64 * 1024
 JOB_EVENTS_PAGE_MAX: Final = 50
 """Events returned by one shadow_jobs inspection page (SRV-16)."""
 
+TASK_POLL_INTERVAL_SECONDS: Final = 1.0
+"""Seconds a host is asked to wait between two ``tasks/get`` of one task (a task's pollIntervalMs) (SRV-26)."""
+
+JOB_WATCH_INTERVAL_SECONDS: Final = 0.5
+"""Seconds between two reads of a connection's owned jobs while any is unfinished: how late a
+listener hears a status change at most, and the bound on the watcher's engine calls (SRV-26, SRV-27)."""
+
+LISTEN_STREAMS_MAX: Final = 8
+"""``subscriptions/listen`` streams one connection (the whole gateway is one) keeps open at once (SRV-27)."""
+
+LISTEN_TASK_IDS_MAX: Final = 64
+"""Task ids one ``subscriptions/listen`` request may name: an owner's lifetime of jobs (SRV-24, SRV-27)."""
+
+LISTEN_BACKLOG_MAX: Final = 64
+"""Notifications waiting to be written on one listen stream; a stream whose client stops reading
+past this is ended, and the client listens again (SRV-27)."""
+
+GATEWAY_LISTEN_SECONDS: Final = 50.0
+"""Seconds a listen stream over the gateway lives before it ends with its final result, inside the
+request deadline of GW-07; the client listens again (SRV-27, GW-07)."""
+
+PROGRESS_INTERVAL_SECONDS: Final = 1.0
+"""Seconds between two ``notifications/progress`` of one tool call that carries a progress token:
+the first comes once the call has run this long, so a call that ends sooner sends none (SRV-28)."""
+
+JOB_STEP_MAX_CHARS: Final = 300
+"""Characters of the phrase saying what a job is doing now (a task's statusMessage) (SRV-16, SRV-26)."""
+
 APPROVAL_POLL_SECONDS: Final = 0.2
 """Seconds between store reads of a pending approval, so another process's decision is seen (ENG-07)."""
+
+APPROVAL_STATE_TTL_SECONDS: Final = 900
+"""Seconds an approval state the engine signed for the host stays answerable; later it is refused and
+the host is asked again with a new one (SRV-29)."""
+
+APPROVAL_STATE_MAX_CHARS: Final = 1024
+"""Characters of an approval state a host hands back; a longer one is refused unread (SRV-29)."""
+
+APPROVAL_ASK_POLL_SECONDS: Final = 0.5
+"""Seconds between looks for a new pending approval of the connection's jobs, to ask it in the host (SRV-29)."""
 
 COMMAND_TIMEOUT_SECONDS: Final = 600.0
 """Seconds an approved terminal command or test job may run before it is stopped (ENG-04, SRV-17)."""
@@ -418,6 +471,20 @@ GATEWAY_TOKEN_MIN_CHARS: Final = 32
 GATEWAY_TOKEN_MAX_CHARS: Final = 512
 """Characters of the longest bearer token the gateway accepts at start (GW-03)."""
 
+# --- the approval page (URL mode, SRV-30) -------------------------------------------------
+
+APPROVAL_PAGE_CONNECTIONS_MAX: Final = 8
+"""Connections the loopback approval page serves at once; one more is answered 429 and closed (SRV-30)."""
+
+APPROVAL_PAGE_HEADER_MAX_BYTES: Final = 8 * 1024
+"""Bytes of one approval-page request line plus its header block; a larger head is answered 431 (SRV-30)."""
+
+APPROVAL_PAGE_BODY_MAX_BYTES: Final = 1024
+"""Bytes of one approval-page form body; one more byte is answered 413 (SRV-30)."""
+
+APPROVAL_PAGE_REQUEST_DEADLINE_SECONDS: Final = 10.0
+"""Seconds from accepting an approval-page connection until its whole request has arrived (408) (SRV-30)."""
+
 # --- MCP client (CLI-13) ----------------------------------------------------------------
 
 MCP_CONNECTIONS_MAX: Final = 16
@@ -480,7 +547,8 @@ MCP_TOOL_FILTER_NAMES_MAX: Final = 128
 """Tool names one ``enabled_tools`` or ``disabled_tools`` list may hold (CW-02)."""
 
 MCP_TOOL_NAME_MAX_CHARS: Final = 128
-"""Characters of one tool name in ``enabled_tools`` or ``disabled_tools`` (CW-02)."""
+"""Characters of one tool name in ``enabled_tools`` or ``disabled_tools`` (CW-02), and of a tool name
+a server lists (the MCP tool-name rule, checked at discovery; a longer one fails the listing, CLI-13)."""
 
 MCP_STDERR_CAPTURE_BYTES: Final = 16 * 1024
 """Bytes of an external server's stderr kept (the newest); the pipe keeps being drained past
@@ -651,3 +719,27 @@ refused whole, never cut, and the connection stays usable (CW-06: 2 MB, decimal,
 
 MCP_RESOURCES_PAGE_MAX: Final = 20
 """Resources, resource templates and prompts one ``mcp_resources`` page lists of each server (CW-06)."""
+
+# -- skills served over MCP (CW-09) ------------------------------------------------------------
+
+__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
+    __all__ + ["MCP_SKILL_BYTES_MAX", "MCP_SKILL_FILES_MAX"]
+)
+
+MCP_SKILL_FILES_MAX: Final = 512
+"""Files one skill a server lists may have, ``SKILL.md`` included; a skill listing more is not
+kept, and the listing says why (CW-09: the Skills extension's per-skill limit)."""
+
+MCP_SKILL_BYTES_MAX: Final = 16 * 1024 * 1024
+"""Bytes all files of one skill may add up to, by the sizes its entry lists; a larger skill is not
+kept, and the listing says why (CW-09: the Skills extension's per-skill limit, 16 MiB)."""
+
+# -- text others wrote, as the command line shows it (CW-04) --------------------------------
+
+__all__ = sorted(__all__ + ["CLI_SHOWN_TEXT_MAX_CHARS"])  # noqa: PLE0605 - appended like the lists above
+
+CLI_SHOWN_TEXT_MAX_CHARS: Final = 2000
+"""Characters of one string a server, a project or a model wrote (a tool's name, title or
+description, an error, one line of an answer or of command output) that a plain-text CLI view
+shows on one line, its control characters already made visible; a longer one is cut and ends
+in ``…``. ``--json`` output keeps every string whole (CW-04)."""

@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shadowcode"
 
-BOTTOM = {"errors", "limits", "enums", "version", "parent_death"}
+BOTTOM = {"errors", "limits", "enums", "version", "parent_death", "inert_text"}
 """Everyone may import these; they import nothing of ours but each other."""
 
 ALLOWED: dict[str, set[str]] = {
@@ -58,6 +58,7 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.project.documents", "project.documents"),
     ("shadowcode.mcp.server", "mcp.server"),
     ("shadowcode.mcp.register", "mcp.register"),
+    ("shadowcode.mcp.host_entries", "mcp.register"),
     ("shadowcode.mcp.client", "mcp.client"),
     ("shadowcode.mcp.shared", "mcp.client"),
     ("shadowcode.cli", "cli"),
@@ -74,6 +75,7 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.limits", "limits"),
     ("shadowcode.enums", "enums"),
     ("shadowcode.parent_death", "parent_death"),
+    ("shadowcode.inert_text", "inert_text"),
     ("shadowcode.__main__", "entry"),
 )
 

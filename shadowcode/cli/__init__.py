@@ -23,7 +23,9 @@ def run(argv: list[str] | None = None) -> None:
     try:
         code = app(args=argv, prog_name="shadowcode", standalone_mode=False)
     except ShadowcodeError as exc:
-        sys.stderr.write(f"shadowcode: {exc.message}\n")
+        from shadowcode.cli.render import terminal_text
+
+        sys.stderr.write(f"shadowcode: {terminal_text(exc.message)}\n")
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

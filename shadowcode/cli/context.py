@@ -48,7 +48,6 @@ class Globals:
         except OSError as exc:
             raise UsageError(f"the current directory cannot be read ({exc.strerror}); pass --workspace DIR") from exc
 
-
     def caller(self, *, project: bool = True, owner: OwnerHandle | None = None) -> Caller:
         """The CLI as the engine sees it: interactive, so writes and approvals are its own to make,
         and it acts for the whole profile (ENG-07, ENG-08).
@@ -92,8 +91,15 @@ def globals_of(ctx: typer.Context) -> Globals:
 
 
 def emit(g: Globals, document: Any, text: str) -> None:
-    """Print ``document`` as one JSON document with ``--json``, else ``text`` (a newline is added)."""
+    """Print ``document`` as one JSON document with ``--json``, else ``text`` (a newline is added).
+
+    ``text`` passes :func:`~shadowcode.cli.render.terminal_text` first: whatever a view took from
+    a server, a project or a model reaches the terminal with its control characters made visible
+    (CW-04).
+    """
     if g.json:
         sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        from shadowcode.cli.render import terminal_text
+
+        sys.stdout.write(terminal_text(text.rstrip("\n")) + "\n")

@@ -81,7 +81,9 @@ def rollback(
     caller = g.caller()
     plan = with_engine(g, lambda api: api.rollback_preview(RollbackPreview(task_id), caller))
     if not g.json:
-        sys.stdout.write(plan_text(plan) + "\n")
+        from shadowcode.cli.render import terminal_text
+
+        sys.stdout.write(terminal_text(plan_text(plan)) + "\n")
         sys.stdout.flush()
     if plan.conflicts:
         raise ConflictError(

@@ -41,6 +41,7 @@ def run(
     ] = None,
 ) -> None:
     """Run an agent task; without --detach, follow it until it finishes (ENG-08)."""
+    from shadowcode.cli.render import visible
     from shadowcode.engine.api import TaskRequest
     from shadowcode.enums import EngineMode, PermissionLevel, TaskMode
     from shadowcode.errors import ConfigError, UsageError
@@ -68,7 +69,7 @@ def run(
             if not g.json:
                 sys.stdout.write(f"{job.job_id} started ({job.mode}, {job.permission_level})\n")
                 for note in job.notes:
-                    sys.stdout.write(f"note: {note}\n")
+                    sys.stdout.write(f"note: {visible(note)}\n")
             final = await follow_job(g, api, job.job_id)
         finally:
             import anyio
@@ -84,7 +85,11 @@ def run(
 
 
 async def follow_job(g: Globals, api: EngineApi, job_id: str) -> JobDetail:
-    """Print the job's events as they come until it has finished and every event was shown."""
+    """Print the job's events as they come until it has finished and every event was shown.
+
+    Each event is shown by :func:`~shadowcode.cli.render.event_line`, every string in it inert
+    (CW-04).
+    """
     import anyio
 
     from shadowcode.cli.render import event_line

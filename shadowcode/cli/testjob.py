@@ -48,7 +48,9 @@ def test(
         try:
             job = await api.test_submit(request, g.caller(owner=owner))
             if not g.json:
-                sys.stdout.write(f"{job.job_id} started: {' '.join(job.command)}\n")
+                from shadowcode.cli.render import visible
+
+                sys.stdout.write(f"{job.job_id} started: {visible(' '.join(job.command))}\n")
                 sys.stdout.flush()
             final = await follow_job(g, api, job.job_id)
         finally:

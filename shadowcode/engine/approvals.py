@@ -20,9 +20,38 @@ from shadowcode.limits import APPROVAL_POLL_SECONDS
 from shadowcode.store import Store
 from shadowcode.store.approvals import ApprovalRecord
 
-__all__ = ["Approvals"]
+__all__ = ["Approvals", "already_decided", "door_of"]
 
 _DECISIONS = {"approve": ApprovalStatus.APPROVED, "deny": ApprovalStatus.DENIED}
+
+_DOORS = {
+    "cli": "the command line (shadowcode approve or deny)",
+    "mcp": "the MCP client's shadow_approve",
+    "host": "the host's answer (--approve-in-host)",
+    "page": "the approval page (--approve-in-host)",
+}
+
+
+def door_of(resolved_by: str | None) -> str | None:
+    """Which way an answer came, for a person: ``cli`` the command line, ``mcp:<owner>`` the client's
+    shadow_approve, ``host:<owner>`` the host asked with --approve-in-host, ``page:<owner>`` the approval
+    page; None when nobody answered (pending, or expired with its job) (ENG-07, SRV-29)."""
+    if resolved_by is None:
+        return None
+    return _DOORS.get(resolved_by.split(":", 1)[0], resolved_by)
+
+
+def already_decided(record: ApprovalRecord, consequence: str) -> str:
+    """The sentence refusing a second answer to ``record``, naming how and by which door it was decided.
+
+    Args:
+        record: the approval as it is now (not pending).
+        consequence: what the refused answer did not do (``"nothing was approved"``).
+    """
+    why = f" ({record.reason})" if record.reason else ""
+    door = door_of(record.resolved_by)
+    by = f" by {door}" if door else ""
+    return f"approval {record.id} is already {record.status}{by}{why}; {consequence}"
 
 
 class Approvals:
@@ -68,11 +97,7 @@ class Approvals:
         if owner is not None and current.owner != owner:
             raise NotFound(f"no approval {approval_id!r} of a job this connection created", approval_id=approval_id)
         if not self._rows.resolve(approval_id, _DECISIONS[decision], by=by):
-            now = self.get(approval_id)
-            why = f" ({now.reason})" if now.reason else ""
-            raise PolicyError(
-                f"approval {approval_id} is already {now.status}{why}; nothing was {_DECISIONS[decision].value}"
-            )
+            raise PolicyError(already_decided(self.get(approval_id), f"nothing was {_DECISIONS[decision].value}"))
         wake = self._wakeups.get(approval_id)
         if wake is not None:
             wake.set()

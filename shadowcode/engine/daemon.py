@@ -200,7 +200,7 @@ class _Connection:
             raise ProtocolError("owner request on a connection that opened no owner")
         return Caller(
             project=None if wire.project is None else Path(wire.project),
-            access=Access(wire.allow_write, wire.allow_approvals),
+            access=Access(wire.allow_write, wire.allow_approvals, wire.approve_in_host),
             owner=self.owner if wire.owned else None,
             confined=wire.confined,
         )
@@ -237,5 +237,6 @@ class _WireCaller:
     project: str | None = None
     allow_write: bool = False
     allow_approvals: bool = False
+    approve_in_host: bool = False
     owned: bool = False
     confined: bool = False

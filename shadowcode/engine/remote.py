@@ -64,7 +64,9 @@ class RemoteOwner:
 
 
 def caller_to_wire(caller: Caller) -> dict[str, Any]:
-    """The caller as the engine reads it: ``{"project", "allow_write", "allow_approvals", "owned", "confined"}``.
+    """The caller as the engine reads it: its project, access flags, ``owned`` and ``confined``.
+
+    The keys: ``project``, ``allow_write``, ``allow_approvals``, ``approve_in_host``, ``owned``, ``confined``.
 
     The owner itself never travels: ``owned`` tells the engine to use the connection's owner.
     """
@@ -72,6 +74,7 @@ def caller_to_wire(caller: Caller) -> dict[str, Any]:
         "project": None if caller.project is None else str(caller.project),
         "allow_write": caller.access.allow_write,
         "allow_approvals": caller.access.allow_approvals,
+        "approve_in_host": caller.access.approve_in_host,
         "owned": caller.owner is not None,
         "confined": caller.confined,
     }

@@ -8,12 +8,13 @@ resolving the caller's project (ENG-02) and the write rule (SRV-08, SRV-09).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shadowcode.agent.processes import ProcessManager
 from shadowcode.engine.api import Access, Caller
+from shadowcode.engine.approval_states import ApprovalStates
 from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.engine.goals import Goals
@@ -69,6 +70,8 @@ class EngineState:
         processes: command children and background processes.
         owners: the open owners.
         runner: the job queue and the running jobs.
+        approval_states: the states signed for hosts asked to approve (SRV-29); its key lives
+            and dies with this engine.
     """
 
     profile: Profile
@@ -81,6 +84,7 @@ class EngineState:
     processes: ProcessManager
     owners: Owners
     runner: JobRunner
+    approval_states: ApprovalStates = field(default_factory=ApprovalStates)
 
     @property
     def projects(self) -> ProjectRegistry:

@@ -83,6 +83,10 @@ class TaskRecords:
         """Up to ``limit`` events with id greater than ``after``, oldest first."""
         return self._tasks.events(task_id, after=after, limit=limit)
 
+    def last_event(self, task_id: str) -> EventRecord | None:
+        """The task's newest event, or None."""
+        return self._tasks.last_event(task_id)
+
     def for_owner(self, owner: str, limit: int = 64) -> list[TaskRecord]:
         """The owner's tasks, newest first."""
         return self._tasks.for_owner(owner, limit)

@@ -220,6 +220,13 @@ class TaskRepository:
         )
         return [_event(r) for r in rows]
 
+    def last_event(self, task_id: str) -> EventRecord | None:
+        """The task's newest event, or None when it has none."""
+        row = self._db.row(
+            "SELECT id, kind, data, at FROM events WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,)
+        )
+        return None if row is None else _event(row)
+
     def latest_event(self, project: Path | str, kind: str) -> EventRecord | None:
         """The newest event of ``kind`` among the project's tasks, or None."""
         row = self._db.row(

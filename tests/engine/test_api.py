@@ -131,7 +131,14 @@ def test_request_and_result_types_cross_the_socket_as_json_and_back_unchanged(en
 
 def test_a_caller_crosses_the_socket_without_its_owner() -> None:
     wire = caller_to_wire(Caller(project=Path("/p"), owner=types.SimpleNamespace(id="own_1"), confined=True))
-    assert wire == {"project": "/p", "allow_write": False, "allow_approvals": False, "owned": True, "confined": True}
+    assert wire == {
+        "project": "/p",
+        "allow_write": False,
+        "allow_approvals": False,
+        "approve_in_host": False,
+        "owned": True,
+        "confined": True,
+    }
     assert json.loads(json.dumps(wire)) == wire
 
 

@@ -2,7 +2,7 @@
 same as in-process, owned calls travel on the owner's socket, and an owner's socket closing cancels
 its jobs with the reason recorded.
 
-Covers ENG-03, SRV-16, SRV-21, SRV-22.
+Covers ENG-03, SRV-16, SRV-21, SRV-22, SRV-29.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import pytest
 from shadowcode.engine import open_headless
 from shadowcode.engine.api import (
     Access,
+    ApprovalAnswer,
+    ApprovalAsk,
     ApprovalDecision,
     Caller,
     Empty,
@@ -293,3 +295,25 @@ async def test_an_explicit_cancel_through_the_socket_records_who_cancelled(
         page = await remote.job(JobQuery(job), cli_caller())
         assert page.job.status == "cancelled" and page.job.error == why
     await remote.close_owner(owner, "done")
+
+
+@pytest.mark.req("SRV-29")
+async def test_a_host_asked_approval_is_signed_and_answered_by_the_headless_engine_over_its_socket(
+    remote: RemoteEngine, headless: HeadlessEngine, project_dir: Path
+) -> None:
+    await remote.project_trust(ProjectTrust(str(project_dir), PermissionLevel.WORKSPACE))
+    owner = await remote.open_owner("stdio", Caller(project=project_dir))
+    try:
+        host = owner_caller(project_dir, owner, Access(allow_write=True, approve_in_host=True))
+        job = (await remote.task_submit(TaskRequest("park", level=PermissionLevel.WORKSPACE), host)).job_id
+        approval = (await wait_job(remote, job, host, pending_approval=True)).pending_approvals[0].id
+        with pytest.raises(PolicyError, match="--approve-in-host"):  # the flag itself crosses the socket
+            await remote.approval_ask(ApprovalAsk(approval), owner_caller(project_dir, owner))
+        asked = await remote.approval_ask(ApprovalAsk(approval), host)
+        assert asked.action["argv"] == ["true"] and asked.task_id == job
+        with pytest.raises(PolicyError, match="not one this engine issued"):
+            await remote.approval_answer(ApprovalAnswer(asked.state + "A", "approve", job), host)
+        answered = await remote.approval_answer(ApprovalAnswer(asked.state, "approve", job), host)
+        assert answered.status == "approved" and answered.resolved_by == f"host:{owner.id}"
+    finally:
+        await remote.close_owner(owner, "test over")

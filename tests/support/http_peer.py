@@ -78,6 +78,7 @@ class Peer:
     """The running peer: its URL, what it received, and its routes."""
 
     port: int = 0
+    host: str = "127.0.0.1"
     session: str | None = "session-1"
     received: list[Received] = field(default_factory=list)
     routes: dict[str, Handler] = field(default_factory=dict)
@@ -85,8 +86,8 @@ class Peer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>/mcp``."""
-        return f"http://127.0.0.1:{self.port}/mcp"
+        """``http://<host>:<port>/mcp`` (host 127.0.0.1 unless another loopback address was asked for)."""
+        return f"http://{self.host}:{self.port}/mcp"
 
     def calls(self, rpc: str) -> list[Received]:
         """Requests received for JSON-RPC method ``rpc``."""
@@ -155,10 +156,10 @@ async def _serve_one(p: Peer, stream: anyio.abc.SocketStream) -> None:
 
 
 @asynccontextmanager
-async def peer() -> AsyncIterator[Peer]:
-    """Run a :class:`Peer` on 127.0.0.1 for the block."""
-    p = Peer()
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+async def peer(host: str = "127.0.0.1") -> AsyncIterator[Peer]:
+    """Run a :class:`Peer` on ``host`` (a loopback address, 127.0.0.1 by default) for the block."""
+    p = Peer(host=host)
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=0)
     p.port = listener.extra(anyio.abc.SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, lambda s: _serve_one(p, s))

@@ -69,11 +69,15 @@ from shadowcode.engine.api.inspection import (
     WhyQuery,
 )
 from shadowcode.engine.api.jobs import (
+    ApprovalAnswer,
+    ApprovalAsk,
+    ApprovalAsked,
     ApprovalDecision,
     JobCancelled,
     JobDetail,
     JobQuery,
     JobRef,
+    JobState,
     JobSummary,
     JobVerbs,
     JobView,
@@ -142,6 +146,9 @@ from shadowcode.store.tasks import EventRecord, SessionRecord, TaskRecord
 __all__ = [
     "Access",
     "ApiBase",
+    "ApprovalAnswer",
+    "ApprovalAsk",
+    "ApprovalAsked",
     "ApprovalDecision",
     "ApprovalRecord",
     "BackgroundProcess",
@@ -173,6 +180,7 @@ __all__ = [
     "JobDetail",
     "JobQuery",
     "JobRef",
+    "JobState",
     "JobSummary",
     "JobVerbs",
     "JobView",

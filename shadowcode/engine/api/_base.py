@@ -55,15 +55,18 @@ class OwnerClosed:
 
 @dataclass(frozen=True, slots=True)
 class Access:
-    """What a frontend was started with (SRV-09, SRV-11).
+    """What a frontend was started with (SRV-09, SRV-11, SRV-29).
 
     Attributes:
         allow_write: ``mcp serve --allow-write``; True for the interactive CLI.
         allow_approvals: ``--allow-approvals``; only meaningful with ``allow_write``.
+        approve_in_host: ``--approve-in-host``: the host's answer to a question about one of
+            the connection's own approvals counts as the person's (SRV-29).
     """
 
     allow_write: bool = False
     allow_approvals: bool = False
+    approve_in_host: bool = False
 
 
 class OwnerHandle(Protocol):

@@ -1,6 +1,6 @@
-"""The engine API: delegated tasks, test jobs, their approvals and rollback.
+"""The engine API: delegated tasks, test jobs, their approvals (asked in the host too) and rollback.
 
-Covers SRV-10, SRV-11, SRV-15, SRV-16, SRV-17, SRV-18, ENG-07, ENG-08.
+Covers SRV-10, SRV-11, SRV-15, SRV-16, SRV-17, SRV-18, SRV-29, ENG-07, ENG-08.
 
 The request and result types of this part, and its verbs as :class:`JobVerbs` declares them;
 their in-process handlers are in :mod:`shadowcode.engine.verbs.jobs`.
@@ -9,7 +9,7 @@ their in-process handlers are in :mod:`shadowcode.engine.verbs.jobs`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
 from shadowcode.enums import PermissionLevel, TaskMode, TaskStatus
@@ -20,11 +20,15 @@ from shadowcode.store.approvals import ApprovalRecord
 from shadowcode.store.tasks import EventRecord, TaskRecord
 
 __all__ = [
+    "ApprovalAnswer",
+    "ApprovalAsk",
+    "ApprovalAsked",
     "ApprovalDecision",
     "JobCancelled",
     "JobDetail",
     "JobQuery",
     "JobRef",
+    "JobState",
     "JobSummary",
     "JobVerbs",
     "JobView",
@@ -150,6 +154,36 @@ class JobDetail:
 
 
 @dataclass(frozen=True, slots=True)
+class JobState:
+    """One job as a host follows it, read in one go (SRV-16, SRV-26).
+
+    Attributes:
+        id: the job id (``task_<hex>``).
+        mode: build, plan, review or test.
+        status: its engine status.
+        created_at: Unix seconds it was recorded.
+        updated_at: Unix seconds of its latest change: a status change or its newest event.
+        finished_at: Unix seconds it finished; None while unfinished.
+        step: what it is doing now (or how it ended), a short human phrase: at most
+            JOB_STEP_MAX_CHARS characters, control characters made inert.
+        answer: the answer of a finished job (``tests passed`` for a test job), else None.
+        error: why a failed, cancelled or interrupted job ended, else None.
+        pending_approvals: its approvals still waiting for a decision, oldest first.
+    """
+
+    id: str
+    mode: TaskMode
+    status: TaskStatus
+    created_at: int
+    updated_at: int
+    finished_at: int | None
+    step: str
+    answer: str | None
+    error: str | None
+    pending_approvals: list[ApprovalRecord]
+
+
+@dataclass(frozen=True, slots=True)
 class JobCancelled:
     """A cancel's outcome: ``cancelled`` is False when the job had already finished (SRV-16)."""
 
@@ -164,6 +198,61 @@ class ApprovalDecision:
 
     approval_id: str
     decision: Literal["approve", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAsk:
+    """Ask the host about one pending approval of the caller's own jobs (SRV-29)."""
+
+    approval_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAsked:
+    """What a host is asked about one pending approval, and the state that answers it (SRV-29).
+
+    Attributes:
+        approval_id: the approval.
+        task_id: its job.
+        kind: ``command``, ``test``, ``background``, ``mcp_call``, ``mcp_read_resource`` or ``mcp_get_prompt``.
+        action: the exact action (``{"argv": [...], "cwd": "/abs"}`` for a command).
+        prompt: the job's prompt (a test job's: its command).
+        project: the job's project folder.
+        changed_files: project-relative paths the job has changed so far, in the order first written.
+        state: the engine-signed state a host hands back with its answer; opaque, single-use.
+        expires_at: the state's expiry, integer Unix seconds.
+    """
+
+    approval_id: str
+    task_id: str
+    kind: str
+    action: dict[str, Any]
+    prompt: str
+    project: str
+    changed_files: list[str]
+    state: str
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswer:
+    """A host's answer to one approval, carried by the state it was handed (SRV-29).
+
+    Attributes:
+        state: the state from :class:`ApprovalAsked`, as the client handed it back.
+        decision: ``approve`` or ``deny``.
+        task_id: when given, the approval must be one of this job's.
+        via: the way the answer came: ``host`` (an elicitation answered by the host) or
+            ``page`` (the loopback approval page); recorded as the approval's ``resolved_by``.
+        check_only: verify everything and decide nothing (so several answers can be checked
+            before any is applied).
+    """
+
+    state: str
+    decision: Literal["approve", "deny"]
+    task_id: str | None = None
+    via: Literal["host", "page"] = "host"
+    check_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +338,15 @@ class JobVerbs(ApiBase):
         """
         ...
 
+    @verb("job/state")
+    async def job_state(self, request: JobRef, caller: Caller = NOBODY) -> JobState:
+        """One job's status, times, current step, outcome and pending approvals, in one read (SRV-16, SRV-26).
+
+        Raises:
+            NotFound: not a job of this caller (its owner and project when confined).
+        """
+        ...
+
     @verb("job/cancel", deadline_seconds=CLEANUP_DEADLINE_SECONDS)
     async def job_cancel(self, request: JobRef, caller: Caller = NOBODY) -> JobCancelled:
         """Cancel one job and wait for its cleanup (SRV-16).
@@ -273,6 +371,36 @@ class JobVerbs(ApiBase):
         Raises:
             NotFound: no such approval (of this owner). PolicyError: missing access, or it is
             no longer pending.
+        """
+        ...
+
+    @verb("approval/ask")
+    async def approval_ask(self, request: ApprovalAsk, caller: Caller = NOBODY) -> ApprovalAsked:
+        """Sign a new single-use state for one pending approval of the caller's owner, to ask the host (SRV-29).
+
+        Needs a frontend started with ``--approve-in-host``. Each call mints a new state with a new
+        nonce, bound to the approval id, the SHA-256 of its exact action, the owner and an expiry
+        APPROVAL_STATE_TTL_SECONDS ahead; the signing key lives only in the engine's memory.
+
+        Raises:
+            PolicyError: no ``--approve-in-host``, or it is no longer pending (naming by whom).
+            NotFound: no such approval of this owner's jobs.
+        """
+        ...
+
+    @verb("approval/answer")
+    async def approval_answer(self, request: ApprovalAnswer, caller: Caller = NOBODY) -> ApprovalRecord:
+        """Verify a state and approve or deny its approval exactly once (SRV-29).
+
+        The first answer wins, whichever way it came (this verb, ``approval/resolve`` from the
+        command line or ``shadow_approve``); a later one is refused naming who decided.
+
+        Raises:
+            PolicyError: no ``--approve-in-host``; a state that is too long, altered or from an
+                engine since restarted, expired, another owner's, already used, for another job or
+                for an action that is not the approval's; or the approval is no longer pending.
+                Nothing changes.
+            NotFound: the approval no longer exists.
         """
         ...
 

@@ -1,5 +1,5 @@
 """Handlers: delegated tasks, test jobs, their approvals and rollback (SRV-09, SRV-10, SRV-11, SRV-15, SRV-16,
-SRV-17, SRV-18, SRV-24, ENG-04, ENG-05, ENG-07, ENG-08).
+SRV-17, SRV-18, SRV-24, SRV-29, ENG-04, ENG-05, ENG-07, ENG-08).
 
 A confined caller (an MCP connection) reaches only its own owner's jobs and approvals, in its
 own project; the CLI acts for the whole profile. Submitting records the job and queues it at
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from shadowcode.blocking import run_blocking
 from shadowcode.engine.api import (
+    ApprovalAnswer,
+    ApprovalAsk,
+    ApprovalAsked,
     ApprovalDecision,
     ApprovalRecord,
     Caller,
@@ -19,6 +22,7 @@ from shadowcode.engine.api import (
     JobDetail,
     JobQuery,
     JobRef,
+    JobState,
     JobSummary,
     JobView,
     RecentJobs,
@@ -32,11 +36,14 @@ from shadowcode.engine.api import (
     TestRequest,
     TestSubmitted,
 )
+from shadowcode.engine.approval_states import action_sha256
+from shadowcode.engine.approvals import already_decided
+from shadowcode.engine.job_steps import job_step
 from shadowcode.engine.owners import Owner
 from shadowcode.engine.projects import Project
 from shadowcode.engine.state import EngineState, require_write
 from shadowcode.engine.verbs._registry import handles
-from shadowcode.enums import PermissionLevel, TaskMode, TaskStatus
+from shadowcode.enums import ApprovalStatus, PermissionLevel, TaskMode, TaskStatus
 from shadowcode.errors import ConfigError, NotFound, PolicyError, ProtocolError, ToolError
 from shadowcode.limits import JOB_EVENTS_PAGE_MAX, PROMPT_MAX_BYTES
 from shadowcode.profile import ModelSettings
@@ -215,6 +222,26 @@ async def job(state: EngineState, request: JobQuery, caller: Caller) -> JobDetai
     )
 
 
+@handles(EngineApi.job_state)
+async def job_state(state: EngineState, request: JobRef, caller: Caller) -> JobState:
+    task = _visible(state, request.job_id, caller)
+    last = state.records.last_event(task.id)
+    pending = state.approvals.pending(task_id=task.id)
+    updated = max(task.updated_at, last.at) if last is not None else task.updated_at
+    return JobState(
+        id=task.id,
+        mode=task.mode,
+        status=task.status,
+        created_at=task.created_at,
+        updated_at=updated,
+        finished_at=task.finished_at,
+        step=job_step(task, last, pending),
+        answer=task.answer,
+        error=task.error,
+        pending_approvals=pending,
+    )
+
+
 @handles(EngineApi.job_cancel)
 async def job_cancel(state: EngineState, request: JobRef, caller: Caller) -> JobCancelled:
     task = _visible(state, request.job_id, caller)
@@ -250,6 +277,57 @@ async def approval_resolve(state: EngineState, request: ApprovalDecision, caller
     if owner is None:
         raise NotFound(f"no approval {request.approval_id!r} of a job this connection created")
     return state.approvals.resolve(request.approval_id, request.decision, by=f"mcp:{owner.id}", owner=owner.id)
+
+
+def _host_owner(caller: Caller, what: str) -> Owner:
+    """The owner of a frontend that may ask its host (``--approve-in-host``) about its own approvals (SRV-29).
+
+    Raises:
+        PolicyError: not started with --approve-in-host, or not an MCP connection with an owner.
+    """
+    if not caller.access.approve_in_host:
+        raise PolicyError(f"{what} needs a server started with --approve-in-host")
+    owner = _owner(caller)
+    if not caller.confined or owner is None:
+        raise PolicyError(f"{what} is for an MCP connection's own jobs")
+    return owner
+
+
+@handles(EngineApi.approval_ask)
+async def approval_ask(state: EngineState, request: ApprovalAsk, caller: Caller) -> ApprovalAsked:
+    owner = _host_owner(caller, "asking the host about an approval")
+    record = state.approvals.get(request.approval_id)
+    if record.owner != owner.id:
+        raise NotFound(f"no approval {request.approval_id!r} of a job this connection created")
+    if record.status is not ApprovalStatus.PENDING:
+        raise PolicyError(already_decided(record, "there is nothing to ask"))
+    task = state.records.get(record.task_id)
+    changed = list(dict.fromkeys(c.path for c in state.store.checkpoints.task_changes(task.project, task.id)))
+    token, expires_at = state.approval_states.mint(record.id, record.action, owner.id)
+    return ApprovalAsked(
+        record.id, task.id, record.kind, record.action, task.prompt, str(task.project), changed, token, expires_at
+    )
+
+
+@handles(EngineApi.approval_answer)
+async def approval_answer(state: EngineState, request: ApprovalAnswer, caller: Caller) -> ApprovalRecord:
+    owner = _host_owner(caller, "answering an approval from the host")
+    states = state.approval_states
+    claims = states.check(request.state, owner.id)
+    record = state.approvals.get(claims.approval_id)
+    if record.owner != owner.id:  # signed for this owner, so never in practice
+        raise PolicyError("this approval state was issued to another connection; nothing was decided")
+    if request.task_id is not None and record.task_id != request.task_id:
+        raise PolicyError(f"approval {record.id} belongs to another job, not {request.task_id}; nothing was decided")
+    if action_sha256(record.action) != claims.action_sha256:
+        raise PolicyError(f"approval {record.id} is not for the action this state was issued for; nothing was decided")
+    verb_done = "approved" if request.decision == "approve" else "denied"
+    if record.status is not ApprovalStatus.PENDING:
+        raise PolicyError(already_decided(record, f"nothing was {verb_done}"))
+    if request.check_only:
+        return record
+    states.spend(claims)  # before the write: no await lies between the checks and here
+    return state.approvals.resolve(record.id, request.decision, by=f"{request.via}:{owner.id}", owner=owner.id)
 
 
 @handles(EngineApi.rollback_preview)

@@ -12,23 +12,39 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from shadowcode import __version__
 from shadowcode.errors import NotFound, ShadowcodeError
 from shadowcode.limits import OPERATION_DEADLINE_SECONDS, OPERATIONS_IN_FLIGHT_MAX, RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
-from shadowcode.mcp.server.direct_calls import DirectToolCalls
+from shadowcode.mcp.server.delegation import Delegation
+from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
+from shadowcode.mcp.server.input_broker import InputBroker, NoInputBroker
+from shadowcode.mcp.server.outputs import output_schema
 from shadowcode.mcp.server.resources import PROMPTS, RESOURCES, read_resource, render_prompt
-from shadowcode.mcp.server.tool_calls import Operations, ToolCalls, result_too_large
+from shadowcode.mcp.server.tasks_extension import (
+    DELEGATING_TOOLS,
+    TASKS_EXTENSION,
+    TaskParams,
+    TaskUpdateParams,
+    declares_tasks,
+)
+from shadowcode.mcp.server.tool_calls import Operations, Progress, ToolCalls, result_too_large
 from shadowcode.mcp.server.tools import TOOLS, tool_named
 
-__all__ = ["build_server", "build_session", "result_too_large"]
+if TYPE_CHECKING:
+    from shadowcode.mcp.server.host_approvals import HostApprovals
+
+__all__ = ["build_server", "build_session", "input_broker", "result_too_large"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +57,14 @@ INSTRUCTIONS = (
 
 @functools.cache
 def _tool_list() -> tuple[types.Tool, ...]:
-    """The seventeen tools as listed; built once per process (their JSON Schemas took 7 ms a session)."""
+    """The seventeen tools as listed, each with its ``outputSchema`` (SRV-04); built once per process, at the
+    first listing (their JSON Schemas take tens of milliseconds)."""
     return tuple(
         types.Tool(
             name=t.name,
             description=t.description,
-            input_schema=t.input.model_json_schema(),
+            input_schema=_input_schemas()[t.name],
+            output_schema=output_schema(t.name),
             annotations=types.ToolAnnotations(
                 title=t.name.removeprefix("shadow_").replace("_", " ").capitalize(),
                 read_only_hint=t.read_only,
@@ -62,11 +80,65 @@ def _tool_list() -> tuple[types.Tool, ...]:
 @functools.cache
 def _input_schemas() -> dict[str, dict[str, Any]]:
     """Each tool's input JSON Schema by name, for the SDK's ``Mcp-Param-*`` header check (2026-07-28 HTTP)."""
-    return {tool.name: tool.input_schema for tool in _tool_list()}
+    return {t.name: t.input.model_json_schema() for t in TOOLS}
+
+
+def input_broker(ctx: ServerContext) -> InputBroker:
+    """The :class:`InputBroker` of the connection ``ctx``: the one place a connection's broker is chosen.
+
+    Every way a connection is built (stdio in process, a session relayed into the headless
+    engine, the gateway) goes through :func:`build_session`, which asks here unless its
+    caller passed a broker. With ``--approve-in-host`` it is the connection's
+    :class:`~shadowcode.mcp.server.host_approvals.HostApprovals` (SRV-29, SRV-30); otherwise
+    the host is asked for nothing (:class:`NoInputBroker`).
+    """
+    if not ctx.access.approve_in_host:
+        return NoInputBroker()
+    from shadowcode.mcp.server.host_approvals import HostApprovals
+
+    return HostApprovals(ctx, page_preferred=ctx.approval_page)
+
+
+def _together(
+    first: Callable[[Any], AbstractAsyncContextManager[dict[str, Any]]],
+    second: Callable[[], AbstractAsyncContextManager[dict[str, Any]]],
+) -> Callable[[Any], AbstractAsyncContextManager[dict[str, Any]]]:
+    """One server lifespan entering ``first`` (given the server) and then ``second``; yields ``first``'s state."""
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        async with first(server) as state, second():
+            yield state
+
+    return lifespan
+
+
+def _asking_host(ctx: ServerContext, broker: InputBroker) -> HostApprovals | None:
+    """``broker`` when it asks the host (``--approve-in-host``): it needs the server's lifespan and the
+    clients' ``notifications/initialized`` (SRV-29); None otherwise."""
+    if not ctx.access.approve_in_host:
+        return None
+    from shadowcode.mcp.server.host_approvals import HostApprovals
+
+    return broker if isinstance(broker, HostApprovals) else None
 
 
 def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _progress(rctx: Any) -> Progress | None:
+    """Where the call's progress goes: the request's own stream, when it carried a token (SRV-28)."""
+    params = rctx.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or meta.get("progressToken") is None:
+        return None
+    session = rctx.session
+
+    async def send(progress: float, message: str) -> None:
+        await session.report_progress(progress, None, message)
+
+    return send
 
 
 def build_server(
@@ -104,33 +176,61 @@ def build_server(
 def build_session(
     ctx: ServerContext,
     *,
+    broker: InputBroker | None = None,
     operations_max: int = OPERATIONS_IN_FLIGHT_MAX,
     operation_deadline_seconds: float = OPERATION_DEADLINE_SECONDS,
     result_max_bytes: int = RESULT_MAX_BYTES,
+    listen_seconds: float | None = None,
 ) -> tuple[Server[Any], DirectToolCalls]:
     """:func:`build_server`, and the stdio transport's direct ``tools/call`` path sharing its limits.
 
     Both answer a tool call through the same :class:`ToolCalls`, so the in-flight count, the
     deadline and the result limit are one per connection whichever path a call takes (SRV-25).
 
+    Args:
+        ctx: the connection's fixed project, engine and flags.
+        broker: what the connection's owned jobs may ask the host (:mod:`shadowcode.mcp.server.input_broker`);
+            None for :func:`input_broker`'s choice.
+        listen_seconds: how long one ``subscriptions/listen`` stream lives (the gateway's
+            GATEWAY_LISTEN_SECONDS); None: until the client goes away (stdio).
+
+    The server also serves the Tasks extension (SRV-26), ``subscriptions/listen`` and
+    ``resources/templates/list`` (SRV-27) and progress of slow tool calls (SRV-28), through
+    one :class:`~shadowcode.mcp.server.delegation.Delegation` whose job watcher runs as the
+    server's lifespan.
+
     Returns:
         ``(server, direct)``: hand ``direct`` to :func:`shadowcode.mcp.server.stdio.stdio_transport`.
     """
+    broker = input_broker(ctx) if broker is None else broker
+    delegation = Delegation(ctx, broker, listen_seconds=listen_seconds)
     ops = Operations(operations_max)
-    calls = ToolCalls(ctx, ops, operation_deadline_seconds, result_max_bytes)
-    tools = _tool_list()
+    calls = ToolCalls(ctx, ops, operation_deadline_seconds, result_max_bytes, jobs_touched=delegation.jobs_touched)
+    host = _asking_host(ctx, broker)
 
     async def list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(tools))
+        return types.ListToolsResult(tools=list(_tool_list()))
 
-    async def call_tool(_rctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(rctx: Any, params: types.CallToolRequestParams) -> Any:
         spec = tool_named(params.name)
         if spec is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}")
-        outcome = await calls.run(spec, params.arguments or {})
+        if host is not None and spec.name == "shadow_jobs" and rctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            asked = await host.call_input(params, rctx.session.client_capabilities, tasks=declares_tasks(rctx.params))
+            if asked is not None:
+                return asked  # an input_required result: the host asks, then repeats the call (SRV-29)
+        outcome = await calls.run(spec, params.arguments or {}, progress=_progress(rctx))
         assert outcome is not None  # only a scope of the caller's can be cancelled
         if outcome.is_error:
             return _error_result(outcome.text)
+        if (
+            spec.name in DELEGATING_TOOLS
+            and rctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and declares_tasks(rctx.params)
+            and outcome.document is not None
+            and isinstance(job_id := outcome.document.get("job_id"), str)
+        ):
+            return await delegation.create_task(rctx, job_id)  # the job is recorded: tasks/get finds it
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)], structured_content=outcome.document
         )
@@ -142,6 +242,9 @@ def build_session(
                 for uri, name, desc in RESOURCES
             ]
         )
+
+    async def list_resource_templates(_rctx: Any, _params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[])
 
     async def read(_rctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
@@ -192,12 +295,39 @@ def build_session(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read,
+        on_subscriptions_listen=delegation.live.listen,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         # Without it the SDK builds the whole tool listing for every 2026-07-28 HTTP tools/call.
         get_tool_input_schema=_input_schemas().get,
+        lifespan=delegation.lifespan if host is None else _together(delegation.lifespan, host.running),
     )
+    if host is not None:
+
+        async def initialized(rctx: Any, _params: Any) -> None:
+            if rctx.protocol_version in HANDSHAKE_REVISIONS:
+                host.attach_legacy(rctx.session)
+
+        server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
+
+    async def discover(rctx: Any, _params: Any) -> types.DiscoverResult:
+        # The SDK's own answer (2026-07-28 only: initialize is unchanged), with the Tasks extension
+        # advertised, and listChanged only for resources: the tool and prompt lists are fixed.
+        capabilities = server.get_capabilities(protocol_version=rctx.protocol_version, extensions={TASKS_EXTENSION: {}})
+        if capabilities.tools is not None:
+            capabilities.tools.list_changed = False
+        if capabilities.prompts is not None:
+            capabilities.prompts.list_changed = False
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS), capabilities=capabilities, instructions=INSTRUCTIONS
+        )
+
+    server.add_request_handler("server/discover", types.RequestParams, discover)
+    server.add_request_handler("tasks/get", TaskParams, delegation.tasks_get)
+    server.add_request_handler("tasks/update", TaskUpdateParams, delegation.tasks_update)
+    server.add_request_handler("tasks/cancel", TaskParams, delegation.tasks_cancel)
     # The SDK wraps every request in an OpenTelemetry span by default; ShadowCode installs no
     # exporter, so the spans only cost time on every request (the SDK's documented opt-out).
     server.middleware = []

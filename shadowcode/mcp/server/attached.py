@@ -40,15 +40,19 @@ async def serve_attached(
     Args:
         api: the headless engine, in this process.
         stream: the relay's socket, positioned after the attach reply.
-        params: ``{"project": path, "allow_write": bool, "allow_approvals": bool}`` from the relay.
+        params: ``{"project": path, "allow_write": bool, "allow_approvals": bool, "approve_in_host": bool,
+            "approval_page": bool}`` from the relay.
         notice: records the transport's closing lines for the relay to print (SRV-25).
     """
     try:
         project = await api.project_get(Empty(), Caller(project=Path(str(params.get("project", "")))))
     except ShadowcodeError as exc:
         return f"attach refused: {exc.message}"
-    access = Access(bool(params.get("allow_write")), bool(params.get("allow_approvals")))
-    ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="relay")
+    access = Access(
+        bool(params.get("allow_write")), bool(params.get("allow_approvals")), bool(params.get("approve_in_host"))
+    )
+    page = bool(params.get("approval_page"))
+    ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="relay", approval_page=page)
     server, direct = build_session(ctx)
     raw: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
     read_fd = os.dup(raw.fileno())

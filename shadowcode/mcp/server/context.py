@@ -18,9 +18,10 @@ class ServerContext:
         api: the engine: a temporary one in this process, the headless one (attached), or
             the headless daemon serving a relayed session in its own process.
         root: the canonical project path, fixed for the connection's life.
-        access: the server's ``--allow-write`` / ``--allow-approvals`` flags.
+        access: the server's ``--allow-write`` / ``--allow-approvals`` / ``--approve-in-host`` flags.
         owner_kind: how this connection's owner is recorded (``stdio``, ``gateway``, ``relay``).
         owner: this connection's owner, opened by the first delegated job (SRV-22).
+        approval_page: ``--approval-page``: ask in URL mode whenever the client declares it (SRV-30).
     """
 
     api: EngineApi
@@ -28,6 +29,7 @@ class ServerContext:
     access: Access
     owner_kind: str = "stdio"
     owner: OwnerHandle | None = field(default=None)
+    approval_page: bool = False
 
     @property
     def engine_mode(self) -> str:

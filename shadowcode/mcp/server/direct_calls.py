@@ -14,7 +14,9 @@ take apart with certainty (``NaN``, members beyond ``jsonrpc``, ``id``, ``method
 ``params``; params beyond ``name``, ``arguments`` and ``_meta``; a 2026-07-28 envelope in
 ``_meta``; an id already running here), an unknown tool, and every request of a 2026-07-28
 session. ``notifications/cancelled`` for a call running here cancels it and, as in the SDK,
-the call is never answered; the notification still reaches the SDK.
+the call is never answered; the notification still reaches the SDK. A call whose ``_meta``
+carries a progress token sends its ``notifications/progress`` through the transport as the
+SDK would (SRV-28); over the gateway such a call is left to the SDK, which can stream them.
 """
 
 from __future__ import annotations
@@ -34,10 +36,16 @@ from shadowcode.mcp.server.tools import tool_named
 if TYPE_CHECKING:
     from shadowcode.mcp.server.tool_calls import ToolCalls, ToolOutcome
 
-__all__ = ["HANDSHAKE_REVISIONS", "DirectToolCalls"]
+__all__ = ["HANDSHAKE_REVISIONS", "Answer", "DirectToolCalls", "Notify"]
 
 HANDSHAKE_REVISIONS = frozenset(v for v in KNOWN_PROTOCOL_VERSIONS if v < "2026")
 """The revisions negotiated by ``initialize``; 2026-07-28 sessions are served by the SDK alone."""
+
+Notify = Callable[[bytes], Awaitable[object]]
+"""Writes one notification frame (UTF-8 JSON, newline included) to the caller's stream."""
+
+Answer = Callable[[Notify | None], Awaitable[bytes | None]]
+"""Runs a claimed call; returns its response frame, or None for a call its client cancelled."""
 
 _TOP_KEYS = frozenset(("jsonrpc", "id", "method", "params"))
 _PARAM_KEYS = frozenset(("name", "arguments", "_meta"))
@@ -102,12 +110,13 @@ class DirectToolCalls:
             revision = message.result.get("protocolVersion")
             self.revision = revision if revision in HANDSHAKE_REVISIONS else None
 
-    def take(self, line: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
+    def take(self, line: bytes) -> tuple[object, Answer] | None:
         """Claim one frame: ``(request id, answer)`` for a tool call to run here, else None.
 
-        ``answer()`` runs the tool under SRV-25's operation limits and returns the response
+        ``answer(notify)`` runs the tool under SRV-25's operation limits and returns the response
         frame (UTF-8 JSON, newline included), or None when the call was cancelled and must not
-        be answered. A ``notifications/cancelled`` for a call running here cancels it and is
+        be answered; ``notify`` writes a notification frame the call sends before its answer
+        (its progress, SRV-28). A ``notifications/cancelled`` for a call running here cancels it and is
         still returned as None (the SDK sees it too). Never raises for a bad frame: what it
         cannot take apart with certainty is left to the SDK (None).
         """
@@ -132,19 +141,22 @@ class DirectToolCalls:
             return None
         return self._claim(doc, self._running)
 
-    def take_stateless(self, body: bytes) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
+    def take_stateless(self, body: bytes) -> tuple[object, Answer] | None:
         """:meth:`take` for one stateless HTTP request whose revision header is a handshake-era one (the gateway).
 
         Such a request is never cancelled (GW-08), and its id is its own: other requests may use
-        it too. ``answer()`` returns the JSON-RPC response (newline included) the SDK would send
-        as the body of a 200 ``application/json`` answer (GW-05).
+        it too. ``answer(None)`` returns the JSON-RPC response (newline included) the SDK would
+        send as the body of a 200 ``application/json`` answer (GW-05). A call with a progress
+        token is left to the SDK, which streams its progress (SRV-28).
         """
         doc = _message(body) if b'"tools/call"' in body else None
-        return None if doc is None else self._claim(doc, None)
+        if doc is None or _progress_token(doc.get("params")) is not None:
+            return None
+        return self._claim(doc, None)
 
     def _claim(
         self, doc: dict[str, Any], running: dict[object, anyio.CancelScope] | None
-    ) -> tuple[object, Callable[[], Awaitable[bytes | None]]] | None:
+    ) -> tuple[object, Answer] | None:
         """A ``tools/call`` in the plain shape, ready to run (noted in ``running`` while it runs); else None."""
         request_id = doc.get("id")
         params = doc.get("params")
@@ -164,10 +176,18 @@ class DirectToolCalls:
         scope = anyio.CancelScope()
         if running is not None:
             running[request_id] = scope
+        token = _progress_token(params)
 
-        async def answer() -> bytes | None:
+        async def answer(notify: Notify | None) -> bytes | None:
+            progress = None
+            if token is not None and notify is not None:
+
+                async def progress(value: float, message: str) -> None:
+                    body = {"progressToken": token, "progress": value, "message": message}
+                    await notify(_frame({"jsonrpc": "2.0", "method": "notifications/progress", "params": body}))
+
             try:
-                outcome = await self.calls.run(spec, arguments or {}, scope)
+                outcome = await self.calls.run(spec, arguments or {}, scope, progress)
             except MCPError as exc:  # past the in-flight limit
                 return _frame({"jsonrpc": "2.0", "id": request_id, "error": _error_data(exc)})
             finally:
@@ -180,17 +200,23 @@ class DirectToolCalls:
         return request_id, answer
 
 
+def _progress_token(params: object) -> object | None:
+    """The progress token in a request's ``params._meta`` (already checked usable by :func:`_plain_meta`), or None."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
 def _result_frame(request_id: object, outcome: ToolOutcome) -> bytes:
     """The response carrying a ``CallToolResult`` as the SDK writes it on a handshake-era session.
 
-    A result's structured content is the text already encoded by the tool runner, not a
-    second encoding of the same document.
+    A result's structured content is the JSON text already encoded by the tool runner, not a
+    second encoding of the same document; its text block is the runner's summary (SRV-04).
     """
     head = f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":'
     text = json_text(outcome.text)
     if outcome.is_error:
         return f'{head}{text}}}],"isError":true}}}}\n'.encode()
-    return f'{head}{text}}}],"structuredContent":{outcome.text},"isError":false}}}}\n'.encode()
+    return f'{head}{text}}}],"structuredContent":{outcome.json},"isError":false}}}}\n'.encode()
 
 
 def _error_data(exc: MCPError) -> dict[str, Any]:

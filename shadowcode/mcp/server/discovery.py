@@ -105,6 +105,15 @@ class Manifest:
             return None
         return self._handshake.get(revision, {}).get(method)
 
+    def is_modern(self, params: object) -> bool:
+        """Whether a request's ``params`` carry their own metadata at a recorded modern revision.
+
+        Such a request changes no session state (2026-07-28 has none), so a recorded listing
+        answered after it cannot be overtaken by it (SRV-03).
+        """
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return isinstance(meta, dict) and meta.get(_PROTOCOL_KEY) in self._modern
+
     def modern(self, method: str, params: object) -> Any | None:
         """The answer to a modern-era ``server/discover`` or listing whose only parameter is the usual ``_meta``."""
         if method != "server/discover" and method not in HANDSHAKE_METHODS:

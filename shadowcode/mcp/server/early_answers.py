@@ -14,7 +14,10 @@ the server behind them has taken over:
   id is recognized by :meth:`EarlyAnswers.drop` and never reaches the client;
 * every other line is sent on unchanged; the first request that has to go to the server ends
   the answering here unless a recorded handshake came first (so nothing the server answers
-  can be overtaken by a recorded answer to a later request of a different session state).
+  can be overtaken by a recorded answer to a later request of a different session state),
+  or unless it is a modern request carrying its own metadata: those change no session state,
+  so a host that opens ``subscriptions/listen`` before it lists the tools still gets its
+  listings at once while the server starts.
 
 This module imports only the standard library; keep it that way (start-up time, issue 15).
 """
@@ -34,6 +37,16 @@ __all__ = ["EarlyAnswers", "frame"]
 
 _ID_SCAN_BYTES = 256
 """How far into a server line our id prefix is looked for before the line is parsed."""
+
+_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+_SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+_LIST_CHANGES = frozenset({"resourcesListChanged", "toolsListChanged", "promptsListChanged"})
+
+
+def _simple_filter(wanted: dict[str, bool]) -> dict[str, bool]:
+    """What the server agrees to of a list-changes-only filter: resource list changes when asked
+    (its tools and prompts never change, so those are never sent)."""
+    return {"resourcesListChanged": True} if wanted.get("resourcesListChanged") else {}
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -65,6 +78,7 @@ class EarlyAnswers:
         self.revision: str | None = None  # handshake revision answered here
         self.initialized = False
         self._dropped: set[str] = set()  # our ids whose answers from the server are dropped
+        self._acked: list[object] = []  # listen ids acknowledged here, whose server acknowledgement is dropped
         self._next_id = 0
 
     def stop(self) -> None:
@@ -94,10 +108,18 @@ class EarlyAnswers:
             answer = self._answer(method, message.get("params"), request_id) if is_request else None
             if method == "notifications/initialized" and self.revision is not None:
                 self.initialized = True
+            if answer is None and is_request and self._acknowledges(method, message.get("params"), request_id):
+                self._acked.append(request_id)
+                self.first_request = False
+                ack = {"notifications": _simple_filter(message["params"]["notifications"])}
+                ack["_meta"] = {_SUBSCRIPTION_ID_KEY: request_id}
+                notice = {"jsonrpc": "2.0", "method": _ACKNOWLEDGED, "params": ack}
+                return frame(notice), line, (request_id, method)
             if answer is None:
                 if is_request:
                     self.first_request = False
-                    self.answering = self.answering and self.revision is not None
+                    stateless = self.revision is None and self.manifest.is_modern(message.get("params"))
+                    self.answering = self.answering and (self.revision is not None or stateless)
                 return None, line, (request_id, method) if is_request else None
             our_id = f"{self.id_prefix}{self._next_id}"
             self._next_id += 1
@@ -109,6 +131,8 @@ class EarlyAnswers:
 
         Such a line is not for the client; each of our ids is dropped once.
         """
+        if self._acked and self._drop_acknowledgement(line):
+            return True
         if not self._dropped or self._prefix_bytes not in line[:_ID_SCAN_BYTES]:
             return False
         try:
@@ -122,10 +146,53 @@ class EarlyAnswers:
                 return True
         return False
 
+    def _drop_acknowledgement(self, line: bytes) -> bool:
+        """Drop the server's acknowledgement of a listen stream acknowledged here; a response to
+        that listen request (its error, or its end) means none will come (lock not held)."""
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(message, dict):
+            return False
+        with self._lock:
+            if message.get("method") == _ACKNOWLEDGED:
+                params = message.get("params")
+                meta = params.get("_meta") if isinstance(params, dict) else None
+                subscription = meta.get(_SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+                if subscription in self._acked:
+                    self._acked.remove(subscription)
+                    return True
+            elif "method" not in message and message.get("id") in self._acked:
+                self._acked.remove(message.get("id"))
+        return False
+
+    def _acknowledges(self, method: object, params: object, request_id: object) -> bool:
+        """Whether this ``subscriptions/listen`` is acknowledged here while the server starts (SRV-27).
+
+        Only the first listen of a modern session, answered here so far, asking for list
+        changes alone (no task ids or resource subscriptions, whose acknowledgement depends on
+        the connection's jobs or capabilities): what the server will agree to is then known.
+        """
+        if method != "subscriptions/listen" or not self.answering or self.revision is not None:
+            return False
+        if self._acked or not _valid_id(request_id) or not self.manifest.is_modern(params):
+            return False
+        if isinstance(request_id, str) and request_id.startswith(self.id_prefix):
+            return False
+        assert isinstance(params, dict)
+        wanted = params.get("notifications")
+        return (
+            isinstance(wanted, dict)
+            and set(params) == {"_meta", "notifications"}
+            and set(wanted) <= _LIST_CHANGES
+            and all(isinstance(value, bool) for value in wanted.values())
+        )
+
     @property
     def waiting(self) -> bool:
-        """Whether answers to ids of ours are still to come from the server."""
-        return bool(self._dropped)
+        """Whether answers to ids of ours, or acknowledgements given here, are still to come from the server."""
+        return bool(self._dropped or self._acked)
 
     def _answer(self, method: object, params: object, request_id: object) -> Any | None:
         """The recorded answer to this request, or None when the server must answer it (lock held)."""

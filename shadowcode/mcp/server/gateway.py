@@ -30,7 +30,7 @@ import anyio.abc
 
 from shadowcode.engine.api import Access, Caller
 from shadowcode.errors import ConfigError, UsageError
-from shadowcode.limits import GATEWAY_TOKEN_MAX_CHARS, GATEWAY_TOKEN_MIN_CHARS
+from shadowcode.limits import GATEWAY_LISTEN_SECONDS, GATEWAY_TOKEN_MAX_CHARS, GATEWAY_TOKEN_MIN_CHARS
 
 if TYPE_CHECKING:
     from shadowcode.mcp.server.streamable_http import GatewayLimits
@@ -133,6 +133,8 @@ def serve_http(
     token_env: str,
     allow_write: bool,
     allow_approvals: bool,
+    approve_in_host: bool = False,
+    approval_page: bool = False,
     limits: GatewayLimits | None = None,
 ) -> None:
     """Run the gateway until SIGINT/SIGTERM (GW-01, GW-02).
@@ -144,6 +146,9 @@ def serve_http(
         token_env: ``--token-env`` name: an environment variable, else a stored secret.
         allow_write: ``--allow-write`` (SRV-09).
         allow_approvals: ``--allow-approvals`` (SRV-11).
+        approve_in_host: ``--approve-in-host`` (SRV-29): on the gateway, asked only through the
+            Tasks extension's input requests of 2026-07-28 task connections.
+        approval_page: ``--approval-page`` (SRV-30).
         limits: the HTTP limits; the contract's by default.
 
     Raises:
@@ -162,12 +167,18 @@ def serve_http(
     token = check_token(resolve(selected, token_env), token_env)
     sys.stdout.flush()
     os.dup2(2, 1)  # stdout belongs to no one here: anything written there lands on stderr (GW-02)
-    access = Access(allow_write, allow_approvals)
-    anyio.run(_serve, selected, workspace, access, address, token, limits)
+    access = Access(allow_write, allow_approvals, approve_in_host)
+    anyio.run(_serve, selected, workspace, access, approval_page, address, token, limits)
 
 
 async def _serve(
-    profile: Profile, workspace: Path, access: Access, address: BindAddress, token: bytes, limits: GatewayLimits | None
+    profile: Profile,
+    workspace: Path,
+    access: Access,
+    approval_page: bool,
+    address: BindAddress,
+    token: bytes,
+    limits: GatewayLimits | None,
 ) -> None:
     from shadowcode.engine import open_engine
     from shadowcode.engine.api import Empty
@@ -177,9 +188,13 @@ async def _serve(
 
     async with open_engine(profile) as api:
         project = await api.project_get(Empty(), Caller(project=workspace))
-        ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="gateway")
-        server, direct = build_session(ctx)
-        manager = build_mcp_app(server, **({} if limits is None else {"body_max_bytes": limits.body_max_bytes}))
+        ctx = ServerContext(
+            api=api, root=Path(project.path), access=access, owner_kind="gateway", approval_page=approval_page
+        )
+        server, direct = build_session(ctx, listen_seconds=GATEWAY_LISTEN_SECONDS)
+        body_max = {} if limits is None else {"body_max_bytes": limits.body_max_bytes}
+        manager = build_mcp_app(server, **body_max)
+        stream_manager = build_mcp_app(server, **body_max, json_response=False)  # progress streams (SRV-28)
         reason = "gateway stopped"
         try:
             listener = await anyio.create_tcp_listener(local_host=address.host, local_port=address.port)
@@ -187,10 +202,16 @@ async def _serve(
             raise ConfigError(f"cannot listen on {address.url()}: {exc.strerror or exc}") from exc
         port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
         gateway = GatewayServer(
-            manager.handle_request, token=token, bound_host=address.host, port=port, limits=limits, direct=direct
+            manager.handle_request,
+            token=token,
+            bound_host=address.host,
+            port=port,
+            limits=limits,
+            direct=direct,
+            stream_app=stream_manager.handle_request,
         )
         try:
-            async with manager.run(), anyio.create_task_group() as tg:
+            async with manager.run(), stream_manager.run(), anyio.create_task_group() as tg:
 
                 async def stop_on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
                     nonlocal reason

@@ -12,7 +12,10 @@ A connection carries at most one request and moves through four phases, in this 
 * ``CALL``: the gateway runs the request. Reading stops, and neither the peer's EOF nor its
   reset reaches the call: a started call runs to its end (GW-08);
 * ``CLOSING``: the answer is written with one write and the connection closed; a peer that
-  does not take it within ``request_deadline_seconds`` is cut off.
+  does not take it within ``request_deadline_seconds`` is cut off. A streamed answer (an
+  event stream: ``subscriptions/listen``, a tool call's progress) is written piece by piece
+  as the call sends it (:meth:`GatewayConnection.stream`), its body ending with the
+  connection's close; the gateway bounds its bytes and its time as for any answer.
 
 A refusal is written with one write and followed by EOF; what the peer still sends is read
 and dropped until it closes or ``linger_seconds`` pass, so it reads the answer rather than a
@@ -112,6 +115,7 @@ class GatewayConnection(asyncio.Protocol):
         self.calling = False
         self.lost = False
         self.peer_eof = False
+        self.gone = asyncio.Event()  # the peer's socket closed (reset, or closed after our answer)
         self._timer: asyncio.TimerHandle | None = None
 
     # --- asyncio callbacks ---------------------------------------------------------------------
@@ -151,6 +155,7 @@ class GatewayConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         """Stop the timer and give back the slot, unless a call still runs (it keeps it until its end)."""
         self.lost = True
+        self.gone.set()
         self._cancel_timer()
         if not self.calling:
             self._release()
@@ -175,6 +180,28 @@ class GatewayConnection(asyncio.Protocol):
         transport.write(answer)
         transport.close()
         if transport.get_write_buffer_size():  # the peer has not taken it all yet
+            self._set_timer(self.limits.request_deadline_seconds, transport.abort)
+
+    def stream(self, data: bytes) -> None:
+        """Write one piece of a streamed answer (the head first); dropped once the peer is gone."""
+        self.phase = Phase.CLOSING
+        if not self.lost:
+            self._transport().write(data)
+
+    def watch_peer(self) -> None:
+        """Read again, dropping what arrives, so the peer's close is seen (``gone``): for a listen stream."""
+        if not self.lost:
+            self._transport().resume_reading()
+
+    def stream_ended(self) -> None:
+        """The streamed answer is complete: close the connection (its end is the body's end)."""
+        self.calling = False
+        if self.lost:
+            self._release()
+            return
+        transport = self._transport()
+        transport.close()
+        if transport.get_write_buffer_size():
             self._set_timer(self.limits.request_deadline_seconds, transport.abort)
 
     def abort(self) -> None:

@@ -22,13 +22,22 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
+    from shadowcode.engine.api import Access
     from shadowcode.mcp.server.handover import Handover
     from shadowcode.profile import Profile
 
 __all__ = ["serve_stdio"]
 
 
-def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allow_approvals: bool) -> None:
+def serve_stdio(
+    *,
+    workspace: Path,
+    profile: str | None,
+    allow_write: bool,
+    allow_approvals: bool,
+    approve_in_host: bool = False,
+    approval_page: bool = False,
+) -> None:
     """Serve MCP on stdin/stdout until EOF, a transport limit, or SIGTERM/SIGINT, then exit with status 0.
 
     Args:
@@ -36,18 +45,23 @@ def serve_stdio(*, workspace: Path, profile: str | None, allow_write: bool, allo
         profile: ``--profile`` name or None.
         allow_write: ``--allow-write`` (SRV-09).
         allow_approvals: ``--allow-approvals`` (SRV-11).
+        approve_in_host: ``--approve-in-host``: ask the host about the connection's approvals (SRV-29).
+        approval_page: ``--approval-page``: ask through the loopback approval page when the client
+            declares URL-mode elicitation (SRV-30).
 
     Raises:
         ConfigError: bad workspace or profile (before anything is served).
         StoreError: the profile's store cannot be opened.
     """
+    from shadowcode.engine.api import Access
     from shadowcode.mcp.server import READY_FD_ENV
     from shadowcode.profile import Profile
 
     ready_fd = os.environ.pop(READY_FD_ENV, None)  # not inherited by anything this process starts
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="shadowcode: %(levelname)s %(message)s")
     selected = Profile.select(profile)
-    anyio.run(_serve, selected, workspace, allow_write, allow_approvals, ready_fd)
+    access = Access(allow_write, allow_approvals, approve_in_host)
+    anyio.run(_serve, selected, workspace, access, approval_page, ready_fd)
     _exit_now()
 
 
@@ -86,11 +100,9 @@ def _front_socket(ready_fd: str | None, read_fd: int) -> Handover | None:
     return Handover(read_fd)
 
 
-async def _serve(
-    profile: Profile, workspace: Path, allow_write: bool, allow_approvals: bool, ready_fd: str | None
-) -> None:
+async def _serve(profile: Profile, workspace: Path, access: Access, approval_page: bool, ready_fd: str | None) -> None:
     from shadowcode.engine import open_engine
-    from shadowcode.engine.api import Access, Caller, Empty
+    from shadowcode.engine.api import Caller, Empty
     from shadowcode.mcp.server.app import build_session
     from shadowcode.mcp.server.context import ServerContext
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
@@ -101,7 +113,7 @@ async def _serve(
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with open_engine(profile) as api:
             project = await api.project_get(Empty(), Caller(project=workspace))
-            ctx = ServerContext(api=api, root=Path(project.path), access=Access(allow_write, allow_approvals))
+            ctx = ServerContext(api=api, root=Path(project.path), access=access, approval_page=approval_page)
             server, direct = build_session(ctx)
             read_fd, write_fd = claim_stdio()
             handover = _front_socket(ready_fd, read_fd)

@@ -55,7 +55,14 @@ _RELAY_ID = "shadowcode-relay-"
 
 
 def try_relay(
-    socket_path: str, project: str, *, allow_write: bool, allow_approvals: bool, manifest: Manifest | None = None
+    socket_path: str,
+    project: str,
+    *,
+    allow_write: bool,
+    allow_approvals: bool,
+    approve_in_host: bool = False,
+    approval_page: bool = False,
+    manifest: Manifest | None = None,
 ) -> int | None:
     """Relay stdio through the engine at ``socket_path``; returns the exit status, or None to fall back.
 
@@ -65,7 +72,13 @@ def try_relay(
     With ``manifest`` (the recorded discovery answers) discovery is answered here until the
     engine's session answers; without it every byte is only copied.
     """
-    params = {"project": project, "allow_write": allow_write, "allow_approvals": allow_approvals}
+    params = {
+        "project": project,
+        "allow_write": allow_write,
+        "allow_approvals": allow_approvals,
+        "approve_in_host": approve_in_host,
+        "approval_page": approval_page,
+    }
     sock = _request(socket_path, "mcp/attach", params)
     if sock is None:
         return None

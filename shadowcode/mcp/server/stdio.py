@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -40,7 +40,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
-from shadowcode.mcp.server.direct_calls import DirectToolCalls
+from shadowcode.mcp.server.direct_calls import Answer, DirectToolCalls
 from shadowcode.mcp.server.handover import MARK, Handover
 from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
 from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
@@ -445,10 +445,11 @@ async def stdio_transport(
         except anyio.ClosedResourceError:
             pass
 
-    async def answer_directly(
-        writer: _Writer, request_id: object, answer: Callable[[], Awaitable[bytes | None]]
-    ) -> None:
-        payload = await answer()
+    async def answer_directly(writer: _Writer, request_id: object, answer: Answer) -> None:
+        async def notify(frame: bytes) -> None:
+            await writer.write(frame, None)
+
+        payload = await answer(notify)
         if payload is None:
             unanswered.discard(request_id)  # cancelled by the client: never answered
             return

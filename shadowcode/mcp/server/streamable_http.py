@@ -30,12 +30,23 @@ passed every check gets a task, in which the SDK's handler runs.
 
 Once the body is in, a request runs to its end even if the client goes away: the SDK is never
 told of a disconnect, so a tool call that has reached the engine is not cancelled by a closed
-HTTP request (GW-08).
+HTTP request (GW-08). The one exception is ``subscriptions/listen``, whose call is only its
+stream: a client that goes away ends it.
+
+Request-scoped SSE where needed (GW-05): an answer the SDK sends as ``text/event-stream`` is
+written to the client as it comes, within the same response limits (its body bytes and the
+request deadline; past either the stream is cut). ``subscriptions/listen`` always streams (the
+SDK's rule; each stream ends gracefully after GATEWAY_LISTEN_SECONDS, inside the request
+deadline, SRV-27), and a ``tools/call`` carrying a progress token from a client that accepts
+``text/event-stream`` goes to a second SDK handler in SSE mode, so its
+``notifications/progress`` reach it while it runs (SRV-28). Everything else is answered with
+JSON, whole.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -71,7 +82,7 @@ _BACKLOG = 65536
 ASGIApp = Callable[[dict[str, Any], Callable[[], Any], Callable[[dict[str, Any]], Any]], Any]
 
 
-def build_mcp_app(server: Any, *, body_max_bytes: int = GATEWAY_REQUEST_MAX_BYTES) -> Any:
+def build_mcp_app(server: Any, *, body_max_bytes: int = GATEWAY_REQUEST_MAX_BYTES, json_response: bool = True) -> Any:
     """The SDK's Streamable HTTP handler for ``server``: stateless, JSON responses (GW-05).
 
     Host and Origin checks are the gateway's (:func:`guard_head`), so the SDK's own DNS
@@ -80,6 +91,8 @@ def build_mcp_app(server: Any, *, body_max_bytes: int = GATEWAY_REQUEST_MAX_BYTE
     Args:
         server: the SDK ``Server`` from :func:`shadowcode.mcp.server.app.build_server`.
         body_max_bytes: the SDK's own body bound, kept equal to the gateway's.
+        json_response: False for the handler in SSE mode that serves calls whose progress is
+            streamed (SRV-28).
 
     Returns:
         A ``StreamableHTTPSessionManager``; enter ``run()`` before serving requests through
@@ -90,7 +103,7 @@ def build_mcp_app(server: Any, *, body_max_bytes: int = GATEWAY_REQUEST_MAX_BYTE
 
     return StreamableHTTPSessionManager(
         app=server,
-        json_response=True,
+        json_response=json_response,
         stateless=True,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=body_max_bytes,
@@ -112,6 +125,8 @@ class GatewayServer:
         clock: monotonic seconds for the request-rate window.
         direct: answers a plain handshake-era ``tools/call`` without the app, as the app would
             (:mod:`shadowcode.mcp.server.direct_calls`); every other request goes to the app.
+        stream_app: the app in SSE mode, for a ``tools/call`` with a progress token from a
+            client that accepts an event stream (SRV-28); None: such calls go to ``app``.
 
     Attributes:
         connections: connections holding a slot now (at most ``limits.connections_max``).
@@ -128,8 +143,10 @@ class GatewayServer:
         limits: GatewayLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
         direct: DirectToolCalls | None = None,
+        stream_app: ASGIApp | None = None,
     ) -> None:
         self.app = app
+        self.stream_app = stream_app
         self.direct = direct
         self.token = token
         self.bound_host = bound_host
@@ -196,6 +213,7 @@ class GatewayServer:
         self, conn: GatewayConnection, request: h11.Request, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> None:
         answer: bytes | None = None
+        streamed = False
         try:
             error = unusable_id_error(body)
             if error is not None:  # the SDK would take it for a notification; stdio refuses it too (GW-05)
@@ -205,13 +223,23 @@ class GatewayServer:
             direct = self.direct
             taken = direct.take_stateless(body) if direct is not None and _direct_request(request, headers) else None
             if taken is not None:
-                status, response_headers, response_body = await self._call_app({}, body, _direct_app(taken[1]))
+                whole = await self._call_app(conn, {}, body, _direct_app(taken[1]))
             else:
                 scope = self._scope(request, [(n, v) for n, v in headers if n != b"authorization"])
-                status, response_headers, response_body = await self._call_app(scope, body, self.app)
-            answer = response_bytes(status, response_headers, response_body)
+                method, progress = _method_and_progress(body)
+                app = self.app
+                if progress and self.stream_app is not None and _accepts_event_stream(headers):
+                    app = self.stream_app
+                whole = await self._call_app(conn, scope, body, app, listen=method == "subscriptions/listen")
+            if whole is None:
+                streamed = True
+                return
+            answer = response_bytes(*whole)
         finally:
-            conn.answered(answer)
+            if streamed:
+                conn.stream_ended()
+            else:
+                conn.answered(answer)
 
     def _scope(self, request: h11.Request, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
         path = bytes(request.target)
@@ -232,9 +260,15 @@ class GatewayServer:
         }
 
     async def _call_app(
-        self, scope: dict[str, Any], body: bytes, app: ASGIApp
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """Run ``app`` with the request; returns the whole response, or a fixed refusal (GW-07, GW-08)."""
+        self, conn: GatewayConnection, scope: dict[str, Any], body: bytes, app: ASGIApp, *, listen: bool = False
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        """Run ``app`` with the request (GW-07, GW-08).
+
+        Returns:
+            The whole response, or a fixed refusal; None when the answer was an event stream,
+            already written to ``conn`` as it came (within the same byte and time bounds: past
+            either the stream is cut).
+        """
         delivered = False
         finished = anyio.Event()
         start: dict[str, Any] = {}
@@ -242,22 +276,47 @@ class GatewayServer:
         limit = self.limits.response_max_bytes
         too_large = False
         complete = False
+        streaming = False
+        streamed_bytes = 0
 
         async def receive() -> dict[str, Any]:
             nonlocal delivered
             if not delivered:
                 delivered = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            await finished.wait()  # never report a disconnect: a started call runs to its end (GW-08)
+            if listen:  # a listen call is only its stream: a client that went away ends it
+                conn.watch_peer()
+                async with anyio.create_task_group() as tg:
+
+                    async def wait_gone() -> None:
+                        await conn.gone.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(wait_gone)
+                    await finished.wait()
+                    tg.cancel_scope.cancel()
+            else:
+                await finished.wait()  # never report a disconnect: a started call runs to its end (GW-08)
             return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
-            nonlocal too_large, complete
+            nonlocal too_large, complete, streaming, streamed_bytes
             if message["type"] == "http.response.start":
                 start.update(message)
+                if _is_event_stream(message.get("headers", [])):
+                    streaming = True
+                    conn.stream(_stream_head(int(message["status"]), message.get("headers", [])))
             elif message["type"] == "http.response.body" and not complete:
-                if not too_large:
-                    chunks.extend(message.get("body", b""))
+                data = message.get("body", b"")
+                if streaming and not too_large:
+                    streamed_bytes += len(data)
+                    if streamed_bytes > limit:
+                        too_large = True
+                        cut.cancel()  # nothing more can be sent: the stream ends here
+                    else:
+                        conn.stream(data)
+                elif not too_large:
+                    chunks.extend(data)
                     if len(chunks) > limit:
                         too_large = True
                         chunks.clear()
@@ -266,13 +325,19 @@ class GatewayServer:
                     finished.set()
 
         outcome: Refusal | None = None
-        with anyio.move_on_after(self.limits.request_deadline_seconds):
+        with anyio.move_on_after(self.limits.request_deadline_seconds) as cut:
             try:
                 await app(scope, receive, send)
             except Exception:
                 logger.exception("the MCP handler failed")
                 outcome = FAILED
         finished.set()
+        if streaming:
+            if too_large:
+                sys.stderr.write(f"shadowcode gateway: an event stream was cut at {limit} bytes\n")
+            elif not complete:
+                sys.stderr.write("shadowcode gateway: an event stream passed its deadline and was cut\n")
+            return None
         if too_large:
             sys.stderr.write(f"shadowcode gateway: a response was over {limit} bytes\n")
             outcome = RESPONSE_TOO_LARGE
@@ -293,12 +358,56 @@ def _direct_app(answer: Callable[[], Awaitable[bytes | None]]) -> ASGIApp:
     """An app that answers with the direct path's response, as the SDK answers on its JSON path (GW-05)."""
 
     async def app(_scope: dict[str, Any], _receive: Callable[[], Any], send: Callable[[dict[str, Any]], Any]) -> None:
-        payload = await answer()
+        payload = await answer(None)
         assert payload is not None  # only a call cancelled by its client goes unanswered, and HTTP never cancels
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": payload.removesuffix(b"\n"), "more_body": False})
 
     return app
+
+
+def _method_and_progress(body: bytes) -> tuple[str | None, bool]:
+    """The request's method and whether its ``params._meta`` carries a progress token (a cheap look)."""
+    if b'"subscriptions/listen"' not in body and b'"progressToken"' not in body:
+        return None, False
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return None, False
+    if not isinstance(doc, dict):
+        return None, False
+    method = doc.get("method")
+    params = doc.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return (method if isinstance(method, str) else None), token is not None and method == "tools/call"
+
+
+def _accepts_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    accept = _one_header(headers, b"accept")
+    if accept is None:
+        return False
+    return "text/event-stream" in {part.strip().split(";")[0].strip().lower() for part in accept.split(",")}
+
+
+def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    for name, value in headers:
+        if bytes(name).lower() == b"content-type":
+            return bytes(value).split(b";")[0].strip().lower() == b"text/event-stream"
+    return False
+
+
+def _stream_head(status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The head of a streamed answer: the app's headers, no length, ``Connection: close`` (the close ends the body)."""
+    kept = [
+        (bytes(n).lower(), bytes(v))
+        for n, v in headers
+        if bytes(n).lower() not in (b"connection", b"content-length", b"transfer-encoding")
+    ]
+    whole = response_bytes(status, kept, b"")
+    head, _, _ = whole.partition(b"\r\n\r\n")
+    lines = [line for line in head.split(b"\r\n") if not line.startswith(b"content-length:")]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
 def _one_header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:

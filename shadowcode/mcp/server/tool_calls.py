@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,17 +21,25 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from shadowcode.errors import ShadowcodeError
-from shadowcode.limits import RESULT_MAX_BYTES
+from shadowcode.limits import PROGRESS_INTERVAL_SECONDS, RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
+from shadowcode.mcp.server.outputs import summary
 from shadowcode.mcp.server.tools import ToolSpec
 
-__all__ = ["Operations", "ToolCalls", "ToolOutcome", "json_text", "result_too_large"]
+__all__ = ["JOB_TOOLS", "Operations", "Progress", "ToolCalls", "ToolOutcome", "json_text", "result_too_large"]
 
 logger = logging.getLogger(__name__)
 
 json_text = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(value, ensure_ascii=False)`` with its encoder made once (``json.dumps`` builds one per call
 when given options): the JSON text of a result, and of a string inside a response frame."""
+
+
+Progress = Callable[[float, str], Awaitable[object]]
+"""Sends one ``notifications/progress`` for the call: ``(progress, message)``; progress only grows."""
+
+JOB_TOOLS = frozenset({"shadow_run", "shadow_test", "shadow_jobs"})
+"""Tools whose success may have created or cancelled one of the connection's jobs."""
 
 
 class Operations:
@@ -75,15 +84,17 @@ def result_too_large(text: str, max_bytes: int = RESULT_MAX_BYTES) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """One tool call's answer: the JSON text and document of a result, or an error's message.
+    """One tool call's answer: a result's summary, document and JSON text, or an error's message.
 
     Attributes:
-        text: the result's JSON text, or the error message (``is_error``).
+        text: the text block: a result's short summary (SRV-04), or the error message (``is_error``).
         document: the result as structured content; None for an error.
+        json: the document's JSON text as sent (its size is what SRV-25 bounds); None for an error.
     """
 
     text: str
     document: dict[str, Any] | None = None
+    json: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -99,15 +110,28 @@ class ToolCalls:
     """
 
     def __init__(
-        self, ctx: ServerContext, ops: Operations, operation_deadline_seconds: float, result_max_bytes: int
+        self,
+        ctx: ServerContext,
+        ops: Operations,
+        operation_deadline_seconds: float,
+        result_max_bytes: int,
+        *,
+        jobs_touched: Callable[[], object] | None = None,
+        progress_interval_seconds: float = PROGRESS_INTERVAL_SECONDS,
     ) -> None:
         self.ctx = ctx
         self.ops = ops
         self.operation_deadline_seconds = operation_deadline_seconds
         self.result_max_bytes = result_max_bytes
+        self.jobs_touched = jobs_touched
+        self.progress_interval_seconds = progress_interval_seconds
 
     async def run(
-        self, spec: ToolSpec, arguments: dict[str, Any], scope: anyio.CancelScope | None = None
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        scope: anyio.CancelScope | None = None,
+        progress: Progress | None = None,
     ) -> ToolOutcome | None:
         """Validate ``arguments`` against ``spec`` and run it (SRV-25: in-flight count, deadline, result size).
 
@@ -116,6 +140,10 @@ class ToolCalls:
             arguments: the call's arguments.
             scope: a fresh cancel scope the call runs in (the direct path cancels it when the
                 client cancels the call); its deadline is set here.
+            progress: given when the client sent a progress token: called once per
+                ``progress_interval_seconds`` while the call runs, the first time after that
+                long, so a quick call sends nothing (SRV-28). A failing send stops the ticks,
+                never the call.
 
         Returns:
             The outcome; None when ``scope`` was cancelled before the deadline.
@@ -135,7 +163,10 @@ class ToolCalls:
         self.ops.enter()
         try:
             with scope:
-                doc = await spec.handler(self.ctx, args)
+                if progress is None:
+                    doc = await spec.handler(self.ctx, args)
+                else:
+                    doc = await self._with_progress(spec, args, progress)
         except ShadowcodeError as exc:
             return ToolOutcome(exc.message)
         except Exception:
@@ -148,10 +179,43 @@ class ToolCalls:
                 return None  # cancelled by the client
             sys.stderr.write(f"shadowcode: {spec.name} passed its {deadline:g} s deadline\n")
             return ToolOutcome(f"{spec.name} did not finish within {deadline:g} seconds")
+        if self.jobs_touched is not None and spec.name in JOB_TOOLS:
+            self.jobs_touched()
         text = json_text(doc)
         if result_too_large(text, self.result_max_bytes):
             sys.stderr.write(f"shadowcode: the result of {spec.name} is over {self.result_max_bytes} bytes\n")
             return ToolOutcome(
                 f"the result of {spec.name} is too large: more than {self.result_max_bytes} bytes; narrow the request"
             )
-        return ToolOutcome(text, doc)
+        return ToolOutcome(summary(spec.name, doc), doc, text)
+
+    async def _with_progress(self, spec: ToolSpec, args: Any, progress: Progress) -> dict[str, Any]:
+        """Run the handler while a companion task sends a progress notification per interval (SRV-28)."""
+        interval = self.progress_interval_seconds
+        deadline = self.operation_deadline_seconds
+
+        async def tick() -> None:
+            ticks = 0
+            while True:
+                await anyio.sleep(interval)
+                ticks += 1
+                message = f"{spec.name} is still working ({ticks * interval:g} s of at most {deadline:g} s)"
+                try:
+                    await progress(float(ticks), message)
+                except Exception:  # noqa: BLE001 - the client's side of progress never fails the call
+                    logger.debug("a progress notification could not be sent", exc_info=True)
+                    return
+
+        doc: dict[str, Any] = {}
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            try:
+                doc = await spec.handler(self.ctx, args)
+            except Exception as exc:  # raised again below, not wrapped in the group's exception group
+                failure = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return doc

@@ -434,3 +434,33 @@ async def test_a_good_rollback_restores_and_removes_files_and_the_history_shows_
     history = await api.why(WhyQuery(path="a.txt"), cli_caller(project_dir))
     assert [h.kind for h in history] == ["rollback", "write"]
     assert {h.task_id for h in history} == {job}
+
+
+# -- job_state: one read of what a job is doing (SRV-16, SRV-26) --------------------------------
+
+
+@pytest.mark.req("SRV-16", "SRV-26")
+async def test_job_state_names_the_pending_approval_then_the_outcome_for_its_owner_only(
+    api: LocalEngine, state: EngineState, project_dir: Path
+) -> None:
+    await trust(api, project_dir, WORKSPACE)
+    owner = await api.open_owner("stdio", Caller(project=project_dir))
+    other = await api.open_owner("stdio", Caller(project=project_dir))
+    mine = owner_caller(project_dir, owner, Access(allow_write=True))
+    job = (await api.test_submit(TestRequest([PY, "-c", "pass"]), mine)).job_id
+    approval = await wait_approval(state.approvals, job)
+    await wait_status(state.records, job, (TaskStatus.WAITING,))
+    waiting = await api.job_state(JobRef(job), mine)
+    assert waiting.status is TaskStatus.WAITING and [a.id for a in waiting.pending_approvals] == [approval.id]
+    assert waiting.step.startswith(f"waiting for approval {approval.id} (test: ")
+    assert f"`shadowcode approve {approval.id}` resolves it" in waiting.step
+    for stranger in (owner_caller(project_dir, other), owner_caller(project_dir, None)):
+        with pytest.raises(NotFound):
+            await api.job_state(JobRef(job), stranger)
+    state.approvals.resolve(approval.id, "approve", by="cli")
+    await wait_status(state.records, job)
+    done = await api.job_state(JobRef(job), mine)
+    assert done.status is TaskStatus.DONE and done.answer == "tests passed" and done.step == "finished"
+    assert done.pending_approvals == [] and done.finished_at is not None
+    assert done.created_at <= done.updated_at and done.updated_at >= waiting.updated_at
+    assert (await api.job_state(JobRef(job), cli_caller())).id == job

@@ -28,6 +28,7 @@ from shadowcode.mcp.server.stdio import StdioLimits
 from shadowcode.mcp.server.tool_calls import Operations, ToolCalls
 from shadowcode.mcp.server.tools import ToolSpec, tool_named
 from tests.support.stdio_peer import Peer, count_direct_claims, in_process_transport
+from tests.support.tool_results import assert_declared_output
 
 pytestmark = [pytest.mark.anyio, pytest.mark.req("SRV-25")]
 
@@ -87,7 +88,8 @@ async def test_the_direct_path_answers_exactly_as_the_sdk_does(
     assert direct == through_sdk
     assert [a["id"] for a in direct] == [r["id"] for r in REQUESTS]
     status = direct[0]["result"]
-    assert status["isError"] is False and json.loads(status["content"][0]["text"]) == status["structuredContent"]
+    assert status["isError"] is False
+    assert_declared_output("shadow_status", status["structuredContent"], status["content"][0]["text"])
     assert direct[3]["result"]["isError"] is True and "invalid arguments" in direct[3]["result"]["content"][0]["text"]
     assert "error" in direct[5]
 
@@ -141,7 +143,7 @@ async def test_nothing_is_taken_before_the_sdk_answered_initialize_or_on_a_2026_
     taken = direct.take(call)  # a refused second initialize changes nothing
     assert taken is not None and taken[0] == 5
     assert taken is not None
-    answer = json.loads(await taken[1]())
+    answer = json.loads(await taken[1](None))
     assert answer["id"] == 5 and answer["result"]["isError"] is False
 
 
@@ -170,7 +172,7 @@ async def test_a_cancelled_call_is_never_answered_and_frees_its_slot(
     async with anyio.create_task_group() as tg:
 
         async def run() -> None:
-            answers.append(await taken[1]())
+            answers.append(await taken[1](None))
 
         tg.start_soon(run)
         with anyio.fail_after(5):
@@ -192,13 +194,13 @@ async def test_the_in_flight_limit_is_shared_with_the_sdk_handler(
     try:
         taken = direct.take(_frame(_call(7, "shadow_status", {})))
         assert taken is not None
-        refused = json.loads(await taken[1]())
+        refused = json.loads(await taken[1](None))
     finally:
         calls.ops.leave()
     assert refused["id"] == 7 and "too many operations in flight" in refused["error"]["message"]
     taken = direct.take(_frame(_call(8, "shadow_status", {})))
     assert taken is not None
-    assert json.loads(await taken[1]())["result"]["isError"] is False
+    assert json.loads(await taken[1](None))["result"]["isError"] is False
 
 
 async def test_over_the_wire_a_pipelined_burst_is_answered_once_each(api: LocalEngine, project_dir: Path) -> None:
@@ -252,7 +254,7 @@ async def test_a_direct_call_that_fails_ends_the_transport_with_its_error(
 ) -> None:
     """A bug in the direct path is not swallowed: it surfaces as a failure of the task group would."""
 
-    async def broken() -> bytes | None:
+    async def broken(_notify: object) -> bytes | None:
         raise RuntimeError("broken answer")
 
     original = DirectToolCalls.take

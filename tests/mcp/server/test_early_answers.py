@@ -73,6 +73,59 @@ def test_a_request_the_recording_cannot_answer_first_ends_the_answering_here() -
     assert early.take(_line(INIT))[0] is None  # a later handshake goes to the server
 
 
+def _modern(request_id: int, method: str, **params: Any) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": meta}}
+
+
+def test_a_modern_request_sent_on_does_not_end_the_answering_of_modern_listings() -> None:
+    early = _early()
+    assert early.take(_line(_modern(1, "server/discover")))[0] is not None
+    call = _modern(2, "tools/call", name="shadow_status", arguments={})
+    assert early.take(_line(call)) == (None, _line(call), (2, "tools/call"))
+    assert early.answering
+    answer, _, _ = early.take(_line(_modern(3, "tools/list")))
+    assert answer is not None and len(json.loads(answer)["result"]["tools"]) == 17
+
+
+def test_the_first_listen_for_list_changes_is_acknowledged_here_and_the_servers_acknowledgement_dropped() -> None:
+    early = _early()
+    early.take(_line(_modern(1, "server/discover")))
+    listen = _modern(2, "subscriptions/listen", notifications={"resourcesListChanged": True})
+    ack, forward, request = early.take(_line(listen))
+    assert ack is not None and forward == _line(listen) and request == (2, "subscriptions/listen")
+    notice = json.loads(ack)
+    assert notice["method"] == "notifications/subscriptions/acknowledged"
+    assert notice["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 2}
+    assert notice["params"]["notifications"] == {"resourcesListChanged": True}
+    assert early.drop(_line({"jsonrpc": "2.0", "id": "ours-0", "result": {}}))  # the recorded discover's
+    assert early.waiting  # the server's acknowledgement is still to come
+    servers = {**notice, "params": {**notice["params"], "notifications": {"resourcesListChanged": True}}}
+    assert early.drop(_line(servers))
+    assert not early.waiting
+    assert not early.drop(_line(servers))  # once
+
+
+def test_a_listen_naming_task_ids_is_left_to_the_server() -> None:
+    early = _early()
+    early.take(_line(_modern(1, "server/discover")))
+    listen = _modern(2, "subscriptions/listen", notifications={"taskIds": ["task_1"]})
+    assert early.take(_line(listen)) == (None, _line(listen), (2, "subscriptions/listen"))
+
+
+def test_a_request_without_modern_metadata_still_ends_the_answering_of_a_modern_session() -> None:
+    early = _early()
+    early.take(_line(_modern(1, "server/discover")))
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shadow_status"}}
+    early.take(_line(call))
+    assert not early.answering
+    assert early.take(_line(_modern(3, "tools/list")))[0] is None
+
+
 def test_after_stop_every_line_goes_to_the_server_unchanged() -> None:
     early = _early()
     early.stop()

@@ -369,7 +369,7 @@ def test_the_real_server_behind_the_front_serves_and_leaves_nothing(tmp_path: Pa
         (child,) = wait_for(server.child_pids)  # the full server runs behind the front
         server.send({**CALL, "id": 7})
         status = server.read_until_response(7)
-        assert json.loads(status["result"]["content"][0]["text"])["project"]["path"] == str(project.resolve())
+        assert status["result"]["structuredContent"]["project"]["path"] == str(project.resolve())
         server.proc.stdin.close()  # type: ignore[union-attr]
         assert server.wait_exit() == 0
         assert not alive(child)

@@ -277,9 +277,8 @@ def test_the_engine_reads_the_clients_pipe_after_the_handover_and_a_killed_relay
                 relay.stdin.write(_frame({**CALL, "id": request_id}))
                 relay.stdin.flush()
                 answer = json.loads(relay.stdout.readline())
-                assert answer["id"] == request_id and json.loads(answer["result"]["content"][0]["text"])["engine"] == {
-                    "mode": "attached"
-                }
+                assert answer["id"] == request_id
+                assert answer["result"]["structuredContent"]["engine"] == {"mode": "attached"}
             wait_for(lambda: _holds(engine_pid, stdin))
             relay.kill()
             relay.wait(ANSWER_SECONDS)

@@ -43,6 +43,7 @@ from tests.support.engine import (
     wait_pidfile,
 )
 from tests.support.process import ServerProcess
+from tests.support.tool_results import assert_declared_output
 
 pytestmark = [
     pytest.mark.anyio,
@@ -113,6 +114,7 @@ async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, Any]:
     text = result.content[0].text  # type: ignore[union-attr]
     if result.is_error:
         return False, text
+    assert_declared_output(name, result.structured_content, text)
     return True, result.structured_content
 
 
@@ -505,6 +507,7 @@ def rpc(server: ServerProcess, request_id: int, name: str, **arguments: Any) -> 
     reply = server.read_until_response(request_id, timeout=30)
     result = reply["result"]
     assert not result.get("isError"), result
+    assert_declared_output(name, result["structuredContent"], result["content"][0]["text"])
     return result["structuredContent"]  # type: ignore[no-any-return]
 
 

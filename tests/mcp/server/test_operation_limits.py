@@ -46,9 +46,14 @@ async def _client(api: LocalEngine, project_dir: Path, **limits: Any) -> AsyncIt
 
 
 def _stand_in(monkeypatch: pytest.MonkeyPatch, handler: Callable[..., Any]) -> None:
-    """Make ``shadow_status`` run ``handler`` instead of its own code."""
+    """Make ``shadow_status`` run ``handler`` instead of its own code, listed without its outputSchema
+    (the stand-in answers another shape, which the client would otherwise refuse)."""
     spec = dataclasses.replace(tool_named("shadow_status"), handler=handler)  # type: ignore[type-var]
     monkeypatch.setattr(app, "tool_named", lambda name: spec if name == "shadow_status" else tool_named(name))
+    listed = tuple(
+        t.model_copy(update={"output_schema": None}) if t.name == "shadow_status" else t for t in app._tool_list()
+    )
+    monkeypatch.setattr(app, "_tool_list", lambda: listed)
 
 
 # --- result size -------------------------------------------------------------------------

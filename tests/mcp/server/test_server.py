@@ -22,6 +22,7 @@ from shadowcode.engine.verbs.inspection import MODEL_PROBE_PROMPT
 from shadowcode.mcp.server.app import build_server
 from shadowcode.mcp.server.context import ServerContext
 from tests.support.engine import scripted_model
+from tests.support.tool_results import assert_declared_output
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +76,7 @@ async def call(client: Client, name: str, **arguments: Any) -> tuple[bool, Any]:
     result = await client.call_tool(name, arguments)
     if result.is_error:
         return False, result.content[0].text  # type: ignore[union-attr]
-    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    assert_declared_output(name, result.structured_content, result.content[0].text)  # type: ignore[union-attr]
     return True, result.structured_content
 
 
