@@ -110,8 +110,9 @@ def _parser() -> argparse.ArgumentParser:
         "--official",
         action="store_true",
         help="also run the official @modelcontextprotocol/conformance package's scenarios as checks "
-        "(server scenarios against the gateway or --url; client scenarios in the shadowcode profile); "
-        "needs Node 22 and the package in node_probes/ (bash ci/setup)",
+        "(0.1.16 and the 0.2.0-alpha.12 2026-07-28 requirement set; server scenarios against the gateway, "
+        "--url, or a stdio --target through a loopback bridge; client scenarios in the shadowcode profile); "
+        "needs Node 22 and the packages in node_probes/ (bash ci/setup)",
     )
     p.add_argument("--out", default="conformance-out", help="report folder (default: conformance-out)")
     p.add_argument(
@@ -201,7 +202,7 @@ def _run(argv: Sequence[str]) -> int:
         for c in checks:
             line = f"{c.name}\t{','.join(c.covers)}"
             if args.profile == "generic":
-                line += f"\t{c.needs}"
+                line += f"\t{c.needs}\t{c.weight}"
             if args.attached:
                 line += "\town engine" if c.own_engine else "\tattached"
             sys.stdout.write(line + "\n")
@@ -251,6 +252,7 @@ def _run(argv: Sequence[str]) -> int:
         filtered_out=filtered_by_only(registered, checks, patterns),
         engine=mode.value if args.profile == "shadowcode" else NO_ENGINE,
         url=url,
+        profile=args.profile,
     )
     json_path, md_path = write_report(out_dir, report)
     _summarize(report)
@@ -307,12 +309,16 @@ def _summarize(report: Mapping[str, Any]) -> None:
     sys.stderr.write(
         f"conformance ({'generic profile' if engine == NO_ENGINE else engine + ' engine'}): "
         f"{statuses.count('pass')} checks passed, {statuses.count('fail')} failed, "
-        f"{statuses.count('expected_fail')} failed as expected, {statuses.count('not_run')} not run; "
+        f"{statuses.count('warn')} warned, {statuses.count('not_applicable')} not applicable, "
+        f"{statuses.count('expected_fail')} failed as expected, {statuses.count('expected_warn')} warned as expected, "
+        f"{statuses.count('not_run')} not run; "
         f"ids: {s['pass']} pass, {s['fail']} fail, {s['not_covered']} not covered\n"
     )
     for c in checks:
         if c["status"] == "fail":
             sys.stderr.write(f"  FAIL {c['name']}: {c['detail'][:300]}\n")
+        elif c["status"] == "warn":
+            sys.stderr.write(f"  WARN ({c['weight']}) {c['name']}: {c['detail'][:300]}\n")
         elif c["status"] == "expected_fail":
             sys.stderr.write(f"  EXPECTED FAIL {c['name']}: {c['reason']}\n")
         elif c.get("not_run") == "unavailable":
@@ -322,6 +328,8 @@ def _summarize(report: Mapping[str, Any]) -> None:
             sys.stderr.write(f"  STALE {e['check']}: it passed; remove it from the baseline\n")
         elif e["outcome"] == "unknown":
             sys.stderr.write(f"  UNKNOWN {e['check']}: no check of this name ran; fix or remove the entry\n")
+        elif e["outcome"] == "wrong_weight":
+            sys.stderr.write(f"  WRONG WEIGHT {e['check']}: the entry says {e.get('weight')}; fix the entry\n")
 
 
 def _check_url(url: str) -> str:

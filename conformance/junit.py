@@ -6,12 +6,18 @@ with the standard library's :mod:`xml.etree.ElementTree`. Two test suites:
 * ``conformance.checks``: one test case per check that ran (probe sub-checks included),
   ``classname`` its group (the part before ``:``), ``time`` its seconds. A failed check has a
   ``<failure>`` whose message is the first line of its detail; an expected failure (listed in
-  the baseline) is ``<skipped>`` with the baseline's reason. A check not run because the run
-  was not given what it needs (``--target``, ``--url``) is ``<skipped>``; one that was asked for
-  but could not run (Node 22 or the official package missing) is a ``<failure>`` of type
-  ``not run``. Each case carries a ``covers``
-  property listing the requirement ids it proves. Baseline entries that are stale or unknown
-  fail the run, so each becomes a failing case named ``baseline:<check>``.
+  the baseline) is ``<skipped>`` with the baseline's reason. A check that was **not applicable**
+  is ``<skipped>`` whose message starts ``not applicable:`` and gives the reason: JUnit has no
+  such state, and every consumer (Jenkins, GitLab, GitHub's test reporters, IDEs) shows a
+  skipped case's message without counting it as a failure. A check that **warned** is a passing
+  case with the finding in ``<system-out>`` (``warn (should): ...``): JUnit has no warning state,
+  a ``<failure>`` would fail the build, and ``<system-out>`` is what those consumers show on the
+  case's page; the ``verdict`` property (``warn``) says it for a machine. A check not run because
+  the run was not given what it needs (``--target``, ``--url``) is ``<skipped>``; one that was
+  asked for but could not run (Node 22 or the official package missing) is a ``<failure>`` of
+  type ``not run``. Each case carries the properties ``covers`` (the requirement ids it proves),
+  ``verdict``, ``weight`` and ``source``. Baseline entries that are stale, unknown or of the
+  wrong weight fail the run, so each becomes a failing case named ``baseline:<check>``.
 * ``conformance.requirements``: one test case per requirement id in contract order: pass,
   ``<failure>`` naming the failing checks, or ``<skipped>`` when not covered.
 
@@ -29,6 +35,11 @@ from typing import Any
 __all__ = ["render_junit", "write_junit"]
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_BAD_OUTCOMES = {
+    "stale": "it passed or did not apply: remove it from the baseline",
+    "unknown": "no check of this name ran",
+    "wrong_weight": "the entry's weight is not the check's: fix the entry",
+}
 _MESSAGE_MAX_CHARS = 300
 
 
@@ -79,30 +90,39 @@ def render_junit(report: Mapping[str, Any]) -> bytes:
             "testcase",
             {"classname": name.split(":", 1)[0], "name": name, "time": f"{float(record.get('seconds', 0)):.3f}"},
         )
-        covers = ET.SubElement(ET.SubElement(case, "properties"), "property")
-        covers.set("name", "covers")
-        covers.set("value", ",".join(record.get("covers", [])))
+        props = ET.SubElement(case, "properties")
+        for key, value in (
+            ("covers", ",".join(record.get("covers", []))),
+            ("verdict", record.get("verdict", "")),
+            ("weight", record.get("weight", "")),
+            ("source", record.get("source", "")),
+        ):
+            ET.SubElement(props, "property", {"name": key, "value": _clean(value)})
         detail = _clean(record.get("detail", ""))
-        if record.get("status") == "fail":
+        status = record.get("status")
+        if status == "fail":
             ET.SubElement(case, "failure", {"message": _message(detail), "type": "check failed"}).text = detail
         elif record.get("status") == "not_run" and record.get("not_run") == "unavailable":
             ET.SubElement(case, "failure", {"message": _message(detail), "type": "not run"}).text = detail
         elif record.get("status") == "not_run":
             ET.SubElement(case, "skipped", {"message": f"not run: {_message(detail)}"[:_MESSAGE_MAX_CHARS]})
-        elif record.get("status") == "expected_fail":
+        elif status == "expected_fail":
             reason = _clean(record.get("reason", ""))
             ET.SubElement(
                 case, "skipped", {"message": f"expected failure: {reason}"[:_MESSAGE_MAX_CHARS]}
             ).text = detail
+        elif status == "not_applicable":
+            ET.SubElement(case, "skipped", {"message": f"not applicable: {_message(detail)}"[:_MESSAGE_MAX_CHARS]})
+        elif status in ("warn", "expected_warn"):
+            known = f" (expected: {_clean(record.get('reason', ''))})" if status == "expected_warn" else ""
+            ET.SubElement(case, "system-out").text = f"warn ({_clean(record.get('weight', ''))}): {detail}{known}"
         else:
             ET.SubElement(case, "system-out").text = detail
     for entry in report.get("expected_failures", []):
-        if entry.get("outcome") in ("stale", "unknown"):
+        if entry.get("outcome") in _BAD_OUTCOMES:
             name = f"baseline:{_clean(entry['check'])}"
             case = ET.SubElement(checks, "testcase", {"classname": "baseline", "name": name, "time": "0.000"})
-            why = (
-                "it passed: remove it from the baseline" if entry["outcome"] == "stale" else "no check of this name ran"
-            )
+            why = _BAD_OUTCOMES[entry["outcome"]]
             ET.SubElement(case, "failure", {"message": f"{entry['outcome']} baseline entry: {why}", "type": "baseline"})
     requirements = _suite(root, "conformance.requirements")
     for row in report.get("results", []):

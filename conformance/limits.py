@@ -9,6 +9,10 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "BRIDGE_ANSWER_SECONDS",
+    "BRIDGE_BODY_MAX_BYTES",
+    "BRIDGE_SESSIONS_MAX",
+    "BRIDGE_STOP_SECONDS",
     "CHECK_TIMEOUT_SECONDS",
     "CLEANUP_WAIT_SECONDS",
     "COMMAND_OUTPUT_MAX_BYTES",
@@ -76,3 +80,15 @@ ENGINE_STATUS_TIMEOUT_SECONDS: Final = 30.0
 
 ENGINE_STOP_WAIT_SECONDS: Final = 15.0
 """Seconds the engine gets to exit after SIGTERM before its process group is killed (ENG-03, CONF-01)."""
+
+BRIDGE_BODY_MAX_BYTES: Final = 4 * 1024 * 1024
+"""The largest request body the stdio bridge relays (CONF-01); a larger one gets 413."""
+
+BRIDGE_SESSIONS_MAX: Final = 16
+"""Stdio servers the bridge runs at once, one per HTTP session (CONF-01); one more initialize gets 503."""
+
+BRIDGE_ANSWER_SECONDS: Final = 120.0
+"""How long the bridge waits for the stdio server's answer to one request (CONF-01); then 504."""
+
+BRIDGE_STOP_SECONDS: Final = 3.0
+"""How long a bridged stdio server gets to exit after its stdin closes before its group is killed (CONF-01)."""

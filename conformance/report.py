@@ -1,22 +1,32 @@
 """Turning check records into the report: per-id status, summary, JSON and Markdown.
 
+Each check comes to a verdict (:mod:`conformance.verdicts`): ``pass``, ``fail`` (a ``must``
+rule broken), ``warn`` (a ``should`` or ``robustness`` rule broken) or ``not_applicable``, each
+with its reason, its weight and its source.
+
 Rules (CONF-01):
 
-- an id *passes* when at least one check covers it and every check covering it passed;
-- it *fails* when any check covering it failed;
-- it is *not covered* when no check that ran covers it.
+- an id *passes* when at least one counted check covers it and none of them failed (a warn
+  does not fail an id; the row lists it under ``warn``);
+- it *fails* when any counted check covering it failed;
+- it is *not covered* when no counted check covers it. A check that was not applicable, not
+  run, or listed in the baseline is not counted.
 
-Expected failures (CONF-01, CONF-04): a baseline file lists checks known to fail, each
-with a reason. A listed check that fails gets status ``expected_fail`` and counts neither
-for nor against the ids it covers, so an id covered only by expected failures is *not
-covered*. A listed check that passes is *stale*, and a listed name that matched no check
-that ran is *unknown*; both make the run fail, so the baseline cannot drift from reality.
+Expected failures (CONF-01, CONF-04): a baseline file lists checks known to fail or warn, each
+with a reason and, optionally, the weight of the broken rule. A listed check that fails gets
+status ``expected_fail`` (one that warns ``expected_warn``) and counts neither for nor against
+the ids it covers, so an id covered only by expected failures is *not covered*. A listed check
+that passes or is not applicable is *stale*, a listed name that matched no check that ran is
+*unknown*, and an entry whose weight differs from the check's is *wrong_weight*; all three make
+the run fail, so the baseline cannot drift from reality.
 
 SRV-03 needs more than passing checks: the run must show both the 2026-07-28 revision and
 at least one handshake revision. Whenever a check covering SRV-03 ran, a synthesized check
 named :data:`REVISIONS_CHECK` (covering SRV-03) states whether both were seen among the
 revisions recorded by any check, so a run that exercised only one era fails SRV-03 and the
-exit status says so. A run that touched no SRV-03 check leaves SRV-03 not covered.
+exit status says so. A run that touched no SRV-03 check leaves SRV-03 not covered. In the
+generic profile both eras are ShadowCode's contract, not a rule every server keeps: a server
+that claims one era gets that record as not applicable, with the revisions it did negotiate.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from conformance.context import LEGACY_REVISIONS, MODERN_REVISION
 from conformance.errors import UsageError
 from conformance.limits import DETAIL_MAX_CHARS
 from conformance.requirements import REQUIREMENTS
+from conformance.verdicts import Verdict, Weight, judge
 
 __all__ = [
     "REVISIONS_CHECK",
@@ -66,6 +77,9 @@ class CheckRecord:
             it needs (``--target`` or ``--url``); :data:`UNAVAILABLE` when it was asked for but
             something it needs is missing (Node 22, the official package). Either way it proves
             nothing; only an unavailable check fails the run.
+        verdict: a :class:`~conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by ``weight``.
+        weight: the weight of the rule (:class:`~conformance.verdicts.Weight`).
+        source: where the rule is written (a section URL, or ShadowCode's contract).
     """
 
     name: str
@@ -74,19 +88,35 @@ class CheckRecord:
     detail: str
     seconds: float
     not_run: str = ""
+    verdict: str = ""
+    weight: str = Weight.MUST
+    source: str = ""
+
+    @property
+    def judged(self) -> str:
+        """The verdict: ``pass``, ``fail``, ``warn`` or ``not_applicable``; ``not_run`` for a check not run."""
+        if self.not_run:
+            return NOT_RUN
+        return self.verdict or judge(self.ok, self.weight)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"name", "covers", "ok", "status", "detail", "seconds"}``, seconds rounded to ms.
+        """``{"name", "covers", "ok", "status", "verdict", "weight", "source", "detail", "seconds"}``.
 
-        ``status`` is ``"pass"`` or ``"fail"`` from ``ok``, or ``"not_run"`` (then
-        ``"not_run"`` holds :data:`NOT_ASKED` or :data:`UNAVAILABLE` and ``ok`` is false);
-        :func:`build_report` turns a baselined failure into ``"expected_fail"``.
+        ``verdict`` is ``"pass"``, ``"fail"``, ``"warn"`` or ``"not_applicable"`` (or
+        ``"not_run"``, and then ``"not_run"`` holds :data:`NOT_ASKED` or :data:`UNAVAILABLE`);
+        ``status`` starts as the verdict and :func:`build_report` turns a baselined fail into
+        ``"expected_fail"`` and a baselined warn into ``"expected_warn"``. ``ok`` is true only
+        for a pass. ``detail`` is the reason for the verdict; seconds are rounded to ms.
         """
+        verdict = self.judged
         row: dict[str, Any] = {
             "name": self.name,
             "covers": list(self.covers),
-            "ok": self.ok and not self.not_run,
-            "status": "not_run" if self.not_run else "pass" if self.ok else "fail",
+            "ok": verdict == Verdict.PASS,
+            "status": str(verdict),
+            "verdict": str(verdict),
+            "weight": str(self.weight),
+            "source": self.source,
             "detail": self.detail[:DETAIL_MAX_CHARS],
             "seconds": round(self.seconds, 3),
         }
@@ -101,6 +131,9 @@ NOT_ASKED = "not_asked"
 UNAVAILABLE = "unavailable"
 """A check not run because something it needs is missing; it fails the run."""
 
+NOT_RUN = "not_run"
+"""The status of a check that was not run (see :data:`NOT_ASKED`, :data:`UNAVAILABLE`)."""
+
 
 @dataclass(frozen=True)
 class ExpectedFailure:
@@ -109,21 +142,26 @@ class ExpectedFailure:
     Attributes:
         check: the exact report name of a check (``"registration:claude_http_connected"``),
             sub-checks and ``report:protocol_revisions`` included.
-        reason: why it is known to fail, for a person.
+        reason: why it is known to fail or warn, for a person.
+        weight: the weight of the broken rule as the baseline states it (``"must"``,
+            ``"should"``, ``"robustness"``), or ``""`` when it states none.
     """
 
     check: str
     reason: str
+    weight: str = ""
 
 
-_ENTRY_KEYS = frozenset({"check", "reason"})
+_ENTRY_KEYS = frozenset({"check", "reason", "weight"})
 
 
 def load_expected_failures(path: Path) -> list[ExpectedFailure]:
-    """Read a baseline file: a YAML list of ``{check: str, reason: str}`` (CONF-01).
+    """Read a baseline file: a YAML list of ``{check: str, reason: str, weight: str}`` (CONF-01).
 
-    An empty file (or ``[]``) is an empty baseline. Each entry needs both keys as non-empty
-    strings and nothing else; a check may be listed once.
+    An empty file (or ``[]``) is an empty baseline. Each entry needs ``check`` and ``reason``
+    as non-empty strings and may state ``weight`` (``must``, ``should`` or ``robustness``: the
+    weight of the broken rule, held against the check's own); nothing else. A check may be
+    listed once.
 
     Args:
         path: the YAML file.
@@ -154,8 +192,12 @@ def load_expected_failures(path: Path) -> list[ExpectedFailure]:
             raise UsageError(f"{where}: must be a mapping with 'check' and 'reason'")
         extra = sorted(str(k) for k in item if k not in _ENTRY_KEYS)
         if extra:
-            raise UsageError(f"{where}: unknown key(s) {', '.join(extra)}; only 'check' and 'reason' are allowed")
-        name, reason = item.get("check"), item.get("reason")
+            raise UsageError(
+                f"{where}: unknown key(s) {', '.join(extra)}; only 'check', 'reason' and 'weight' are allowed"
+            )
+        name, reason, weight = item.get("check"), item.get("reason"), item.get("weight", "")
+        if weight not in ("", *Weight):
+            raise UsageError(f"{where}: 'weight' must be one of {', '.join(Weight)}, not {weight!r}")
         if not isinstance(name, str) or not name.strip():
             raise UsageError(f"{where}: 'check' must be a non-empty string naming a check")
         if not isinstance(reason, str) or not reason.strip():
@@ -163,23 +205,27 @@ def load_expected_failures(path: Path) -> list[ExpectedFailure]:
         if name in seen:
             raise UsageError(f"{where}: {name!r} is listed twice")
         seen.add(name)
-        entries.append(ExpectedFailure(name.strip(), " ".join(reason.split())))
+        entries.append(ExpectedFailure(name.strip(), " ".join(reason.split()), str(weight)))
     return entries
 
 
-def revisions_record(records: Sequence[CheckRecord], revisions: Mapping[str, str]) -> CheckRecord | None:
+def revisions_record(
+    records: Sequence[CheckRecord], revisions: Mapping[str, str], profile: str = "shadowcode"
+) -> CheckRecord | None:
     """The synthesized SRV-03 check, or None when no check covering SRV-03 ran (SRV-03).
 
     Args:
         records: the checks that ran.
         revisions: label to negotiated revision, as recorded by checks.
+        profile: ``"shadowcode"``: both eras are required (SRV-03); ``"generic"``: a server
+            that negotiated one era gets the record as not applicable, naming what it did.
 
     Returns:
         A passing record when the modern revision and a handshake revision both appear in
-        ``revisions``; a failing one naming what is missing otherwise; None when no record
-        covers SRV-03.
+        ``revisions``; a failing one naming what is missing otherwise (not applicable in the
+        generic profile); None when no record covers SRV-03.
     """
-    if not any("SRV-03" in r.covers and not r.not_run for r in records):
+    if not any("SRV-03" in r.covers and r.judged not in (NOT_RUN, Verdict.NOT_APPLICABLE) for r in records):
         return None
     seen = sorted(set(revisions.values()))
     modern = MODERN_REVISION in seen
@@ -190,11 +236,20 @@ def revisions_record(records: Sequence[CheckRecord], revisions: Mapping[str, str
     if not legacy:
         missing.append("any initialize-era revision (" + ", ".join(LEGACY_REVISIONS) + ")")
     shown = ", ".join(seen) or "none"
+    source = "ShadowCode contract: SRV-03 (both protocol eras)"
     if missing:
         detail = f"revisions exercised: {shown}; never negotiated: " + " and ".join(missing)
     else:
         detail = f"revisions exercised: {shown}"
-    return CheckRecord(REVISIONS_CHECK, ("SRV-03",), not missing, detail, 0.0)
+    if missing and profile != "shadowcode":
+        detail += (
+            "; both eras are ShadowCode's contract (SRV-03), not a rule every MCP server keeps: "
+            "a fact about this server, not a failure"
+        )
+        return CheckRecord(
+            REVISIONS_CHECK, ("SRV-03",), False, detail, 0.0, verdict=Verdict.NOT_APPLICABLE, source=source
+        )
+    return CheckRecord(REVISIONS_CHECK, ("SRV-03",), not missing, detail, 0.0, source=source)
 
 
 def _never_filtered(name: str) -> bool:
@@ -210,6 +265,7 @@ def build_report(
     filtered_out: Callable[[str], bool] = _never_filtered,
     engine: str = "temporary",
     url: str | None = None,
+    profile: str = "shadowcode",
 ) -> dict[str, Any]:
     """Aggregate check records into the report document (CONF-01).
 
@@ -225,45 +281,55 @@ def build_report(
             :data:`NO_ENGINE` (``"none"``) in the generic profile, which runs the target as given.
         url: the Streamable HTTP endpoint under test (``--url``); the report carries a
             ``"url"`` key only when one was given.
+        profile: the profile that ran (``"shadowcode"`` or ``"generic"``), which decides how the
+            SRV-03 record judges a server of one era (:func:`revisions_record`).
 
     Returns:
-        ``{"target": [str], "engine": str, "generated_at": int, "summary": {"pass", "fail", "not_covered"},
+        ``{"target": [str], "profile": str, "engine": str, "generated_at": int,
+        "summary": {"pass", "fail", "not_covered"},
+        "verdicts": {"pass", "fail", "warn", "not_applicable", "expected_fail", "expected_warn", "not_run"},
         "protocol_revisions": {label: revision},
-        "results": [{"id", "status", "checks", "expected_fail"}],
-        "checks": [{"name", "covers", "ok", "status", "detail", "seconds"} (+ "reason")],
-        "expected_failures": [{"check", "reason", "outcome"}]}``. ``results`` lists every
-        manifest id in manifest order; its ``checks`` are the checks that decided the status
-        and ``expected_fail`` the baselined failures left out of it. A check's ``status`` is
-        ``"pass"``, ``"fail"`` or ``"expected_fail"`` (which carries the baseline ``reason``).
-        An ``outcome`` is ``"failed_as_expected"``, ``"stale"`` (the check passed) or
-        ``"unknown"`` (no check of that name ran). A check that was not run (``"not_run"``)
-        counts for no id, and its baseline entry is left out. ``summary`` counts ids, not checks.
+        "results": [{"id", "status", "checks", "expected_fail", "warn"}],
+        "checks": [{"name", "covers", "ok", "status", "verdict", "weight", "source", "detail",
+        "seconds"} (+ "reason", "not_run")],
+        "expected_failures": [{"check", "reason", "outcome"} (+ "weight")]}``. ``results``
+        lists every manifest id in manifest order; its ``checks`` are the checks that decided
+        the status, ``expected_fail`` the baselined ones left out of it and ``warn`` the
+        counted checks that warned. A check's ``verdict`` is ``"pass"``, ``"fail"``, ``"warn"``,
+        ``"not_applicable"`` or ``"not_run"``; its ``status`` is the verdict, or
+        ``"expected_fail"`` / ``"expected_warn"`` (with the baseline ``reason``) when the
+        baseline lists it. An ``outcome`` is ``"failed_as_expected"``, ``"warned_as_expected"``,
+        ``"stale"`` (the check passed or was not applicable), ``"wrong_weight"`` (the entry's
+        weight is not the check's) or ``"unknown"`` (no check of that name ran). A check that
+        was not run counts for no id, and its baseline entry is left out; one that was not
+        applicable counts for no id either. ``summary`` counts ids, ``verdicts`` checks.
     """
     all_records = list(records)
-    synthesized = revisions_record(all_records, revisions)
+    synthesized = revisions_record(all_records, revisions, profile)
     if synthesized is not None:
         all_records.append(synthesized)
-    reasons = {e.check: e.reason for e in expected_failures}
-    excused = {r.name for r in all_records if not r.ok and not r.not_run and r.name in reasons}
-    not_run = {r.name for r in all_records if r.not_run}
+    entries = {e.check: e for e in expected_failures}
+    findings = (Verdict.FAIL, Verdict.WARN)
+    excused = {r.name for r in all_records if r.judged in findings and r.name in entries}
+    uncounted = {r.name for r in all_records if r.judged in (NOT_RUN, Verdict.NOT_APPLICABLE)}
     checks: list[dict[str, Any]] = []
     for r in all_records:
         row = r.as_json()
         if r.name in excused:
-            row["status"] = "expected_fail"
-            row["reason"] = reasons[r.name]
+            row["status"] = "expected_fail" if r.judged == Verdict.FAIL else "expected_warn"
+            row["reason"] = entries[r.name].reason
         checks.append(row)
     results: list[dict[str, Any]] = []
     summary = {"pass": 0, "fail": 0, "not_covered": 0}
     for requirement in REQUIREMENTS:
-        covering = [r for r in all_records if requirement.id in r.covers and r.name not in not_run]
+        covering = [r for r in all_records if requirement.id in r.covers and r.name not in uncounted]
         counted = [r for r in covering if r.name not in excused]
         if not counted:
             status = "not_covered"
-        elif all(r.ok for r in counted):
-            status = "pass"
-        else:
+        elif any(r.judged == Verdict.FAIL for r in counted):
             status = "fail"
+        else:
+            status = "pass"
         summary[status] += 1
         results.append(
             {
@@ -271,19 +337,28 @@ def build_report(
                 "status": status,
                 "checks": [r.name for r in counted],
                 "expected_fail": [r.name for r in covering if r.name in excused],
+                "warn": [r.name for r in counted if r.judged == Verdict.WARN],
             }
         )
-    outcomes = {r.name: ("failed_as_expected" if r.name in excused else "stale") for r in all_records}
-    baseline = [
-        {"check": e.check, "reason": e.reason, "outcome": outcomes.get(e.check, "unknown")}
-        for e in expected_failures
-        if (e.check in outcomes and e.check not in not_run) or (e.check not in outcomes and not filtered_out(e.check))
-    ]
+    outcomes = {r.name: _outcome(r, entries.get(r.name)) for r in all_records}
+    not_run = {r.name for r in all_records if r.not_run}
+    baseline = []
+    for e in expected_failures:
+        if (e.check in outcomes and e.check not in not_run) or (e.check not in outcomes and not filtered_out(e.check)):
+            entry = {"check": e.check, "reason": e.reason, "outcome": outcomes.get(e.check, "unknown")}
+            if e.weight:
+                entry["weight"] = e.weight
+            baseline.append(entry)
+    statuses = [c["status"] for c in checks]
+    verdicts = {k: statuses.count(k) for k in ("pass", "fail", "warn", "not_applicable")}
+    verdicts |= {k: statuses.count(k) for k in ("expected_fail", "expected_warn", NOT_RUN)}
     report: dict[str, Any] = {
         "target": list(target),
+        "profile": profile,
         "engine": engine,
         "generated_at": int(generated_at),
         "summary": summary,
+        "verdicts": verdicts,
         "protocol_revisions": dict(sorted(revisions.items())),
         "results": results,
         "checks": checks,
@@ -294,9 +369,23 @@ def build_report(
     return report
 
 
+def _outcome(record: CheckRecord, entry: ExpectedFailure | None) -> str:
+    """A baseline entry's outcome for the record of its check (see :func:`build_report`)."""
+    verdict = record.judged
+    if verdict not in (Verdict.FAIL, Verdict.WARN):
+        return "stale"
+    if entry is not None and entry.weight and entry.weight != record.weight:
+        return "wrong_weight"
+    return "failed_as_expected" if verdict == Verdict.FAIL else "warned_as_expected"
+
+
+_EXPECTED_OUTCOMES = ("failed_as_expected", "warned_as_expected")
+
+
 def report_failed(report: Mapping[str, Any]) -> bool:
     """Whether the run fails: a check failed outside the baseline, a check asked for could not run
-    (unavailable), or a baseline entry is stale or unknown.
+    (unavailable), or a baseline entry is stale, unknown or of the wrong weight. A warn, a check
+    not applicable and one not asked for never fail the run.
 
     Args:
         report: a document from :func:`build_report`.
@@ -306,7 +395,7 @@ def report_failed(report: Mapping[str, Any]) -> bool:
     """
     if any(c["status"] == "fail" or c.get("not_run") == UNAVAILABLE for c in report["checks"]):
         return True
-    return any(e["outcome"] != "failed_as_expected" for e in report.get("expected_failures", []))
+    return any(e["outcome"] not in _EXPECTED_OUTCOMES for e in report.get("expected_failures", []))
 
 
 def _cell(text: str) -> str:
@@ -315,10 +404,20 @@ def _cell(text: str) -> str:
 
 
 _MARK = {"pass": "pass", "fail": "**FAIL**", "not_covered": "not covered"}
-_CHECK_MARK = {"pass": "ok", "fail": "**FAIL**", "expected_fail": "expected fail", "not_run": "not run"}
+_CHECK_MARK = {
+    "pass": "pass",
+    "fail": "**FAIL**",
+    "warn": "warn",
+    "not_applicable": "n/a",
+    "expected_fail": "expected fail",
+    "expected_warn": "expected warn",
+    "not_run": "not run",
+}
 _OUTCOME = {
     "failed_as_expected": "failed as expected",
-    "stale": "**STALE**: it passed, remove it from the baseline",
+    "warned_as_expected": "warned as expected",
+    "stale": "**STALE**: it passed or did not apply, remove it from the baseline",
+    "wrong_weight": "**WRONG WEIGHT**: the check's weight differs, fix the entry",
     "unknown": "**UNKNOWN**: no check of this name ran, fix or remove the entry",
 }
 
@@ -338,6 +437,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     summary = report["summary"]
     summaries = {r.id: r.summary for r in REQUIREMENTS}
     statuses = [c["status"] for c in report["checks"]]
+    counts = {k: statuses.count(k) for k in _CHECK_MARK}
     baseline = report.get("expected_failures", [])
     lines = [
         "# Conformance report",
@@ -348,8 +448,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"- Generated at: {report['generated_at']} (Unix seconds)",
         f"- Result: {'**FAIL**' if report_failed(report) else 'pass'}",
         f"- Requirements: {summary['pass']} pass, {summary['fail']} fail, {summary['not_covered']} not covered",
-        f"- Checks: {statuses.count('pass')} passed, {statuses.count('fail')} failed, "
-        f"{statuses.count('expected_fail')} expected failures, {statuses.count('not_run')} not run",
+        f"- Checks: {counts['pass']} passed, {counts['fail']} failed, {counts['warn']} warned, "
+        f"{counts['not_applicable']} not applicable, {counts['expected_fail']} expected failures, "
+        f"{counts['expected_warn']} expected warnings, {counts['not_run']} not run",
+        "",
+        "A check's weight is `must` (a requirement of the text named as its source: failing it fails the run), "
+        "`should` or `robustness` (reported as warn, never a failure); n/a means the rule does not apply "
+        "to this server, for the reason given.",
         "",
         "## Protocol revisions negotiated",
         "",
@@ -361,23 +466,38 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         lines.append("None recorded.")
     lines += ["", "## Expected failures", ""]
     if baseline:
-        lines += ["| Check | Outcome | Reason |", "|---|---|---|"]
-        lines += [f"| `{_cell(e['check'])}` | {_OUTCOME[e['outcome']]} | {_cell(e['reason'])} |" for e in baseline]
+        lines += ["| Check | Outcome | Weight | Reason |", "|---|---|---|---|"]
+        lines += [
+            f"| `{_cell(e['check'])}` | {_OUTCOME[e['outcome']]} | {e.get('weight') or '-'} | {_cell(e['reason'])} |"
+            for e in baseline
+        ]
     else:
         lines.append("None listed.")
     lines += ["", "## Requirements", "", "| Id | Status | Summary | Checks |", "|---|---|---|---|"]
     for row in report["results"]:
-        names = [f"`{n}`" for n in row["checks"]] + [f"`{n}` (expected fail)" for n in row.get("expected_fail", [])]
+        warned = set(row.get("warn", []))
+        names = [f"`{n}`" + (" (warn)" if n in warned else "") for n in row["checks"]]
+        names += [f"`{n}` (expected fail)" for n in row.get("expected_fail", [])]
         checks = ", ".join(names) or "-"
         lines.append(f"| {row['id']} | {_MARK[row['status']]} | {_cell(summaries.get(row['id'], ''))} | {checks} |")
-    lines += ["", "## Checks", "", "| Check | Result | Seconds | Covers | Detail |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Checks",
+        "",
+        "| Check | Verdict | Weight | Seconds | Covers | Reason | Source |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c in report["checks"]:
         result = _CHECK_MARK[c["status"]]
         if c.get("not_run") == UNAVAILABLE:
             result = "**NOT RUN**"
         detail = c["detail"] if "reason" not in c else f"{c['detail']} (baseline: {c['reason']})"
         covers = ", ".join(c["covers"]) or "-"
-        lines.append(f"| `{_cell(c['name'])}` | {result} | {c['seconds']:.2f} | {covers} | {_cell(detail)} |")
+        source = c.get("source") or "-"
+        lines.append(
+            f"| `{_cell(c['name'])}` | {result} | {c.get('weight', 'must')} | {c['seconds']:.2f} | {covers} "
+            f"| {_cell(detail)} | {_cell(source)} |"
+        )
     return "\n".join(lines) + "\n"
 
 

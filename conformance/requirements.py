@@ -71,6 +71,11 @@ _ROWS: Final[tuple[tuple[str, str], ...]] = (
     ("SRV-23", "Approved background processes survive task cancellation until stopped or engine close."),
     ("SRV-24", "Ownership sockets, per-owner job counts and exchange deadlines are bounded."),
     ("SRV-25", "stdio frame size, lifetime bytes, frame rate, concurrency, deadlines and result size are bounded."),
+    ("SRV-26", "For a declaring 2026-07-28 client, shadow_run and shadow_test answer a task: the owned job."),
+    ("SRV-27", "subscriptions/listen streams acknowledged, stamped, filtered job and task changes; templates list."),
+    ("SRV-28", "A tool call carrying a progress token sends bounded progress notifications while it runs."),
+    ("SRV-29", "--approve-in-host asks the host under an engine-signed state; bent or replayed ones change nothing."),
+    ("SRV-30", "The loopback approval page: one-time token the model never sees; reuse, bad token, other Origin fail."),
     # REG: registration snippets
     ("REG-01", "mcp register prints an mcpServers snippet with absolute executable and canonical project."),
     ("REG-02", "A packaged build registers the archive file, not an extraction directory."),
@@ -126,6 +131,9 @@ _ROWS: Final[tuple[tuple[str, str], ...]] = (
     ("CW-06", "Tasks can list and read resources and templates and fetch prompts."),
     ("CW-07", "Connect, call and read timeouts are configurable per server."),
     ("CW-08", "OAuth for remote servers, checked against the official client auth scenarios."),
+    ("CW-09", "Skills from MCP servers: only verifiable entries are kept; file reads are checked by size and digest."),
+    ("CW-10", "Session boot: servers start in the background without holding the first turn; lazy ones when needed."),
+    ("CW-11", "Private-network authority: a name resolving to a non-public address needs allow_private_network."),
 )
 
 REQUIREMENTS: Final[tuple[Requirement, ...]] = tuple(Requirement(i, s) for i, s in _ROWS)
@@ -136,6 +144,6 @@ def requirement_ids() -> list[str]:
     """Every requirement id in report order.
 
     Returns:
-        A list of strings such as ``["ENG-01", ..., "CW-08"]``.
+        A list of strings such as ``["ENG-01", ..., "CW-11"]``.
     """
     return [r.id for r in REQUIREMENTS]

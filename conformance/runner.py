@@ -38,6 +38,7 @@ from conformance.processes import kill_marked
 from conformance.registry import Check, CheckResult
 from conformance.report import NOT_ASKED, CheckRecord
 from conformance.requirements import requirement_ids
+from conformance.verdicts import Verdict
 
 __all__ = ["RunOutcome", "run_checks", "run_one"]
 
@@ -184,20 +185,47 @@ async def run_one(
     detail = result.detail
     if leftovers:
         detail += f" (killed {len(leftovers)} process(es) still running after the check)"
-    records = [CheckRecord(chk.name, chk.covers, result.ok, detail, seconds, not_run=result.not_run)]
+    records = [
+        CheckRecord(
+            chk.name,
+            chk.covers,
+            result.ok,
+            detail,
+            seconds,
+            not_run=result.not_run,
+            verdict=_verdict(result.verdict),
+            weight=chk.weight,
+            source=chk.source,
+        )
+    ]
     known = set(requirement_ids())
     for sub in result.subresults:
         unknown = [c for c in sub.covers if c not in known]
         covers = tuple(c for c in sub.covers if c in known)
+        weight, source = sub.weight or chk.weight, sub.source or chk.source
         if unknown:
             records.append(
                 CheckRecord(
-                    sub.name, covers, False, f"{sub.detail} (unknown requirement ids: {', '.join(unknown)})", seconds
+                    sub.name,
+                    covers,
+                    False,
+                    f"{sub.detail} (unknown requirement ids: {', '.join(unknown)})",
+                    seconds,
+                    verdict=Verdict.FAIL,
+                    weight=weight,
+                    source=source,
                 )
             )
         else:
-            records.append(CheckRecord(sub.name, covers, sub.ok, sub.detail, seconds))
+            verdict = _verdict(sub.verdict)
+            records.append(CheckRecord(sub.name, covers, sub.ok, sub.detail, seconds, "", verdict, weight, source))
     return records, revisions
+
+
+def _verdict(given: str) -> str:
+    """The verdict a check decided itself (``""`` when it left it to its weight); one that is not a
+    :class:`~conformance.verdicts.Verdict` is a broken check, so a failure."""
+    return given if not given or given in tuple(Verdict) else Verdict.FAIL
 
 
 def _missing(chk: Check, target: Sequence[str], url: str | None) -> str:

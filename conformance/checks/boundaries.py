@@ -501,8 +501,13 @@ def _prompt(size: int, label: str) -> str:
 
 
 async def _sessions_text(s: McpSession, limit: int) -> tuple[bool, str]:
-    is_error, text, _ = await call_raw(s, "shadow_sessions", {"limit": limit})
-    return is_error, text
+    """``(is_error, text)`` of one ``shadow_sessions`` listing: an error's message, or the JSON text
+    of the result document as the limit counts it (``structuredContent`` written with ``", "`` and
+    ``": "`` separators and characters unescaped; the text block is only a summary)."""
+    is_error, text, data = await call_raw(s, "shadow_sessions", {"limit": limit})
+    if is_error or not data:
+        return is_error, text
+    return False, json.dumps(data, ensure_ascii=False)
 
 
 @check("boundaries:result_cap_counts_bytes", covers=["SRV-25"], timeout_seconds=180)
@@ -513,8 +518,9 @@ async def result_cap_counts_bytes(ctx: Context) -> CheckResult:
     ``shadow_sessions`` listing is exactly 2,000,000 bytes of UTF-8 (about 670,000
     characters): it must be delivered. One more session, one byte longer than the one it
     pushes out of the listing, makes the same listing 2,000,001 bytes: it must be refused
-    with an error result. Sizes are measured from the delivered text; entries are assumed to
-    differ only by their prompts (fixed-width ids, statuses and timestamps).
+    with an error result. Sizes are measured from the delivered ``structuredContent`` as JSON
+    text (the result document the limit counts); entries are assumed to differ only by their
+    prompts (fixed-width ids, statuses and timestamps).
     """
     problem, _ = await configure_model(ctx)
     if problem:

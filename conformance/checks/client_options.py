@@ -71,8 +71,8 @@ async def filters(ctx: Context) -> CheckResult:
         await _trust(ctx, ctx.project)
         server_id = await _register(ctx, definition, ctx.project, problems)
         calls = [
+            ("mcp_tools", {"server": "everything"}),  # waits for the server the task started at boot (CW-10)
             ("mcp_tools", {}),
-            ("mcp_tools", {"server": "everything"}),
             ("mcp_call", {"server": "everything", "tool": "get-sum", "arguments": {"a": 2, "b": 3}}),
             ("mcp__everything__echo", {"message": "filtered"}),
         ]
@@ -103,7 +103,7 @@ async def filters(ctx: Context) -> CheckResult:
     if len(results) != 4:
         problems.append(f"{len(results)} tool results for 4 calls")
     else:
-        listing, names_page, refused, echo = results
+        names_page, listing, refused, echo = results
         if '"tools": 1' not in listing["summary"]:
             problems.append(f"mcp_tools counted the hidden tools: {listing['summary'][:200]}")
         if json.loads(names_page["summary"]).get("tools") != ["echo"]:

@@ -293,7 +293,10 @@ async def gateway_bearer(ctx: Context) -> CheckResult:
                 raise RuntimeError(f"secret set exited {code}: {tail(err_text)}")
             ctx.env.pop("GW_STORED", None)
             ids = {
-                name: await _register(ctx, {"name": name, "url": url, "api_key_env": env}, ctx.project, problems)
+                # lazy (CW-10): each task starts only the server it calls
+                name: await _register(
+                    ctx, {"name": name, "url": url, "api_key_env": env, "lazy": True}, ctx.project, problems
+                )
                 for name, env in (("gwstored", "GW_STORED"), ("gwenv", "GW_FROM_ENV"))
             }
             tasks = [

@@ -390,6 +390,9 @@ async def hostile(ctx: Context) -> CheckResult:
                     {"server": "project:.shadowcode/mcp/sampling.json", "tool": "echo", "arguments": {"text": "s"}},
                     {"server": "project:.shadowcode/mcp/plain.json", "tool": "crash", "arguments": {}},
                 ]
+            # Ask for each server's tools last: the task waits for each start it began at boot (CW-10),
+            # so every failure is seen before the task ends.
+            calls += [("mcp_tools", {"server": mode.replace("_", "-")}) for mode, _, _ in batch]
             await _model(ctx, [{"match": f"hostile batch {index}", "turns": _turns(*calls)}])
         except RuntimeError as exc:
             return CheckResult(False, f"set-up failed: {exc}")
@@ -415,8 +418,8 @@ async def hostile(ctx: Context) -> CheckResult:
             else:
                 problems.append("grandchild: the fixture wrote no grandchild pid")
             results = [r["summary"] for r in _results(events)]
-            if len(results) != 4:
-                problems.append(f"batch 2: {len(results)} tool results, expected 4")
+            if len(results) != 4 + len(batch):
+                problems.append(f"batch 2: {len(results)} tool results, expected {4 + len(batch)}")
             else:
                 if "not offered" not in results[1]:
                     problems.append(f"sampling was not refused: {results[1][:160]}")

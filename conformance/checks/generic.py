@@ -6,6 +6,15 @@ stdout. They use only ``initialize``, ``notifications/initialized``, ``ping``,
 ``tools/list`` (when the server declares tools) and ``server/discover``, so they hold for any
 server. Run them with ``--profile generic``; the default profile never selects them.
 
+Each check states the weight of its rule and the section it comes from (CONF-01): a ``must``
+check fails only on a requirement of a revision the server claims (the MCP text, or JSON-RPC 2.0
+which every revision builds on); ``should`` and ``robustness`` checks warn. A check whose rule
+belongs to revisions the server does not claim (``server/discover`` of 2026-07-28 for a server of
+the initialize era, batches of 2025-03-26 for a server that negotiates another revision) is
+reported not applicable with the reason. A server that answers ``initialize`` with an error but
+``server/discover`` with 2026-07-28 is spoken to in that revision: every request then carries
+its per-request envelope in ``params._meta`` and there is no handshake.
+
 Every stdout line of every check must be a JSON-RPC message (MCP stdio transport); the
 findings of each check are listed in its detail.
 """
@@ -15,7 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import anyio
 
@@ -23,14 +33,18 @@ from conformance.checks.stdio_limits import _Session
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
 from conformance.processes import drain
 from conformance.registry import CheckResult, check
+from conformance.verdicts import JSONRPC, Weight, spec
 
 __all__ = [
     "batch_answered",
+    "batch_of_2025_03_26",
     "closed_stdout_exits",
+    "eof_exits",
     "eof_flushes_answers",
     "ids_echoed_exactly",
     "invalid_json_answered",
     "large_frame_answered",
+    "large_id_echoed",
     "legacy_handshakes",
     "modern_discover",
     "pings_paced_answered",
@@ -44,6 +58,20 @@ _CLOSE_SECONDS = 10.0
 _LARGE_FRAME_BYTES = 900 * 1024
 _PACED_PINGS = 200
 _PACED_PER_SECOND = 100
+_METHOD_NOT_FOUND: Final = -32601
+_BATCH_REVISION: Final = "2025-03-26"
+
+_STDIO: Final = spec("2025-11-25", "basic/transports#stdio")
+_RESPONSES: Final = f"{spec('2025-11-25', 'basic#responses')} ; {JSONRPC}#response_object"
+_NEGOTIATION: Final = spec("2025-11-25", "basic/lifecycle#version-negotiation")
+_DISCOVER: Final = spec(MODERN_REVISION, "server/discover")
+_PING: Final = f"{spec('2025-11-25', 'basic/utilities/ping')} ; {JSONRPC}#response_object"
+_SHUTDOWN: Final = spec("2025-11-25", "basic/lifecycle#shutdown")
+_BATCHING: Final = spec(_BATCH_REVISION, "basic#batching")
+_ENVELOPE: Final = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def _frame(obj: dict[str, Any]) -> bytes:
@@ -60,6 +88,10 @@ def _request(ident: Any, method: str, params: dict[str, Any] | None = None) -> b
 def _initialize(ident: Any = 0, revision: str = LEGACY_REVISIONS[-1]) -> bytes:
     info = {"name": "conformance-generic", "version": "1"}
     return _request(ident, "initialize", {"protocolVersion": revision, "capabilities": {}, "clientInfo": info})
+
+
+def _discover(ident: Any) -> bytes:
+    return _request(ident, "server/discover", {"_meta": dict(_ENVELOPE)})
 
 
 _INITIALIZED = _frame({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -82,15 +114,53 @@ async def _server(ctx: Context) -> AsyncIterator[_Session]:
             tg.cancel_scope.cancel()
 
 
-async def _handshake(s: _Session, problems: list[str]) -> dict[str, Any] | None:
-    """``initialize`` + ``initialized``; the initialize result, or None with a problem noted."""
+@dataclass
+class _Peer:
+    """How the server is spoken to after :func:`_open`.
+
+    Attributes:
+        result: the ``initialize`` result, or the ``server/discover`` result in modern mode.
+        modern: no handshake was made: every request carries the 2026-07-28 envelope.
+    """
+
+    result: dict[str, Any]
+    modern: bool = False
+
+    def request(self, ident: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
+        """A request frame, with the 2026-07-28 envelope in ``params._meta`` in modern mode."""
+        if not self.modern:
+            return _request(ident, method, params)
+        given = dict(params or {})
+        given["_meta"] = {**_ENVELOPE, **(given.get("_meta") or {})}
+        return _request(ident, method, given)
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.result.get("capabilities") or {}
+
+
+def _names_modern(answer: dict[str, Any] | None) -> bool:
+    """Whether a ``server/discover`` answer is a result naming the 2026-07-28 revision."""
+    return bool(answer) and isinstance(answer.get("result"), dict) and MODERN_REVISION in json.dumps(answer["result"])
+
+
+async def _open(s: _Session, problems: list[str]) -> _Peer | None:
+    """``initialize`` + ``initialized``, or, when ``initialize`` is refused with an error and
+    ``server/discover`` names 2026-07-28, that revision without a handshake; None with a problem
+    noted when neither works."""
     await s.send(_initialize())
     answer = await s.response(0)
-    if answer is None or not isinstance(answer.get("result"), dict):
-        problems.append(f"initialize got {answer!r:.200}")
-        return None
-    await s.send(_INITIALIZED)
-    return answer["result"]
+    if answer is not None and isinstance(answer.get("result"), dict):
+        await s.send(_INITIALIZED)
+        return _Peer(answer["result"])
+    if answer is not None and "error" in answer:
+        await s.send(_discover("discover"))
+        found = await s.response("discover")
+        if _names_modern(found):
+            assert found is not None
+            return _Peer(found["result"], modern=True)
+    problems.append(f"initialize got {answer!r:.200}")
+    return None
 
 
 async def _error_reply(s: _Session) -> dict[str, Any] | None:
@@ -108,89 +178,140 @@ def _answered(answer: dict[str, Any] | None) -> bool:
     return answer is not None and ("result" in answer or "error" in answer)
 
 
-@check("generic:stdout_purity", covers=["SRV-01"], timeout_seconds=60, profile=PROFILE)
+def _code(answer: dict[str, Any] | None) -> Any:
+    return ((answer or {}).get("error") or {}).get("code")
+
+
+_KW: Final[dict[str, Any]] = {"profile": PROFILE, "timeout_seconds": 40}
+
+
+@check("generic:stdout_purity", covers=["SRV-01"], **{**_KW, "timeout_seconds": 60}, weight=Weight.MUST, source=_STDIO)
 async def stdout_purity(ctx: Context) -> CheckResult:
     """Handshake, pings and (when declared) ``tools/list``: every request answered, stdout only JSON-RPC."""
     problems: list[str] = []
     async with _server(ctx) as s:
-        result = await _handshake(s, problems)
-        if result is not None:
+        peer = await _open(s, problems)
+        if peer is not None:
             asks = [(n, "ping") for n in range(1, 6)]
-            if "tools" in (result.get("capabilities") or {}):
+            if "tools" in peer.capabilities:
                 asks.append((6, "tools/list"))
             for ident, method in asks:
-                await s.send(_request(ident, method))
+                await s.send(peer.request(ident, method))
             for ident, method in asks:
                 if not _answered(await s.response(ident)):
                     problems.append(f"{method} (id {ident}) was not answered")
         return s.verdict(problems, "handshake, pings and tools/list answered; stdout held only JSON-RPC")
 
 
-@check("generic:legacy_handshakes", covers=["SRV-03"], timeout_seconds=90, profile=PROFILE)
+@check(
+    "generic:legacy_handshakes",
+    covers=["SRV-03"],
+    **{**_KW, "timeout_seconds": 90},
+    weight=Weight.MUST,
+    source=_NEGOTIATION,
+    revisions=LEGACY_REVISIONS,
+)
 async def legacy_handshakes(ctx: Context) -> CheckResult:
-    """``initialize`` with each legacy revision lands on a legacy revision (one connection each)."""
+    """``initialize`` with each legacy revision lands on a revision the server supports (one connection each).
+
+    Not applicable to a server of the 2026-07-28 revision alone: one that refuses every
+    ``initialize`` with an error and answers ``server/discover`` naming 2026-07-28.
+    """
     problems: list[str] = []
     landed: dict[str, Any] = {}
+    refused = 0
     for revision in LEGACY_REVISIONS:
         async with _server(ctx) as s:
             await s.send(_initialize(1, revision))
             answer = await s.response(1)
             got = ((answer or {}).get("result") or {}).get("protocolVersion")
             landed[revision] = got
+            refused += answer is not None and "error" in answer
             if got not in LEGACY_REVISIONS:
                 problems.append(f"initialize with {revision} answered {answer!r:.160}")
             problems += s.problems()
+    if refused == len(LEGACY_REVISIONS):
+        async with _server(ctx) as s:
+            await s.send(_discover(1))
+            if _names_modern(await s.response(1)) and not s.problems():
+                return CheckResult.not_applicable(
+                    f"every initialize was answered with an error and server/discover names {MODERN_REVISION}: "
+                    "the server claims no initialize-era revision"
+                )
     if not problems:
         ctx.record_revision("generic:legacy_handshakes", str(landed[LEGACY_REVISIONS[-1]]))
     detail = ", ".join(f"{k} -> {v}" for k, v in landed.items())
     return CheckResult(not problems, "; ".join(problems) or f"landed: {detail}")
 
 
-@check("generic:modern_discover", covers=["SRV-03"], timeout_seconds=40, profile=PROFILE)
+@check(
+    "generic:modern_discover",
+    covers=["SRV-03"],
+    **_KW,
+    weight=Weight.MUST,
+    source=_DISCOVER,
+    revisions=(MODERN_REVISION,),
+)
 async def modern_discover(ctx: Context) -> CheckResult:
     """``server/discover`` without a handshake names the 2026-07-28 revision.
 
     The request carries the per-request envelope of that revision in ``params._meta``: the
-    protocol version and the client's capabilities.
+    protocol version and the client's capabilities. A server that answers -32601 (method not
+    found) claims no 2026-07-28 support, so the rule does not apply to it.
     """
     async with _server(ctx) as s:
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-        await s.send(_request(1, "server/discover", {"_meta": meta}))
+        await s.send(_discover(1))
         answer = await s.response(1)
-        text = json.dumps((answer or {}).get("result"))
-        if answer is None or "result" not in answer or MODERN_REVISION not in text:
+        if _code(answer) == _METHOD_NOT_FOUND and not s.problems():
+            await s.send(_initialize(2))
+            hello = await s.response(2)
+            spoke = ((hello or {}).get("result") or {}).get("protocolVersion")
+            return CheckResult.not_applicable(
+                f"server/discover answered -32601 (method not found): the server does not claim {MODERN_REVISION}"
+                + (f"; initialize lands on {spoke}" if spoke else "")
+            )
+        if not _names_modern(answer):
             return s.verdict([f"server/discover answered {answer!r:.200}"], "")
         ctx.record_revision("generic:modern_discover", MODERN_REVISION)
         return s.verdict([], f"server/discover names {MODERN_REVISION}")
 
 
-@check("generic:invalid_json_answered", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
+@check(
+    "generic:invalid_json_answered",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.ROBUSTNESS,
+    source=f"{JSONRPC}#error_object (-32700 defined; MCP asks no answer to a line that is no message)",
+)
 async def invalid_json_answered(ctx: Context) -> CheckResult:
     """A line that is not JSON gets a parse error (-32700, id null); the connection still answers a ping."""
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
+        peer = await _open(s, problems)
+        if peer is not None:
             await s.send(b"this is not json\n")
             error = await _error_reply(s)
-            if error is None or (error.get("error") or {}).get("code") != -32700:
+            if error is None or _code(error) != -32700:
                 problems.append(f"a line that is not JSON got {error!r:.160}, expected error -32700 with id null")
-            await s.send(_request(2, "ping"))
+            await s.send(peer.request(2, "ping"))
             if not _answered(await s.response(2)):
                 problems.append("after the invalid line a ping was not answered")
         return s.verdict(problems, "parse error -32700 with id null; the next ping answered")
 
 
-@check("generic:split_utf8_frame", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
+@check("generic:split_utf8_frame", covers=["SRV-01"], **_KW, weight=Weight.MUST, source=_STDIO)
 async def split_utf8_frame(ctx: Context) -> CheckResult:
-    """A frame written in two parts split inside a multi-byte character is read as one."""
+    """A frame written in two parts split inside a multi-byte character is read as one.
+
+    stdio messages are UTF-8 JSON-RPC delimited by newlines, so where the writes fall is no part
+    of the message.
+    """
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
+        peer = await _open(s, problems)
+        if peer is not None:
             ident = "split-\u20ac-\U0001f600"
-            data = _request(ident, "ping")
+            data = peer.request(ident, "ping")
             cut = data.index("\u20ac".encode()) + 1
             await s.send(data[:cut])
             await anyio.sleep(0.2)
@@ -201,89 +322,201 @@ async def split_utf8_frame(ctx: Context) -> CheckResult:
         return s.verdict(problems, "a frame split inside a UTF-8 character was answered with its exact id")
 
 
-@check("generic:large_frame_answered", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
+@check(
+    "generic:large_frame_answered",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.ROBUSTNESS,
+    source=f"{_STDIO} (no size limit is set)",
+)
 async def large_frame_answered(ctx: Context) -> CheckResult:
     """A 900 KiB ping (padding in ``params._meta``) is answered and the connection stays usable."""
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
-            await s.send(_request(1, "ping", {"_meta": {"conformance/padding": "x" * _LARGE_FRAME_BYTES}}))
+        peer = await _open(s, problems)
+        if peer is not None:
+            await s.send(peer.request(1, "ping", {"_meta": {"conformance/padding": "x" * _LARGE_FRAME_BYTES}}))
             if not _answered(await s.response(1)):
                 problems.append(f"a {_LARGE_FRAME_BYTES // 1024} KiB ping was not answered")
-            await s.send(_request(2, "ping"))
+            await s.send(peer.request(2, "ping"))
             if not _answered(await s.response(2)):
                 problems.append("a ping after the large frame was not answered")
         return s.verdict(problems, f"a {_LARGE_FRAME_BYTES // 1024} KiB frame and the next ping answered")
 
 
-@check("generic:ids_echoed_exactly", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
+@check("generic:ids_echoed_exactly", covers=["SRV-01"], **_KW, weight=Weight.MUST, source=_RESPONSES)
 async def ids_echoed_exactly(ctx: Context) -> CheckResult:
-    """Ids come back exactly: past 2**53, a 1000-character string, zero; a duplicate id keeps the connection alive."""
+    """Ids come back exactly: a 1000-character string, a negative and a small integer.
+
+    A response carries the id of its request (JSON-RPC 2.0; MCP: string or integer ids).
+    """
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
-            for ident in (2**53 + 1, "i" * 1000, -1, 7):
-                await s.send(_request(ident, "ping"))
+        peer = await _open(s, problems)
+        if peer is not None:
+            for ident in ("i" * 1000, -1, 7):
+                await s.send(peer.request(ident, "ping"))
                 if not _answered(await s.response(ident)):
                     problems.append(f"a ping with id {str(ident)[:20]!r} was not answered with that exact id")
-            await s.send(_request(7, "ping"))
+        return s.verdict(problems, "a long string id, a negative and a small integer id echoed exactly")
+
+
+@check(
+    "generic:large_id_echoed",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.ROBUSTNESS,
+    source="https://www.rfc-editor.org/rfc/rfc8259#section-6 (integers past 2**53 are not interoperable)",
+)
+async def large_id_echoed(ctx: Context) -> CheckResult:
+    """An id past 2**53 comes back exactly, and a duplicate id does no harm to the connection.
+
+    Both are beyond the text: JSON leaves numbers past double precision to the parser, and a
+    client must not reuse an id; a well-behaved server still answers.
+    """
+    problems: list[str] = []
+    async with _server(ctx) as s:
+        peer = await _open(s, problems)
+        if peer is not None:
+            big = 2**53 + 1
+            await s.send(peer.request(big, "ping"))
+            if not _answered(await s.response(big)):
+                problems.append(f"a ping with id {big} (2**53+1) was not answered with that exact id")
+            await s.send(peer.request(7, "ping"))
+            await s.response(7)
+            await s.send(peer.request(7, "ping"))
             await s.response(7, timeout=2.0)
-            await s.send(_request(8, "ping"))
+            await s.send(peer.request(8, "ping"))
             if not _answered(await s.response(8)):
                 problems.append("after a duplicate id the connection answered no more")
-        return s.verdict(problems, "large, long and negative ids echoed exactly; a duplicate id did no harm")
+        return s.verdict(problems, "an id past 2**53 echoed exactly; a duplicate id did no harm")
 
 
-@check("generic:batch_answered", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
+async def _batch_reply(s: _Session, idents: tuple[int, ...]) -> dict[str, Any] | list[Any] | None:
+    """The first answer to a batch: an array, an error, or a response naming one of ``idents``."""
+    with suppress(TimeoutError):
+        while (line := await s.line(_ANSWER_SECONDS)) is not None:
+            with suppress(ValueError):
+                doc = json.loads(line)
+                if isinstance(doc, list) or (isinstance(doc, dict) and ("error" in doc or doc.get("id") in idents)):
+                    return doc
+    return None
+
+
+@check(
+    "generic:batch_answered",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.ROBUSTNESS,
+    source=f"{JSONRPC}#batch (MCP has no batches since 2025-06-18; an answer or an error, never silence)",
+)
 async def batch_answered(ctx: Context) -> CheckResult:
     """A JSON array frame is answered (batch results or an error), never silently dropped."""
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
-            await s.send(b'[{"jsonrpc":"2.0","id":11,"method":"ping"},{"jsonrpc":"2.0","id":12,"method":"ping"}]\n')
-            answered = False
-            with suppress(TimeoutError):
-                while (line := await s.line(_ANSWER_SECONDS)) is not None:
-                    doc = json.loads(line) if line.strip() else None
-                    if isinstance(doc, list) or (
-                        isinstance(doc, dict) and ("error" in doc or doc.get("id") in (11, 12))
-                    ):
-                        answered = True
-                        break
-            if not answered:
+        peer = await _open(s, problems)
+        if peer is not None:
+            pings = [json.loads(peer.request(n, "ping")) for n in (11, 12)]
+            await s.send(json.dumps(pings).encode() + b"\n")
+            if await _batch_reply(s, (11, 12)) is None:
                 problems.append("a batch (JSON array) got no answer at all")
-            await s.send(_request(2, "ping"))
+            await s.send(peer.request(2, "ping"))
             if not _answered(await s.response(2)):
                 problems.append("after the batch a ping was not answered")
         return s.verdict(problems, "the batch was answered; the connection stayed usable")
 
 
-@check("generic:eof_flushes_answers", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
-async def eof_flushes_answers(ctx: Context) -> CheckResult:
-    """Requests written just before stdin closes are still answered, then the server exits."""
+@check(
+    "generic:batch_of_2025_03_26",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.MUST,
+    source=f"{_BATCHING} (implementations MUST support receiving JSON-RPC batches)",
+    revisions=(_BATCH_REVISION,),
+)
+async def batch_of_2025_03_26(ctx: Context) -> CheckResult:
+    """On a connection that negotiated 2025-03-26, a batch of two pings gets an array with both answers.
+
+    Only that revision has batches: a server that answers ``initialize`` with 2025-03-26 by
+    another revision does not claim it, and the rule does not apply.
+    """
     problems: list[str] = []
     async with _server(ctx) as s:
-        await s.send(_initialize() + _INITIALIZED + _request(1, "ping") + _request(2, "ping"))
-        assert s.proc.stdin is not None
-        await s.proc.stdin.aclose()
-        for ident in (0, 1, 2):
-            if not _answered(await s.response(ident)):
-                problems.append(f"request {ident}, sent just before stdin closed, was not answered")
-        if not await s.closes(_CLOSE_SECONDS):
-            problems.append(f"the server did not exit within {_CLOSE_SECONDS:g} s of stdin closing")
-        return s.verdict(problems, "answers flushed after stdin closed; the server exited")
+        await s.send(_initialize(0, _BATCH_REVISION))
+        answer = await s.response(0)
+        landed = ((answer or {}).get("result") or {}).get("protocolVersion")
+        if landed != _BATCH_REVISION:
+            if answer is None or s.problems():
+                return s.verdict([f"initialize with {_BATCH_REVISION} got {answer!r:.200}"], "")
+            return CheckResult.not_applicable(
+                f"initialize with {_BATCH_REVISION} lands on {landed or answer!r:.100}: the server does not claim "
+                f"{_BATCH_REVISION}, the one revision with batches"
+            )
+        await s.send(_INITIALIZED)
+        await s.send(b'[{"jsonrpc":"2.0","id":11,"method":"ping"},{"jsonrpc":"2.0","id":12,"method":"ping"}]\n')
+        reply = await _batch_reply(s, (11, 12))
+        ids = sorted(str(r.get("id")) for r in reply if isinstance(r, dict)) if isinstance(reply, list) else []
+        if ids != ["11", "12"]:
+            problems.append(f"a batch of two pings got {reply!r:.200}, expected an array answering ids 11 and 12")
+        return s.verdict(problems, f"on {_BATCH_REVISION} a batch of two pings got an array with both answers")
 
 
-@check("generic:closed_stdout_exits", covers=["SRV-01"], timeout_seconds=40, profile=PROFILE)
+@check("generic:eof_flushes_answers", covers=["SRV-01"], **_KW, weight=Weight.MUST, source=_RESPONSES)
+async def eof_flushes_answers(ctx: Context) -> CheckResult:
+    """Requests written just before stdin closes are still answered.
+
+    Every request gets a response (JSON-RPC 2.0); closing stdin is how a client ends the
+    connection (MCP lifecycle, shutdown), not a way to take back what it already sent.
+    """
+    problems: list[str] = []
+    async with _server(ctx) as s:
+        peer = await _open(s, problems)
+        if peer is not None:
+            await s.send(peer.request(1, "ping") + peer.request(2, "ping"))
+            assert s.proc.stdin is not None
+            await s.proc.stdin.aclose()
+            for ident in (1, 2):
+                if not _answered(await s.response(ident)):
+                    problems.append(f"request {ident}, sent just before stdin closed, was not answered")
+        return s.verdict(problems, "requests sent just before stdin closed were answered")
+
+
+@check(
+    "generic:eof_exits",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.ROBUSTNESS,
+    source=f"{_SHUTDOWN} (the client closes stdin, waits for the exit, then signals)",
+)
+async def eof_exits(ctx: Context) -> CheckResult:
+    """With stdin closed, the server closes stdout and exits within 10 s, unsignalled."""
+    problems: list[str] = []
+    async with _server(ctx) as s:
+        if await _open(s, problems) is not None:
+            assert s.proc.stdin is not None
+            await s.proc.stdin.aclose()
+            if not await s.closes(_CLOSE_SECONDS):
+                problems.append(f"the server did not exit within {_CLOSE_SECONDS:g} s of stdin closing")
+        return s.verdict(problems, "the server exited once stdin closed")
+
+
+@check(
+    "generic:closed_stdout_exits",
+    covers=["SRV-01"],
+    **_KW,
+    weight=Weight.ROBUSTNESS,
+    source=f"{_SHUTDOWN} (a server whose client is gone)",
+)
 async def closed_stdout_exits(ctx: Context) -> CheckResult:
     """With its stdout closed by the client, the server exits (or at least stops) instead of spinning."""
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
+        peer = await _open(s, problems)
+        if peer is not None:
             assert s.proc.stdout is not None
             await s.proc.stdout.aclose()
             for n in range(1, 4):
-                if not await s.send(_request(n, "ping"), timeout=2.0):
+                if not await s.send(peer.request(n, "ping"), timeout=2.0):
                     break
             assert s.proc.stdin is not None
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -293,14 +526,21 @@ async def closed_stdout_exits(ctx: Context) -> CheckResult:
         return s.verdict(problems, "the server exited once its stdout and stdin were closed")
 
 
-@check("generic:pings_paced_answered", covers=["SRV-01"], timeout_seconds=60, profile=PROFILE)
+@check(
+    "generic:pings_paced_answered",
+    covers=["SRV-01"],
+    **{**_KW, "timeout_seconds": 60},
+    weight=Weight.MUST,
+    source=_PING,
+)
 async def pings_paced_answered(ctx: Context) -> CheckResult:
     """200 pings at 100 a second are all answered, each once."""
     problems: list[str] = []
     async with _server(ctx) as s:
-        if await _handshake(s, problems) is not None:
+        peer = await _open(s, problems)
+        if peer is not None:
             for n in range(1, _PACED_PINGS + 1):
-                await s.send(_request(n, "ping"))
+                await s.send(peer.request(n, "ping"))
                 await anyio.sleep(1 / _PACED_PER_SECOND)
             seen: dict[Any, int] = {}
             with suppress(TimeoutError):

@@ -36,6 +36,7 @@ addresses excepted), so nothing they try beyond the endpoint leaves the machine.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -93,8 +94,24 @@ def _text_of(output: object) -> str:
     return ""
 
 
+_SUMMARY = re.compile(
+    r"Project (?P<path>.+?) \((?:trusted at (?P<level>\w+)|(?P<untrusted>untrusted))\); "
+    r"profile (?P<profile>\S+); engine (?P<mode>\w+);"
+)
+
+
 def _status_in(text: str) -> dict[str, Any] | None:
-    """The ``shadow_status`` JSON object inside a tool result's text (hosts may prefix a header)."""
+    """The ``shadow_status`` answer inside a tool result as the model saw it (hosts may prefix a header).
+
+    A host forwards the structured content as JSON, or the text block: the short summary
+    ``Project P (trusted at LEVEL); profile NAME; engine MODE; ...`` (SRV-04). Either is read
+    into the same shape.
+    """
+    summary = _SUMMARY.search(text)
+    if summary is not None and "{" not in text[: summary.start()]:
+        trusted = summary.group("untrusted") is None
+        project = {"path": summary.group("path"), "trusted": trusted, "level": summary.group("level")}
+        return {"project": project, "profile": summary.group("profile"), "engine": {"mode": summary.group("mode")}}
     decoder = json.JSONDecoder()
     start = text.find("{")
     while start != -1:

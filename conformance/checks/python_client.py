@@ -78,6 +78,16 @@ def _check_tools(tools: list[Any], problems: list[str]) -> None:
             problems.append(f"{t.name} input schema is not a JSON object schema")
         if t.annotations is None:
             problems.append(f"{t.name} has no annotations")
+        if not isinstance(t.output_schema, dict) or t.output_schema.get("type") != "object":
+            problems.append(f"{t.name} declares no outputSchema with an object root for its structuredContent")
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 async def _check_resources(client: Client, problems: list[str]) -> None:
@@ -130,14 +140,10 @@ async def _check_status(client: Client, ctx: Context, problems: list[str]) -> No
         problems.append("shadow_status has no structuredContent object")
         return
     texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
-    if len(texts) != 1:
-        problems.append(f"shadow_status has {len(texts)} text blocks, expected 1")
-    else:
-        try:
-            if json.loads(texts[0]) != sc:
-                problems.append("shadow_status text block differs from structuredContent")
-        except ValueError:
-            problems.append("shadow_status text block is not JSON")
+    if len(texts) != 1 or not texts[0].strip():
+        problems.append(f"shadow_status has {len(texts)} text blocks, expected 1 short summary")
+    elif _is_json(texts[0]):
+        problems.append("shadow_status text block repeats the JSON of structuredContent instead of summarizing it")
     for key in ("project", "profile", "engine", "server", "version"):
         if key not in sc:
             problems.append(f"shadow_status lacks {key!r}")

@@ -39,6 +39,7 @@ from conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "claude_http_connected",
+    "host_formats",
     "claude_stdio_connected",
     "codex_http_round_trip",
     "codex_stdio_round_trip",
@@ -306,11 +307,136 @@ async def _codex_reads_back(ctx: Context, codex: Path, text: str, expected: dict
     return CheckResult(True, f"Codex read back {transport.get('type')} unchanged: {expected!r}", data)
 
 
+# --- every other host's entry, checked from the outside (REG-04, REG-05, REG-06) ------------
+
+
+def _yaml(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text)
+
+
+def _stdio_of(client: str, document: Any) -> tuple[Any, Any, Any]:
+    """``(command, args, env)`` a host reads from its printed document, per its documented shape."""
+    if client in ("opencode", "kilo"):
+        entry = document["mcp"][_NAME]
+        argv = entry["command"] if entry.get("type") == "local" else None
+        return (argv[0], argv[1:], entry.get("environment")) if isinstance(argv, list) and argv else (None, None, None)
+    if client == "continue":
+        (entry,) = [item for item in document["mcpServers"] if item.get("name") == _NAME]
+    elif client == "vscode":
+        entry = document["servers"][_NAME]
+    elif client == "zed":
+        entry = document["context_servers"][_NAME]
+    else:
+        entry = document["mcpServers"][_NAME]
+    return entry.get("command"), entry.get("args"), entry.get("env")
+
+
+def _http_of(client: str, document: Any) -> tuple[Any, Any]:
+    """``(url, Authorization header)`` a host reads from its printed HTTP document."""
+    if client in ("opencode", "kilo"):
+        entry = document["mcp"][_NAME]
+        return entry.get("url"), entry.get("headers", {}).get("Authorization")
+    if client == "continue":
+        (entry,) = [item for item in document["mcpServers"] if item.get("name") == _NAME]
+        return entry.get("url"), entry.get("requestOptions", {}).get("headers", {}).get("Authorization")
+    entry = document["servers" if client == "vscode" else "mcpServers"][_NAME]
+    url = entry.get("httpUrl") or entry.get("serverUrl") or entry.get("url")
+    return url, entry.get("headers", {}).get("Authorization")
+
+
+_HOST_FORMATS: tuple[tuple[str, str, str | None], ...] = (
+    # client, its configuration language, the Authorization header it reads the token with (None: HTTP refused)
+    ("gemini", "json", "Bearer ${%s}"),
+    ("qwen", "json", "Bearer ${%s}"),
+    ("cline", "json", None),
+    ("opencode", "json", "Bearer {env:%s}"),
+    ("kilo", "json", "Bearer {env:%s}"),
+    ("continue", "yaml", "Bearer ${{ secrets.%s }}"),
+    ("vscode", "json", "Bearer ${env:%s}"),
+    ("zed", "json", None),
+    ("windsurf", "json", "Bearer ${env:%s}"),
+)
+
+
+async def _one_host_format(
+    ctx: Context, project: Path, client: str, syntax: str, header: str | None, expected: Any
+) -> SubResult:
+    """One host: the stdio entry parses and carries the generic launch command; the HTTP one names the variable."""
+    name = f"registration:host_formats:{client}"
+    done, problem = await _register(ctx, "--client", client, workspace=project)
+    if problem:
+        return SubResult(name, ("REG-04",), False, problem)
+    text = done.stdout.decode("utf-8")
+    try:
+        document = _yaml(text) if syntax == "yaml" else json.loads(text)
+        launch = _stdio_of(client, document)
+    except (ValueError, KeyError, TypeError) as exc:
+        return SubResult(name, ("REG-04",), False, f"not a {client} {syntax.upper()} entry: {exc!r}: {tail(text, 200)}")
+    if launch != expected:
+        return SubResult(name, ("REG-04",), False, f"{client} reads {launch!r}, the generic entry says {expected!r}")
+    if not done.stderr.strip():
+        return SubResult(name, ("REG-04",), False, "no line on stderr saying where the entry goes")
+    args = ("--client", client, "--url", _LOOPBACK_URL, "--token-env", _TOKEN_ENV)
+    http, problem = await _register(ctx, *args)
+    if header is None:
+        ok = http.returncode == 2 and not http.stdout and bool(http.stderr.strip())
+        detail = "HTTP refused with exit 2" if ok else f"HTTP not refused cleanly: exit {http.returncode}"
+        return SubResult(name, ("REG-04", "REG-07"), ok, f"stdio entry read back; {detail}")
+    if problem:
+        return SubResult(name, ("REG-04", "REG-06"), False, problem)
+    try:
+        http_text = http.stdout.decode("utf-8")
+        got = _http_of(client, _yaml(http_text) if syntax == "yaml" else json.loads(http_text))
+    except (ValueError, KeyError, TypeError) as exc:
+        return SubResult(name, ("REG-04", "REG-06"), False, f"not a {client} HTTP entry: {exc!r}")
+    want = (_LOOPBACK_URL, header % _TOKEN_ENV)
+    detail = f"stdio entry read back; HTTP {got!r}" + ("" if got == want else f", expected {want!r}")
+    return SubResult(name, ("REG-04", "REG-06"), got == want, detail)
+
+
+@check("registration:host_formats", covers=["REG-04", "REG-05", "REG-06", "REG-07"], timeout_seconds=180)
+async def host_formats(ctx: Context) -> CheckResult:
+    """Each other host's printed entry parses in its own language and launches what the generic entry launches.
+
+    For Gemini CLI, Qwen Code, Cline, opencode, Kilo, Continue, VS Code, Zed and Windsurf: the
+    ``--client`` output must parse (JSON, or YAML for Continue), name the same absolute command,
+    arguments and environment as the generic entry in the host's own fields, say on stderr where
+    it goes, and the ``--url`` form must reference the token variable in the host's syntax (or be
+    refused with exit 2 where the host cannot read a header from the environment). A project path
+    holding a space and quotes must come back literally.
+    """
+    project = ctx.scratch / _QUOTE_PROJECT
+    project.mkdir()
+    project = project.resolve()
+    done, problem = await _register(ctx, workspace=project)
+    if problem:
+        return CheckResult(False, problem)
+    generic = json.loads(done.stdout.decode("utf-8"))["mcpServers"][_NAME]
+    if str(project) not in generic["args"]:
+        return CheckResult(False, f"the project path {str(project)!r} is not a literal argument: {generic['args']!r}")
+    expected = (generic["command"], generic["args"], generic.get("env"))
+    subs = [
+        await _one_host_format(ctx, project, client, syntax, header, expected)
+        for client, syntax, header in _HOST_FORMATS
+    ]
+    failed = [f"{sub.name}: {sub.detail}" for sub in subs if not sub.ok]
+    if failed:
+        return CheckResult(False, "; ".join(failed), subresults=subs)
+    return CheckResult(True, f"{len(subs)} host formats read back with the generic launch command", subresults=subs)
+
+
 _LOOPBACK_URL = "http://127.0.0.1:8765/mcp"
 _REFUSALS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("codex_json", ("REG-03",), ("--json", "{ws}", "--client", "codex")),
     ("claude_dollar_brace", ("REG-05",), ("{dollar}", "--client", "claude")),
     ("cursor_dollar_brace", ("REG-05",), ("{dollar}", "--client", "cursor")),
+    ("vscode_dollar_brace", ("REG-05",), ("{dollar}", "--client", "vscode")),
+    ("windsurf_dollar_brace", ("REG-05",), ("{dollar}", "--client", "windsurf")),
+    ("gemini_dollar", ("REG-05",), ("{dollar}", "--client", "gemini")),
+    ("continue_json", ("REG-03",), ("--json", "{ws}", "--client", "continue")),
+    ("zed_http", ("REG-07",), ("{ws}", "--client", "zed", "--url", _LOOPBACK_URL, "--token-env", _TOKEN_ENV)),
     ("generic_http", ("REG-07",), ("{ws}", "--url", _LOOPBACK_URL, "--token-env", _TOKEN_ENV)),
     ("query", ("REG-07",), ("{ws}", "--client", "claude", "--url", _LOOPBACK_URL + "?a=b", "--token-env", "T")),
     ("fragment", ("REG-07",), ("{ws}", "--client", "cursor", "--url", _LOOPBACK_URL + "#x", "--token-env", "T")),

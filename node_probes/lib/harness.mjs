@@ -296,7 +296,8 @@ function textBlocks(result) {
 
 /**
  * Call a tool and check the result envelope: not an error, `structuredContent` is an
- * object, and one text block holds the same JSON.
+ * object (the SDK client checks it against the tool's outputSchema), and one text block
+ * holds a short summary rather than the same JSON again (SRV-04).
  */
 async function callOk(api, name, args) {
   const result = await api.callTool(name, args);
@@ -304,17 +305,14 @@ async function callOk(api, name, args) {
   expect(!result.isError, `${name} ${short(args)} answered isError: ${short(texts.join(" "))}`);
   const sc = result.structuredContent;
   expect(sc && typeof sc === "object" && !Array.isArray(sc), `${name}: structuredContent is not an object: ${short(sc)}`);
-  const parsed = texts.map((t) => {
-    try {
-      return JSON.parse(t);
-    } catch {
-      return undefined;
-    }
-  });
-  expect(
-    parsed.some((p) => jsonEqual(p, sc)),
-    `${name}: no text block holds the same JSON as structuredContent (text: ${short(texts.join(" | "))})`,
-  );
+  expect(texts.length === 1 && texts[0].trim() !== "", `${name}: expected one text block, got ${texts.length}`);
+  let repeated = true;
+  try {
+    JSON.parse(texts[0]);
+  } catch {
+    repeated = false;
+  }
+  expect(!repeated, `${name}: the text block repeats the JSON instead of summarizing it: ${short(texts[0])}`);
   return sc;
 }
 
@@ -350,9 +348,10 @@ export async function runServerChecks(run, api, ctx) {
       if (!isStr(t.description) || t.description.trim() === "") bad.push(`${t.name}: no description`);
       if (t.inputSchema?.type !== "object") bad.push(`${t.name}: inputSchema.type=${short(t.inputSchema?.type)}`);
       if (!t.annotations || typeof t.annotations !== "object") bad.push(`${t.name}: no annotations`);
+      if (t.outputSchema?.type !== "object") bad.push(`${t.name}: outputSchema.type=${short(t.outputSchema?.type)}`);
     }
     expect(bad.length === 0, bad.join("; "));
-    return "every tool has a description, an object input schema and annotations";
+    return "every tool has a description, object input and output schemas, and annotations";
   });
 
   await run.check("tools_annotations_truthful", ["SRV-04"], () => {

@@ -130,8 +130,8 @@ def test_markdown_shows_statuses_reasons_and_outcomes() -> None:
     text = render_markdown(report)
     assert "## Expected failures" in text and "failed as expected" in text
     assert f"| `{HTTP_CHECK}` | expected fail |" in text and f"(baseline: {HTTP_CHECK} is known to fail)" in text
-    assert "| `b` | **FAIL** |" in text and "| `a` | ok |" in text
-    assert "1 passed, 1 failed, 1 expected failures" in text
+    assert "| `b` | **FAIL** |" in text and "| `a` | pass |" in text
+    assert "1 passed, 1 failed, 0 warned, 0 not applicable, 1 expected failures" in text
     assert f"`{HTTP_CHECK}` (expected fail)" in text and "- Result: **FAIL**" in text
 
 

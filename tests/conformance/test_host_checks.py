@@ -181,6 +181,28 @@ def test_the_status_is_found_behind_a_hosts_header() -> None:
     assert _status_in("no status {here") is None
 
 
+@pytest.mark.req("REG-01", "SRV-04")
+def test_the_status_summary_a_host_shows_the_model_is_read_like_the_json() -> None:
+    from shadowcode.mcp.server.outputs import summary
+
+    status = {
+        "version": "0.1.0",
+        "profile": "pinned",
+        "engine": {"mode": "attached"},
+        "project": {"path": "/a project/p", "trusted": True, "level": "read_only"},
+        "server": {"allow_write": False, "allow_approvals": False},
+        "models": {"configured": 0, "default": None},
+    }
+    seen = _status_in("Output:\n" + summary("shadow_status", status))
+    assert seen == {
+        "project": {"path": "/a project/p", "trusted": True, "level": "read_only"},
+        "profile": "pinned",
+        "engine": {"mode": "attached"},
+    }
+    untrusted = {**status, "project": {"path": "/p", "trusted": False, "level": None}}
+    assert _status_in(summary("shadow_status", untrusted))["project"]["trusted"] is False  # type: ignore[index]
+
+
 class _Ctx:
     def __init__(self, remaining: float = 300.0) -> None:
         self.left = remaining

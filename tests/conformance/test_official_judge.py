@@ -104,3 +104,12 @@ def test_an_expected_auth_failure_that_passes_fails_the_run(tmp_path: Path) -> N
     name = "2025-03-26-oauth-endpoint-fallback"
     _write(tmp_path / "auth", name, [ok], f"auth/{name}: signed in\n")
     assert main(["--label", "auth", str(tmp_path), f"auth/{name}"]) == 1
+
+
+@pytest.mark.req("CONF-01")
+def test_a_warning_is_reported_as_warn_and_fails_nothing(tmp_path: Path) -> None:
+    warned = {"id": "client-should", "status": "WARNING", "errorMessage": "SHOULD do it"}
+    _write(tmp_path, "initialize", [{"id": "client-init", "status": "SUCCESS"}, warned], "initialize: done\n")
+    lines, passed, failed, _ = judge(tmp_path, ["initialize"])
+    assert (passed, failed) == (1, 0)
+    assert "warn initialize / client-should: WARNING (SHOULD do it)" in lines

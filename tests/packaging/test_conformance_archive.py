@@ -96,9 +96,10 @@ def test_it_runs_from_an_empty_folder_and_its_exit_status_follows_the_baseline(t
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert (out / "report.md").is_file()
     statuses = {c["name"]: c["status"] for c in report["checks"]}
+    # A line that is not JSON dropped silently is a robustness finding: a baselined warning.
     assert statuses == {
         "generic:split_utf8_frame": "pass",
-        "generic:invalid_json_answered": "expected_fail",
+        "generic:invalid_json_answered": "expected_warn",
     }, report["checks"]
     assert report["target"] == [sys.executable, str(SERVER)]
 
