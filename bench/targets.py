@@ -43,13 +43,13 @@ __all__ = [
 ATTACHED_TARGETS: Final = ("shadowcode_pyz_attached", "shadowcode_source_attached")
 """Targets that need the headless engine running."""
 
-ATTACHED_EXPECT_TEXT: Final = '"mode": "attached"'
+ATTACHED_EXPECT_TEXT: Final = "engine attached"
 """What ``shadow_status`` says when the session reaches the running headless engine."""
 
 RELAY_FORBIDDEN_MAPPING: Final = "_pydantic_core"
 """Part of a library path the stdlib-only relay never maps (the SDK's models need it)."""
 
-IN_PROCESS_EXPECT_TEXT: Final = '"mode": "temporary"'
+IN_PROCESS_EXPECT_TEXT: Final = "engine temporary"
 """What ``shadow_status`` says when ``mcp serve`` serves with its own temporary engine (behind the front)."""
 
 FRONT_FORBIDDEN_MAPPING: Final = RELAY_FORBIDDEN_MAPPING
