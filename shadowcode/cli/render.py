@@ -20,7 +20,7 @@ from shadowcode.inert_text import inert as _inert
 from shadowcode.limits import CLI_SHOWN_TEXT_MAX_CHARS
 
 if TYPE_CHECKING:
-    from shadowcode.engine.api import Approval, Job, JobEvent, JobView
+    from shadowcode.engine.api import ApprovalRecord, EventRecord, JobSummary, JobView, TaskRecord
 
 __all__ = ["action_text", "event_line", "job_line", "terminal_text", "visible", "visible_lines"]
 
@@ -48,7 +48,7 @@ def terminal_text(text: str) -> str:
     return _inert(text, "\n\t")
 
 
-def job_line(job: Job | JobView) -> str:
+def job_line(job: JobSummary | JobView | TaskRecord) -> str:
     """One line for a job: id, status, mode, level, prompt (shortened)."""
     prompt = visible(" ".join(job.prompt.split()))
     if len(prompt) > 60:
@@ -56,7 +56,7 @@ def job_line(job: Job | JobView) -> str:
     return f"{job.id}  {job.status:<11} {job.mode:<6} {job.permission_level:<10} {prompt}"
 
 
-def action_text(approval: Approval) -> str:
+def action_text(approval: ApprovalRecord) -> str:
     """An approval's exact action in one line: argv and cwd, or server, tool and arguments (ENG-07).
 
     Every part is shown through :func:`visible`, so an argument holding a newline or an escape
@@ -69,7 +69,7 @@ def action_text(approval: Approval) -> str:
     return f"MCP {visible(action.get('server'))} {visible(action.get('tool'))} {visible(arguments)}"
 
 
-def event_line(event: JobEvent) -> str | None:
+def event_line(event: EventRecord) -> str | None:
     """A readable line (or block) for one event, or None for events not worth a line (ENG-08, CW-04).
 
     Every value taken from the event (model text, tool names, results, errors, notes, command
