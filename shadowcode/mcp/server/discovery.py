@@ -23,9 +23,15 @@ import sys
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, cast
+else:
 
-__all__ = ["HANDSHAKE_METHODS", "MANIFEST_FILE", "Manifest", "load_manifest"]
+    def cast(_type: object, value: object) -> object:
+        """typing.cast without importing typing: the value itself."""
+        return value
+
+
+__all__ = ["HANDSHAKE_METHODS", "MANIFEST_FILE", "Manifest", "json_array", "json_object", "load_manifest"]
 
 MANIFEST_FILE = "discovery.json"
 HANDSHAKE_METHODS = ("ping", "tools/list", "resources/list", "resources/templates/list", "prompts/list")
@@ -40,10 +46,21 @@ _MODERN_META_KEYS = frozenset({_PROTOCOL_KEY, _CLIENT_INFO_KEY, _CAPABILITIES_KE
 _LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
 
 
-def _client_info(value: object) -> bool:
+def json_object(value: object) -> dict[str, object] | None:
+    """``value`` when it is a JSON object (a ``dict``: decoded JSON's keys are strings), else None."""
+    return cast("dict[str, object]", value) if isinstance(value, dict) else None
+
+
+def json_array(value: object) -> list[object] | None:
+    """``value`` when it is a JSON array (a ``list``), else None."""
+    return cast("list[object]", value) if isinstance(value, list) else None
+
+
+def _client_info(found: object) -> bool:
     """A client description as every client sends it: an object with string name and version."""
+    value = json_object(found)
     return (
-        isinstance(value, dict)
+        value is not None
         and isinstance(value.get("name"), str)
         and isinstance(value.get("version"), str)
         and all(isinstance(v, str) for k, v in value.items() if k in ("title", "websiteUrl", "description"))
@@ -53,10 +70,11 @@ def _client_info(value: object) -> bool:
 
 def _progress_only(params: object) -> bool:
     """``params`` is ``{"_meta": {"progressToken": T}}`` with a string or integer token, nothing else."""
-    if not isinstance(params, dict) or set(params) != {"_meta"}:
+    request = json_object(params)
+    if request is None or set(request) != {"_meta"}:
         return False
-    meta = params["_meta"]
-    if not isinstance(meta, dict) or set(meta) != {"progressToken"}:
+    meta = json_object(request["_meta"])
+    if meta is None or set(meta) != {"progressToken"}:
         return False
     token = meta["progressToken"]
     return isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
@@ -85,12 +103,13 @@ class Manifest:
         The usual shape: ``protocolVersion`` a recorded handshake revision, ``capabilities``
         an object, ``clientInfo`` a client description, nothing else.
         """
-        if not isinstance(params, dict) or set(params) != {"protocolVersion", "capabilities", "clientInfo"}:
+        request = json_object(params)
+        if request is None or set(request) != {"protocolVersion", "capabilities", "clientInfo"}:
             return None
-        revision = params["protocolVersion"]
+        revision = request["protocolVersion"]
         if not isinstance(revision, str) or revision not in self._handshake:
             return None
-        if not isinstance(params["capabilities"], dict) or not _client_info(params["clientInfo"]):
+        if json_object(request["capabilities"]) is None or not _client_info(request["clientInfo"]):
             return None
         return revision, self._handshake[revision]["initialize"]
 
@@ -111,24 +130,26 @@ class Manifest:
         Such a request changes no session state (2026-07-28 has none), so a recorded listing
         answered after it cannot be overtaken by it (SRV-03).
         """
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        return isinstance(meta, dict) and meta.get(_PROTOCOL_KEY) in self._modern
+        request = json_object(params)
+        meta = json_object(request.get("_meta")) if request is not None else None
+        return meta is not None and meta.get(_PROTOCOL_KEY) in self._modern
 
     def modern(self, method: str, params: object) -> Any | None:
         """The answer to a modern-era ``server/discover`` or listing whose only parameter is the usual ``_meta``."""
         if method != "server/discover" and method not in HANDSHAKE_METHODS:
             return None
-        if not isinstance(params, dict) or set(params) != {"_meta"}:
+        request = json_object(params)
+        if request is None or set(request) != {"_meta"}:
             return None
-        meta = params["_meta"]
-        if not isinstance(meta, dict) or not {_PROTOCOL_KEY, _CLIENT_INFO_KEY, _CAPABILITIES_KEY} <= set(meta):
+        meta = json_object(request["_meta"])
+        if meta is None or not {_PROTOCOL_KEY, _CLIENT_INFO_KEY, _CAPABILITIES_KEY} <= set(meta):
             return None
         if not set(meta) <= _MODERN_META_KEYS or meta.get(_LOG_LEVEL_KEY, "info") not in _LOG_LEVELS:
             return None
         revision = meta[_PROTOCOL_KEY]
         if not isinstance(revision, str) or revision not in self._modern:
             return None
-        if not _client_info(meta[_CLIENT_INFO_KEY]) or not isinstance(meta[_CAPABILITIES_KEY], dict):
+        if not _client_info(meta[_CLIENT_INFO_KEY]) or json_object(meta[_CAPABILITIES_KEY]) is None:
             return None
         return self._modern[revision].get(method)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import threading
 
-from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
+from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest, json_object
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ _SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 _LIST_CHANGES = frozenset({"resourcesListChanged", "toolsListChanged", "promptsListChanged"})
 
 
-def _simple_filter(wanted: dict[str, bool]) -> dict[str, bool]:
+def _simple_filter(wanted: dict[str, object]) -> dict[str, bool]:
     """What the server agrees to of a list-changes-only filter: resource list changes when asked
     (its tools and prompts never change, so those are never sent)."""
     return {"resourcesListChanged": True} if wanted.get("resourcesListChanged") else {}
@@ -96,10 +96,10 @@ class EarlyAnswers:
             request the server will answer, else None.
         """
         try:
-            message = json.loads(line)
+            message = json_object(json.loads(line))
         except (ValueError, RecursionError):
             message = None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        if message is None or message.get("jsonrpc") != "2.0":
             return None, line, None
         method = message.get("method")
         request_id = message.get("id")
@@ -111,16 +111,17 @@ class EarlyAnswers:
             if answer is None and is_request and self._acknowledges(method, message.get("params"), request_id):
                 self._acked.append(request_id)
                 self.first_request = False
-                ack = {"notifications": _simple_filter(message["params"]["notifications"])}
+                wanted = json_object((json_object(message["params"]) or {})["notifications"]) or {}
+                ack: dict[str, object] = {"notifications": _simple_filter(wanted)}
                 ack["_meta"] = {_SUBSCRIPTION_ID_KEY: request_id}
                 notice = {"jsonrpc": "2.0", "method": _ACKNOWLEDGED, "params": ack}
-                return frame(notice), line, (request_id, method)
+                return frame(notice), line, (request_id, str(method))
             if answer is None:
                 if is_request:
                     self.first_request = False
                     stateless = self.revision is None and self.manifest.is_modern(message.get("params"))
                     self.answering = self.answering and (self.revision is not None or stateless)
-                return None, line, (request_id, method) if is_request else None
+                return None, line, (request_id, str(method)) if is_request else None
             our_id = f"{self.id_prefix}{self._next_id}"
             self._next_id += 1
             self._dropped.add(our_id)
@@ -136,10 +137,10 @@ class EarlyAnswers:
         if not self._dropped or self._prefix_bytes not in line[:_ID_SCAN_BYTES]:
             return False
         try:
-            message = json.loads(line)
+            message = json_object(json.loads(line))
         except (ValueError, RecursionError):
             return False
-        answer_id = message.get("id") if isinstance(message, dict) else None
+        answer_id = message.get("id") if message is not None else None
         with self._lock:
             if isinstance(answer_id, str) and answer_id in self._dropped:
                 self._dropped.discard(answer_id)
@@ -150,16 +151,16 @@ class EarlyAnswers:
         """Drop the server's acknowledgement of a listen stream acknowledged here; a response to
         that listen request (its error, or its end) means none will come (lock not held)."""
         try:
-            message = json.loads(line)
+            message = json_object(json.loads(line))
         except (ValueError, RecursionError):
             return False
-        if not isinstance(message, dict):
+        if message is None:
             return False
         with self._lock:
             if message.get("method") == _ACKNOWLEDGED:
-                params = message.get("params")
-                meta = params.get("_meta") if isinstance(params, dict) else None
-                subscription = meta.get(_SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+                params = json_object(message.get("params"))
+                meta = json_object(params.get("_meta")) if params is not None else None
+                subscription = meta.get(_SUBSCRIPTION_ID_KEY) if meta is not None else None
                 if subscription in self._acked:
                     self._acked.remove(subscription)
                     return True
@@ -180,11 +181,12 @@ class EarlyAnswers:
             return False
         if isinstance(request_id, str) and request_id.startswith(self.id_prefix):
             return False
-        assert isinstance(params, dict)
-        wanted = params.get("notifications")
+        request = json_object(params)
+        assert request is not None
+        wanted = json_object(request.get("notifications"))
         return (
-            isinstance(wanted, dict)
-            and set(params) == {"_meta", "notifications"}
+            wanted is not None
+            and set(request) == {"_meta", "notifications"}
             and set(wanted) <= _LIST_CHANGES
             and all(isinstance(value, bool) for value in wanted.values())
         )

@@ -82,8 +82,8 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
     try:
         child = subprocess.Popen(
             child_argv,
-            stdin=child_end,
-            stdout=child_end,
+            stdin=child_end.fileno(),
+            stdout=child_end.fileno(),
             stderr=subprocess.PIPE,
             env=env,
             pass_fds=(ready_write,),

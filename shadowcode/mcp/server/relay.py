@@ -39,6 +39,7 @@ from shadowcode.limits import (
     RELAY_ATTACH_REPLY_MAX_BYTES,
     STDIO_FRAME_MAX_BYTES,
 )
+from shadowcode.mcp.server.discovery import json_array, json_object
 from shadowcode.mcp.server.early_answers import EarlyAnswers
 from shadowcode.mcp.server.handover import send_handover
 from shadowcode.mcp.server.stdio_pipes import ClientLines, ServerOutput, Stdout
@@ -72,7 +73,7 @@ def try_relay(
     With ``manifest`` (the recorded discovery answers) discovery is answered here until the
     engine's session answers; without it every byte is only copied.
     """
-    params = {
+    params: dict[str, object] = {
         "project": project,
         "allow_write": allow_write,
         "allow_approvals": allow_approvals,
@@ -83,8 +84,8 @@ def try_relay(
     if sock is None:
         return None
     conn, answer = sock
-    result = answer.get("result")
-    if not isinstance(result, dict):
+    result = json_object(answer.get("result"))
+    if result is None:
         conn.close()
         return None
     conn.settimeout(None)
@@ -95,7 +96,9 @@ def try_relay(
     return 0
 
 
-def _request(socket_path: str, method: str, params: dict[str, object]) -> tuple[socket.socket, dict] | None:
+def _request(
+    socket_path: str, method: str, params: dict[str, object]
+) -> tuple[socket.socket, dict[str, object]] | None:
     """Connect, send one control request, read its one-line reply; None on any failure.
 
     The connection stays open (positioned after the reply) for the caller.
@@ -115,11 +118,11 @@ def _request(socket_path: str, method: str, params: dict[str, object]) -> tuple[
                 conn.close()
                 return None
             reply += chunk
-        answer = json.loads(reply)
+        answer = json_object(json.loads(reply))
     except (OSError, ValueError):
         conn.close()
         return None
-    if not isinstance(answer, dict):
+    if answer is None:
         conn.close()
         return None
     return conn, answer
@@ -192,7 +195,7 @@ def _print_notices(socket_path: str, session: str) -> None:
         return
     conn, answer = found
     conn.close()
-    result = answer.get("result")
-    notices = result.get("notices") if isinstance(result, dict) else None
-    if isinstance(notices, list):
+    result = json_object(answer.get("result"))
+    notices = json_array(result.get("notices")) if result is not None else None
+    if notices is not None:
         sys.stderr.write("".join(n for n in notices if isinstance(n, str)))
