@@ -27,6 +27,7 @@ from shadowcode.agent.providers.base import ModelReply, ProviderError, ToolCall
 from shadowcode.agent.providers.request_log import RequestLog
 from shadowcode.agent.providers.tool_calls import make_tool_call
 from shadowcode.errors import ConfigError
+from shadowcode.json_values import json_array, json_object
 from shadowcode.limits import (
     MODEL_CONNECT_TIMEOUT_SECONDS,
     MODEL_READ_TIMEOUT_SECONDS,
@@ -210,16 +211,17 @@ class OpenAIProvider:
             payload = json.loads(data)
         except ValueError as exc:
             raise self._fail("the answer is not valid JSON", task_id) from exc
-        choices = payload.get("choices") if isinstance(payload, dict) else None
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        document = json_object(payload)
+        choices = json_array(document.get("choices")) if document is not None else None
+        choice = json_object(choices[0]) if choices else None
+        if choice is None:
             raise self._fail("the answer has no choices", task_id)
-        choice = choices[0]
-        message = choice.get("message")
-        if not isinstance(message, dict):
+        message = json_object(choice.get("message"))
+        if message is None:
             raise self._fail("the answer's first choice has no message", task_id)
         content = message.get("content")
-        if isinstance(content, list):
-            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
+        if (parts := json_array(content)) is not None:
+            content = "".join(str(p.get("text", "")) for p in map(json_object, parts) if p is not None and "text" in p)
         elif content is not None and not isinstance(content, str):
             raise self._fail("the answer's message content is neither text nor null", task_id)
         reason = choice.get("finish_reason")
@@ -229,21 +231,23 @@ class OpenAIProvider:
             finish_reason=reason if isinstance(reason, str) else None,
         )
 
-    def _tool_calls(self, raw: Any, task_id: str) -> tuple[ToolCall, ...]:
+    def _tool_calls(self, raw: object, task_id: str) -> tuple[ToolCall, ...]:
         if raw is None:
             return ()
-        if not isinstance(raw, list):
+        items = json_array(raw)
+        if items is None:
             raise self._fail("the answer's tool_calls is not a list", task_id)
         calls: list[ToolCall] = []
-        for item in raw:
-            function = item.get("function") if isinstance(item, dict) else None
-            name = function.get("name") if isinstance(function, dict) else None
+        for item in map(json_object, items):
+            function = json_object(item.get("function")) if item is not None else None
+            name = function.get("name") if function is not None else None
             if not isinstance(name, str) or not name:
                 raise self._fail("the answer holds a tool call without a function name", task_id)
-            assert isinstance(function, dict)
-            arguments = function.get("arguments")
-            if not isinstance(arguments, str | dict | None):
-                arguments = json.dumps(arguments)
+            assert item is not None and function is not None
+            given = function.get("arguments")
+            arguments: dict[str, object] | str | None = json_object(given)
+            if arguments is None:
+                arguments = given if isinstance(given, str | None) else json.dumps(given)
             number = self._calls_made.get(task_id, 0) + 1
             self._calls_made[task_id] = number
             call_id = item.get("id")

@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from shadowcode.agent.providers._paths import profile_relative
 from shadowcode.agent.providers.base import ProviderError
@@ -48,9 +48,11 @@ def shorten(value: Any, *, max_chars: int = MODEL_LOG_TEXT_MAX_CHARS, _depth: in
     if _depth >= _MAX_DEPTH and isinstance(value, dict | list | tuple):
         return "…"
     if isinstance(value, dict):
-        return {str(k): shorten(v, max_chars=max_chars, _depth=_depth + 1) for k, v in value.items()}
+        items = cast("dict[object, object]", value).items()
+        return {str(k): shorten(v, max_chars=max_chars, _depth=_depth + 1) for k, v in items}
     if isinstance(value, list | tuple):
-        return [shorten(v, max_chars=max_chars, _depth=_depth + 1) for v in value]
+        values = cast("list[object] | tuple[object, ...]", value)
+        return [shorten(v, max_chars=max_chars, _depth=_depth + 1) for v in values]
     if value is None or isinstance(value, bool | int | float):
         return value
     return shorten(repr(value), max_chars=max_chars, _depth=_depth)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shadowcode.agent.providers.base import ModelReply
 from shadowcode.agent.providers.tool_calls import make_tool_call
 from shadowcode.errors import ConfigError
+from shadowcode.json_values import json_array, json_object
 from shadowcode.limits import MODEL_SCRIPT_DELAY_MAX_SECONDS, MODEL_SCRIPT_MAX_BYTES
 
 __all__ = ["ModelScript", "ScriptEntry", "ScriptToolCall", "ScriptTurn", "first_user_text", "load_script"]
@@ -125,9 +126,9 @@ def first_user_text(messages: list[dict[str, Any]]) -> str:
         content = message.get("content")
         if isinstance(content, str):
             return content
-        if isinstance(content, list):
+        if (parts := json_array(content)) is not None:
             return "".join(
-                str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
+                str(part.get("text", "")) for part in map(json_object, parts) if part and part.get("type") == "text"
             )
         return ""
     return ""

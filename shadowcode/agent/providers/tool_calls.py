@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from shadowcode.agent.providers.base import ToolCall
+from shadowcode.json_values import json_object
 
 __all__ = ["make_tool_call", "parse_arguments"]
 
@@ -16,7 +17,7 @@ def parse_arguments(raw: str) -> dict[str, Any] | None:
         value = json.loads(raw)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    return json_object(value)
 
 
 def make_tool_call(call_id: str, name: str, arguments: dict[str, Any] | str | None) -> ToolCall:

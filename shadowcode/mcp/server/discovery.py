@@ -21,17 +21,13 @@ import json
 import os
 import sys
 
+from shadowcode.json_values import json_object
+
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
-    from typing import Any, cast
-else:
+    from typing import Any
 
-    def cast(_type: object, value: object) -> object:
-        """typing.cast without importing typing: the value itself."""
-        return value
-
-
-__all__ = ["HANDSHAKE_METHODS", "MANIFEST_FILE", "Manifest", "json_array", "json_object", "load_manifest"]
+__all__ = ["HANDSHAKE_METHODS", "MANIFEST_FILE", "Manifest", "load_manifest"]
 
 MANIFEST_FILE = "discovery.json"
 HANDSHAKE_METHODS = ("ping", "tools/list", "resources/list", "resources/templates/list", "prompts/list")
@@ -44,16 +40,6 @@ _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 _MODERN_META_KEYS = frozenset({_PROTOCOL_KEY, _CLIENT_INFO_KEY, _CAPABILITIES_KEY, _LOG_LEVEL_KEY})
 _LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
-
-
-def json_object(value: object) -> dict[str, object] | None:
-    """``value`` when it is a JSON object (a ``dict``: decoded JSON's keys are strings), else None."""
-    return cast("dict[str, object]", value) if isinstance(value, dict) else None
-
-
-def json_array(value: object) -> list[object] | None:
-    """``value`` when it is a JSON array (a ``list``), else None."""
-    return cast("list[object]", value) if isinstance(value, list) else None
 
 
 def _client_info(found: object) -> bool:

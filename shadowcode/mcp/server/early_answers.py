@@ -27,7 +27,8 @@ from __future__ import annotations
 import json
 import threading
 
-from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest, json_object
+from shadowcode.json_values import json_object
+from shadowcode.mcp.server.discovery import HANDSHAKE_METHODS, Manifest
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:

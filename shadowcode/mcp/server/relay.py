@@ -34,12 +34,12 @@ import socket
 import sys
 import threading
 
+from shadowcode.json_values import json_array, json_object
 from shadowcode.limits import (
     RELAY_ATTACH_DEADLINE_SECONDS,
     RELAY_ATTACH_REPLY_MAX_BYTES,
     STDIO_FRAME_MAX_BYTES,
 )
-from shadowcode.mcp.server.discovery import json_array, json_object
 from shadowcode.mcp.server.early_answers import EarlyAnswers
 from shadowcode.mcp.server.handover import send_handover
 from shadowcode.mcp.server.stdio_pipes import ClientLines, ServerOutput, Stdout
