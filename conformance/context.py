@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +124,7 @@ class Context:
         return await run_command(argv, env=merged, cwd=self.cwd, timeout_seconds=bound, stdin=stdin)
 
     @asynccontextmanager
-    async def spawn(self, argv: Sequence[str]) -> AsyncIterator[Process]:
+    async def spawn(self, argv: Sequence[str]) -> AsyncGenerator[Process, None]:
         """Start a command for an interactive exchange; it is stopped when the block ends.
 
         Yields:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from typing import Final
 
@@ -54,7 +54,7 @@ async def engine_running(ctx: Context) -> bool:
 @asynccontextmanager
 async def headless_engine(
     ctx: Context, problems: list[str], *, ready_seconds: float | None = None
-) -> AsyncIterator[anyio.abc.Process | None]:
+) -> AsyncGenerator[anyio.abc.Process | None, None]:
     """``<target> engine`` running in ``ctx.home`` until the block ends (ENG-03).
 
     Readiness is :func:`engine_running`, polled until it holds, the engine exits, or

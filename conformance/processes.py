@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +185,7 @@ async def run_command(
 
 
 @asynccontextmanager
-async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> AsyncIterator[Process]:
+async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> AsyncGenerator[Process, None]:
     """Start ``argv`` with piped stdio for an interactive exchange; clean up on exit.
 
     On leaving the block stdin is closed, the process gets ``CLEANUP_WAIT_SECONDS`` to exit,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -181,7 +181,7 @@ def messages_reply(request: ModelRequest, message_id: str, content: Sequence[Map
 
 
 @asynccontextmanager
-async def scripted_model(answer: Answer) -> AsyncIterator[ScriptedModel]:
+async def scripted_model(answer: Answer) -> AsyncGenerator[ScriptedModel, None]:
     """Listen on ``127.0.0.1`` (a free port) and answer every request with ``answer``.
 
     Args:

@@ -18,7 +18,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 from shadowcode.errors import ConfigError, UsageError
@@ -72,7 +72,7 @@ class SecretStore:
         os.chmod(self.path, 0o600)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self) -> Generator[None, None, None]:
         self.profile.ensure()
         fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:

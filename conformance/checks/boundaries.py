@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ _EDGE_DB = "data/edges.db"
 
 
 @asynccontextmanager
-async def serve(ctx: Context, workspace: Path, *flags: str) -> AsyncIterator[McpSession]:
+async def serve(ctx: Context, workspace: Path, *flags: str) -> AsyncGenerator[McpSession, None]:
     """``<target> --workspace W mcp serve FLAGS`` after an ``initialize`` handshake, spoken to line by line."""
     stderr = bytearray()
     async with ctx.spawn(ctx.target_argv("mcp", "serve", *flags, workspace=workspace)) as proc:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,7 +236,7 @@ class McpSession:
 
 
 @asynccontextmanager
-async def open_session(ctx: Context, *flags: str) -> AsyncIterator[McpSession]:
+async def open_session(ctx: Context, *flags: str) -> AsyncGenerator[McpSession, None]:
     """``<target> --workspace P mcp serve FLAGS`` after an ``initialize`` handshake (SRV-03).
 
     Raises:

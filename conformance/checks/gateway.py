@@ -31,7 +31,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +105,7 @@ async def _keep(stream: anyio.abc.ByteReceiveStream | None, sink: bytearray, see
 
 
 @asynccontextmanager
-async def _gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncIterator[Gateway]:
+async def _gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
     """Start the target's gateway and wait for its address; it is killed when the block ends.
 
     Raises:

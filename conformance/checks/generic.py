@@ -22,7 +22,7 @@ findings of each check are listed in its detail.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Final
@@ -98,7 +98,7 @@ _INITIALIZED = _frame({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
 @asynccontextmanager
-async def _server(ctx: Context) -> AsyncIterator[_Session]:
+async def _server(ctx: Context) -> AsyncGenerator[_Session, None]:
     """The target command exactly as given, spoken to raw."""
     async with ctx.spawn(ctx.target) as proc, anyio.create_task_group() as tg:
         session = _Session(proc)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,7 +198,7 @@ async def _never(_params: dict[str, Any]) -> dict[str, Any] | None:
 @asynccontextmanager
 async def host(
     ctx: Context, flags: tuple[str, ...], capabilities: dict[str, Any], answer: Answer = _never
-) -> AsyncIterator[Host]:
+) -> AsyncGenerator[Host, None]:
     """``<target> mcp serve FLAGS`` after ``initialize`` with ``capabilities`` and ``notifications/initialized``."""
     stderr = bytearray()
     async with ctx.spawn(ctx.serve_argv(*flags)) as proc, anyio.create_task_group() as tg:

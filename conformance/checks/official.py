@@ -44,7 +44,7 @@ Without Node 22 or the package each check is "not run" (and the run fails), nami
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Final
@@ -177,7 +177,7 @@ class _Endpoint:
 
 
 @asynccontextmanager
-async def _endpoint(ctx: Context) -> AsyncIterator[_Endpoint | CheckResult]:
+async def _endpoint(ctx: Context) -> AsyncGenerator[_Endpoint | CheckResult, None]:
     """The server under test over HTTP: the gateway (ShadowCode profile), ``--url``, or the stdio
     target through :class:`~conformance.bridge.StdioBridge` (generic profile, ``--target`` only)."""
     if ctx.profile == "generic":

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,7 +97,7 @@ async def _serve(
     profile: str | None = None,
     env: Mapping[str, str] | None = None,
     label: str,
-) -> AsyncIterator[_Server]:
+) -> AsyncGenerator[_Server, None]:
     """``<target> [--profile P] --workspace DIR mcp serve FLAGS`` behind the Python SDK client.
 
     The session's problems are copied into the check's list by the caller; the server's

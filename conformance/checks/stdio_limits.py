@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from subprocess import PIPE
 from typing import Any, Final
@@ -178,7 +178,7 @@ class _Session:
 
 
 @asynccontextmanager
-async def _serve(ctx: Context) -> AsyncIterator[_Session]:
+async def _serve(ctx: Context) -> AsyncGenerator[_Session, None]:
     async with ctx.spawn(ctx.serve_argv()) as proc, anyio.create_task_group() as tg:
         session = _Session(proc)
         tg.start_soon(drain, proc.stderr, session.stderr)

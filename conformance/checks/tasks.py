@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,7 +140,7 @@ class StdioClient:
 
 
 @asynccontextmanager
-async def stdio_client(ctx: Context, *flags: str) -> AsyncIterator[StdioClient]:
+async def stdio_client(ctx: Context, *flags: str) -> AsyncGenerator[StdioClient, None]:
     """``<target> --workspace P mcp serve FLAGS``; the session ends when the block does."""
     stderr = bytearray()
     async with ctx.spawn(ctx.serve_argv(*flags)) as proc, anyio.create_task_group() as tg:
@@ -194,7 +194,7 @@ class HttpClient:
         return reply.json()  # type: ignore[no-any-return]
 
     @asynccontextmanager
-    async def stream(self, method: str, params: Mapping[str, Any]) -> AsyncIterator[httpx2.Response]:
+    async def stream(self, method: str, params: Mapping[str, Any]) -> AsyncGenerator[httpx2.Response, None]:
         """One request whose answer may be an event stream, read as it arrives."""
         accept = "application/json, text/event-stream"
         async with (
@@ -217,7 +217,7 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 
 
 @asynccontextmanager
-async def gateway_client(ctx: Context, *flags: str) -> AsyncIterator[tuple[HttpClient, Any]]:
+async def gateway_client(ctx: Context, *flags: str) -> AsyncGenerator[tuple[HttpClient, Any], None]:
     """A gateway of the target and a client of it; yields ``(client, gateway)``."""
     from conformance.checks.gateway import _gateway
 

@@ -19,7 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from pydantic import SecretStr, ValidationError
@@ -91,7 +91,7 @@ class ProfileSignIns:
 
 
 @contextlib.contextmanager
-def login_lock(profile: Profile, server_id: str) -> Iterator[None]:
+def login_lock(profile: Profile, server_id: str) -> Generator[None, None, None]:
     """Hold the one-login-at-a-time lock of ``server_id`` (CW-08).
 
     Raises:

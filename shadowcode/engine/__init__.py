@@ -11,7 +11,7 @@ imported lazily here so that importing the package costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ def run_headless(profile: Profile, *, attach: AttachHandler | None = None) -> No
 
 
 @asynccontextmanager
-async def open_engine(profile: Profile) -> AsyncIterator[EngineApi]:
+async def open_engine(profile: Profile) -> AsyncGenerator[EngineApi, None]:
     """The profile's engine: the running headless one, else a temporary one in this process (ENG-03).
 
     Yields:
@@ -77,7 +77,7 @@ async def open_engine(profile: Profile) -> AsyncIterator[EngineApi]:
 
 
 @asynccontextmanager
-async def open_headless(profile: Profile) -> AsyncIterator[EngineApi | None]:
+async def open_headless(profile: Profile) -> AsyncGenerator[EngineApi | None, None]:
     """The profile's running headless engine over its socket, or None when none accepts connections (ENG-03)."""
     import anyio
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -85,7 +85,7 @@ class LocalEngine(EngineApi):
         )
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[LocalEngine]:
+    async def running(self) -> AsyncGenerator[LocalEngine, None]:
         """Run the engine; leaving closes owners, cancels all work and waits for its cleanup."""
         state = self.state
         if self._ran:

@@ -11,7 +11,7 @@ records why it was cancelled (its owner's close, an explicit cancel, the engine'
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,7 +80,7 @@ class JobRunner:
         self._reasons: dict[str, str] = {}
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[JobRunner]:
+    async def running(self) -> AsyncGenerator[JobRunner, None]:
         """Run the queue; leaving cancels every job, waits for its cleanup and closes the model providers."""
         async with anyio.create_task_group() as tg:
             self._scheduler = Scheduler(tg)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ class Database:
             self._conn.close()
 
     @contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self) -> Generator[None, None, None]:
         """A transaction: ``BEGIN IMMEDIATE`` at the top level, a ``SAVEPOINT`` when nested.
 
         Raises:

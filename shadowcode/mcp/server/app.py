@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,7 @@ def _together(
     """One server lifespan entering ``first`` (given the server) and then ``second``; yields ``first``'s state."""
 
     @asynccontextmanager
-    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(server: Any) -> AsyncGenerator[dict[str, Any], None]:
         async with first(server) as state, second():
             yield state
 

@@ -16,7 +16,7 @@ gateway) and stops with it. Each change the watcher sees goes to the broker
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -70,7 +70,7 @@ class Delegation:
         self._entered = 0
 
     @asynccontextmanager
-    async def lifespan(self, _server: object = None) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(self, _server: object = None) -> AsyncGenerator[dict[str, Any], None]:
         """Run the job watcher while the server serves; a nested entry (a second HTTP manager) shares it."""
         if self._entered:
             self._entered += 1

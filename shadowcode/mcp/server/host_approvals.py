@@ -41,7 +41,7 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -126,7 +126,7 @@ class HostApprovals:
         self.asks_legacy = False
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[dict[str, Any]]:
+    async def running(self) -> AsyncGenerator[dict[str, Any], None]:
         """Hold the connection's background work (the page, the legacy watcher); leaving cancels it.
 
         A nested entry (the gateway enters the server's lifespan once per HTTP manager) shares

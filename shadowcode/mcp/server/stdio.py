@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -385,8 +385,8 @@ async def stdio_transport(
     notice: Callable[[str], None] | None = None,
     direct: DirectToolCalls | None = None,
     handover: Handover | None = None,
-) -> AsyncIterator[
-    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+) -> AsyncGenerator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]], None
 ]:
     """Serve JSON-RPC frames between two non-blocking descriptors and the SDK's streams.
 
