@@ -24,6 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from shadowcode import __version__
 from shadowcode.errors import NotFound, ShadowcodeError
+from shadowcode.json_values import json_object
 from shadowcode.limits import OPERATION_DEADLINE_SECONDS, OPERATIONS_IN_FLIGHT_MAX, RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.delegation import Delegation
@@ -130,8 +131,9 @@ def _error_result(message: str) -> types.CallToolResult:
 def _progress(rctx: Any) -> Progress | None:
     """Where the call's progress goes: the request's own stream, when it carried a token (SRV-28)."""
     params = rctx.params
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict) or meta.get("progressToken") is None:
+    request = json_object(params)
+    meta = json_object(request.get("_meta")) if request is not None else None
+    if meta is None or meta.get("progressToken") is None:
         return None
     session = rctx.session
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from shadowcode.engine.api import ApprovalAsked
 from shadowcode.inert_text import cut, inert
+from shadowcode.json_values import json_object
 
 __all__ = ["AskMode", "decision_of", "form_params", "question_text", "url_params"]
 
@@ -110,19 +111,20 @@ def decision_of(result: Any, mode: AskMode) -> Decision | None:
     Raises:
         ValueError: not an ``ElicitResult`` this question can take: naming what is wrong.
     """
-    if not isinstance(result, dict):
+    answer = json_object(result)
+    if answer is None:
         raise ValueError("an elicitation answer is an object with an action")
-    action = result.get("action")
+    action = answer.get("action")
     if action in ("decline", "cancel"):
         return "deny"
     if action != "accept":
         raise ValueError("an elicitation answer's action is accept, decline or cancel")
     if mode is AskMode.URL:
         return None
-    content = result.get("content")
-    if content is None:
+    content = json_object(answer.get("content"))
+    if answer.get("content") is None:
         return "approve"
-    if not isinstance(content, dict):
+    if content is None:
         raise ValueError("an accepted answer's content is an object")
     approve = content.get("approve", True)
     if not isinstance(approve, bool):

@@ -21,7 +21,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import anyio.abc
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 

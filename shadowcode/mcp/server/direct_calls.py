@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
-from mcp_types.methods import KNOWN_PROTOCOL_VERSIONS
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
-from shadowcode.mcp.server.tool_calls import json_text
+from shadowcode.json_values import json_object
+from shadowcode.mcp.server.tool_calls import Progress, json_text
 from shadowcode.mcp.server.tools import tool_named
 
 if TYPE_CHECKING:
@@ -63,10 +64,10 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 def _message(data: bytes) -> dict[str, Any] | None:
     """``data`` as a JSON-RPC 2.0 object with no member but the four, or None (UTF-8 only)."""
     try:
-        doc = _DECODER.decode(data.decode("utf-8"))
+        doc = json_object(_DECODER.decode(data.decode("utf-8")))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict) or doc.get("jsonrpc") != "2.0" or not doc.keys() <= _TOP_KEYS:
+    if doc is None or doc.get("jsonrpc") != "2.0" or not doc.keys() <= _TOP_KEYS:
         return None
     return doc
 
@@ -75,15 +76,16 @@ def _usable_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _plain_meta(meta: object) -> bool:
+def _plain_meta(value: object) -> bool:
     """Whether a request's ``_meta`` is one the SDK would accept on a handshake-era session."""
-    if meta is None:
+    if value is None:
         return True
-    if not isinstance(meta, dict):
+    meta = json_object(value)
+    if meta is None:
         return False
     if "progressToken" in meta and not _usable_id(meta["progressToken"]):
         return False
-    return not any(isinstance(key, str) and key.startswith(_MODERN_META_PREFIX) for key in meta)
+    return not any(key.startswith(_MODERN_META_PREFIX) for key in meta)
 
 
 class DirectToolCalls:
@@ -127,8 +129,8 @@ class DirectToolCalls:
             return None
         method = doc.get("method")
         if method == "notifications/cancelled":
-            params = doc.get("params")
-            if "id" not in doc and isinstance(params, dict):
+            params = json_object(doc.get("params"))
+            if "id" not in doc and params is not None:
                 scope = self._running.get(params.get("requestId"))
                 if scope is not None:
                     scope.cancel()
@@ -159,17 +161,17 @@ class DirectToolCalls:
     ) -> tuple[object, Answer] | None:
         """A ``tools/call`` in the plain shape, ready to run (noted in ``running`` while it runs); else None."""
         request_id = doc.get("id")
-        params = doc.get("params")
+        params = json_object(doc.get("params"))
         if doc.get("method") != "tools/call" or not _usable_id(request_id):
             return None
         if running is not None and request_id in running:
             return None
-        if not isinstance(params, dict) or not params.keys() <= _PARAM_KEYS:
+        if params is None or not params.keys() <= _PARAM_KEYS:
             return None
-        arguments = params.get("arguments")
+        arguments = json_object(params.get("arguments"))
         name = params.get("name")
         spec = tool_named(name) if isinstance(name, str) else None
-        if spec is None or not (arguments is None or isinstance(arguments, dict)):
+        if spec is None or not (params.get("arguments") is None or arguments is not None):
             return None
         if not _plain_meta(params.get("_meta")):
             return None
@@ -179,12 +181,14 @@ class DirectToolCalls:
         token = _progress_token(params)
 
         async def answer(notify: Notify | None) -> bytes | None:
-            progress = None
+            progress: Progress | None = None
             if token is not None and notify is not None:
 
-                async def progress(value: float, message: str) -> None:
+                async def send_progress(value: float, message: str) -> None:
                     body = {"progressToken": token, "progress": value, "message": message}
                     await notify(_frame({"jsonrpc": "2.0", "method": "notifications/progress", "params": body}))
+
+                progress = send_progress
 
             try:
                 outcome = await self.calls.run(spec, arguments or {}, scope, progress)
@@ -202,8 +206,9 @@ class DirectToolCalls:
 
 def _progress_token(params: object) -> object | None:
     """The progress token in a request's ``params._meta`` (already checked usable by :func:`_plain_meta`), or None."""
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return meta.get("progressToken") if isinstance(meta, dict) else None
+    request = json_object(params)
+    meta = json_object(request.get("_meta")) if request is not None else None
+    return meta.get("progressToken") if meta is not None else None
 
 
 def _result_frame(request_id: object, outcome: ToolOutcome) -> bytes:

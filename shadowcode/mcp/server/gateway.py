@@ -30,7 +30,12 @@ import anyio.abc
 
 from shadowcode.engine.api import Access, Caller
 from shadowcode.errors import ConfigError, UsageError
-from shadowcode.limits import GATEWAY_LISTEN_SECONDS, GATEWAY_TOKEN_MAX_CHARS, GATEWAY_TOKEN_MIN_CHARS
+from shadowcode.limits import (
+    GATEWAY_LISTEN_SECONDS,
+    GATEWAY_REQUEST_MAX_BYTES,
+    GATEWAY_TOKEN_MAX_CHARS,
+    GATEWAY_TOKEN_MIN_CHARS,
+)
 
 if TYPE_CHECKING:
     from shadowcode.mcp.server.streamable_http import GatewayLimits
@@ -192,9 +197,10 @@ async def _serve(
             api=api, root=Path(project.path), access=access, owner_kind="gateway", approval_page=approval_page
         )
         server, direct = build_session(ctx, listen_seconds=GATEWAY_LISTEN_SECONDS)
-        body_max = {} if limits is None else {"body_max_bytes": limits.body_max_bytes}
-        manager = build_mcp_app(server, **body_max)
-        stream_manager = build_mcp_app(server, **body_max, json_response=False)  # progress streams (SRV-28)
+        body_max = GATEWAY_REQUEST_MAX_BYTES if limits is None else limits.body_max_bytes
+        manager = build_mcp_app(server, body_max_bytes=body_max)
+        # progress streams (SRV-28)
+        stream_manager = build_mcp_app(server, body_max_bytes=body_max, json_response=False)
         reason = "gateway stopped"
         try:
             listener = await anyio.create_tcp_listener(local_host=address.host, local_port=address.port)

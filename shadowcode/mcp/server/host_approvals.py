@@ -189,7 +189,7 @@ class HostApprovals:
                 decision = decision_of(value, mode)
             except ValueError as exc:
                 raise MCPError(types.INVALID_PARAMS, f"inputResponses: {exc}; nothing was decided") from None
-            check = ApprovalAnswer(key, cast(Decision, decision or "deny"), job_id, check_only=True)
+            check = ApprovalAnswer(key, decision or "deny", job_id, check_only=True)
             try:
                 await self.ctx.api.approval_answer(check, caller)
             except ShadowcodeError as exc:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import anyio
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import (
     SUBSCRIPTION_ID_META_KEY,
@@ -42,6 +43,7 @@ from mcp.shared.subscriptions import (
 )
 from pydantic import BaseModel
 
+from shadowcode.json_values import json_array
 from shadowcode.limits import LISTEN_BACKLOG_MAX, LISTEN_STREAMS_MAX, LISTEN_TASK_IDS_MAX
 from shadowcode.mcp.server.tasks_extension import declares_tasks, missing_tasks_capability
 
@@ -100,7 +102,7 @@ class LiveLists:
         self.lifetime_seconds = lifetime_seconds
         self.streams_max = streams_max
         self.backlog_max = backlog_max
-        self._streams: set[anyio.abc.ObjectSendStream[Event]] = set()
+        self._streams: set[MemoryObjectSendStream[Event]] = set()
 
     @property
     def open_streams(self) -> int:
@@ -208,11 +210,13 @@ def _task_ids(value: object) -> list[str] | None:
     """
     if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+    items = json_array(value)
+    task_ids = [item for item in items if isinstance(item, str)] if items is not None else []
+    if items is None or len(task_ids) != len(items):
         raise MCPError(types.INVALID_PARAMS, "taskIds must be a list of task id strings")
-    if len(value) > LISTEN_TASK_IDS_MAX:
-        raise MCPError(types.INVALID_PARAMS, f"taskIds names {len(value)} tasks; at most {LISTEN_TASK_IDS_MAX}")
-    return list(dict.fromkeys(value))
+    if len(task_ids) > LISTEN_TASK_IDS_MAX:
+        raise MCPError(types.INVALID_PARAMS, f"taskIds names {len(task_ids)} tasks; at most {LISTEN_TASK_IDS_MAX}")
+    return list(dict.fromkeys(task_ids))
 
 
 def job_events(appeared_or_ended: bool) -> list[Event]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, get_type_hints
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
@@ -25,9 +25,6 @@ __all__ = ["OUTPUTS", "output_schema", "summary"]
 
 class _Out(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
-
-
-_ProjectInfo: Any = get_type_hints(m.Status)["project"]
 
 
 class _Engine(_Out):
@@ -50,7 +47,7 @@ class StatusOutput(_Out):
     version: str
     profile: str
     engine: _Engine
-    project: _ProjectInfo
+    project: m.ProjectInfo
     server: _Server
     models: _ModelCount
 

@@ -40,6 +40,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
+from shadowcode.json_values import json_object
 from shadowcode.mcp.server.direct_calls import Answer, DirectToolCalls
 from shadowcode.mcp.server.handover import MARK, Handover
 from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
@@ -157,7 +158,8 @@ def _error_for(line: bytes) -> types.JSONRPCError:
         return _parse_error("Parse error: not JSON")
     except RecursionError:
         return _parse_error("Parse error: JSON nested too deeply")
-    raw_id = doc.get("id") if isinstance(doc, dict) else None
+    request = json_object(doc)
+    raw_id = request.get("id") if request is not None else None
     usable = raw_id if isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool)) else None
     return invalid_request(usable)
 

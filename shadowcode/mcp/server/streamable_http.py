@@ -50,15 +50,16 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.abc
 import h11
 
+from shadowcode.json_values import json_object
 from shadowcode.limits import GATEWAY_REQUEST_MAX_BYTES
-from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, DirectToolCalls
+from shadowcode.mcp.server.direct_calls import HANDSHAKE_REVISIONS, Answer, DirectToolCalls
 from shadowcode.mcp.server.http_connection import GatewayConnection
 from shadowcode.mcp.server.http_guard import (
     DEADLINE,
@@ -354,7 +355,7 @@ class GatewayServer:
         return int(start["status"]), headers, bytes(chunks)
 
 
-def _direct_app(answer: Callable[[], Awaitable[bytes | None]]) -> ASGIApp:
+def _direct_app(answer: Answer) -> ASGIApp:
     """An app that answers with the direct path's response, as the SDK answers on its JSON path (GW-05)."""
 
     async def app(_scope: dict[str, Any], _receive: Callable[[], Any], send: Callable[[dict[str, Any]], Any]) -> None:
@@ -371,15 +372,15 @@ def _method_and_progress(body: bytes) -> tuple[str | None, bool]:
     if b'"subscriptions/listen"' not in body and b'"progressToken"' not in body:
         return None, False
     try:
-        doc = json.loads(body)
+        doc = json_object(json.loads(body))
     except (ValueError, RecursionError):
         return None, False
-    if not isinstance(doc, dict):
+    if doc is None:
         return None, False
     method = doc.get("method")
-    params = doc.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    params = json_object(doc.get("params"))
+    meta = json_object(params.get("_meta")) if params is not None else None
+    token = meta.get("progressToken") if meta is not None else None
     return (method if isinstance(method, str) else None), token is not None and method == "tools/call"
 
 

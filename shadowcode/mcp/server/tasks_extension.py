@@ -36,6 +36,7 @@ from pydantic import Field
 from shadowcode.engine import api as m
 from shadowcode.enums import TaskStatus
 from shadowcode.errors import NotFound, ShadowcodeError
+from shadowcode.json_values import json_object
 from shadowcode.limits import RESULT_MAX_BYTES, TASK_POLL_INTERVAL_SECONDS
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.input_broker import InputBroker
@@ -79,12 +80,13 @@ def declares_tasks(params: Any) -> bool:
     Args:
         params: the request's ``params`` as received (any JSON value).
     """
-    if not isinstance(params, dict):
+    request = json_object(params)
+    if request is None:
         return False
-    meta = params.get("_meta")
-    capabilities = meta.get(_CAPABILITIES_KEY) if isinstance(meta, dict) else None
-    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
-    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+    meta = json_object(request.get("_meta"))
+    capabilities = json_object(meta.get(_CAPABILITIES_KEY)) if meta is not None else None
+    extensions = json_object(capabilities.get("extensions")) if capabilities is not None else None
+    return extensions is not None and isinstance(extensions.get(TASKS_EXTENSION), dict)
 
 
 def missing_tasks_capability(method: str) -> MCPError:
