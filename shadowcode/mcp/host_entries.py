@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from shadowcode.errors import UsageError
 
@@ -414,7 +414,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, str):
         return toml_string(value)
     if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"  # pyright: ignore[reportUnknownVariableType]
+        return "[" + ", ".join(_toml_value(v) for v in cast("list[object]", value)) + "]"
     pairs = ", ".join(f"{toml_string(k)} = {_toml_value(v)}" for k, v in value.items())
     return f"{{ {pairs} }}"
 
@@ -433,9 +433,9 @@ def _quote_values(value: Any) -> Any:
     if isinstance(value, str):
         return _Quoted(value)
     if isinstance(value, list):
-        return [_quote_values(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return [_quote_values(v) for v in cast("list[object]", value)]
     if isinstance(value, dict):
-        return {k: _quote_values(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        return {k: _quote_values(v) for k, v in cast("dict[str, object]", value).items()}
     return value
 
 
@@ -445,7 +445,11 @@ def _yaml_text(document: dict[str, Any]) -> str:
     class Dumper(yaml.SafeDumper):
         pass
 
-    Dumper.add_representer(_Quoted, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", str(v), style='"'))
+    def quoted(dumper: yaml.SafeDumper, value: _Quoted) -> yaml.ScalarNode:
+        # PyYAML's stubs leave represent_scalar's value parameter untyped.
+        return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style='"')  # pyright: ignore[reportUnknownMemberType]
+
+    Dumper.add_representer(_Quoted, quoted)
     return yaml.dump(_quote_values(document), Dumper=Dumper, allow_unicode=True, sort_keys=False, width=2**31, indent=2)
 
 

@@ -171,9 +171,9 @@ class Connection(CatalogFreshness):
     """
 
     server_id: str
-    argv: list[str] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list[str])
     cwd: Path = field(default_factory=Path)
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict[str, str])
     endpoint: Endpoint | None = None
     timeout_seconds: float = MCP_TIMEOUT_DEFAULT_SECONDS
     timeouts: Timeouts | None = None
@@ -184,7 +184,7 @@ class Connection(CatalogFreshness):
     catalog_limits: CatalogLimits = field(default_factory=CatalogLimits)
     state: ConnectionState = ConnectionState.CONNECTING
     error: str | None = None
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     tools_generation: int = 0
     ttl_seconds: float | None = None
     revalidations: int = 0
@@ -313,9 +313,10 @@ class Connection(CatalogFreshness):
                 async with session:
                     # Failures are returned, not raised, inside the session: its task group would
                     # wrap them in an exception group.
-                    failed = await self._negotiate(session, server, probe=probe)
-                    if isinstance(failed, ProbeEnded):
-                        probe_ended, failed = str(failed), None
+                    negotiated = await self._negotiate(session, server, probe=probe)
+                    failed = None if isinstance(negotiated, ProbeEnded) else negotiated
+                    if isinstance(negotiated, ProbeEnded):
+                        probe_ended = str(negotiated)
                     elif failed is None:
                         self._session = session
                         self.state = ConnectionState.READY
@@ -506,7 +507,8 @@ class Connection(CatalogFreshness):
         """Refuse a call whose protocol headers would pass MCP_HTTP_HEADERS_MAX_BYTES; nothing is sent (CLI-17)."""
         extra = {"mcp-method": "tools/call", "mcp-name": encode_header_value(tool)}
         if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            extra.update(session._resolve_param_headers(tool, arguments))  # noqa: SLF001 - the SDK's own mapping
+            # The SDK computes its Mcp-Param-* headers only in this private method; no public form exists.
+            extra.update(session._resolve_param_headers(tool, arguments))  # pyright: ignore[reportPrivateUsage]
         if server.request_headers_size(extra) > server.limits.headers_max_bytes:
             raise UpstreamServerError(
                 f"{self.server_id}: the call's protocol headers would be larger than "

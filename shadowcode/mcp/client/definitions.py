@@ -33,7 +33,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import (
@@ -156,7 +156,7 @@ class ServerOptions(BaseModel):
             return value
         if not isinstance(value, list | tuple):
             raise ValueError("must be an array of tool names")
-        items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        items = list(cast("list[object] | tuple[object, ...]", value))
         if len(items) > MCP_TOOL_FILTER_NAMES_MAX:
             raise ValueError(f"lists {len(items)} tool names; the limit is {MCP_TOOL_FILTER_NAMES_MAX}")
         for item in items:
@@ -198,13 +198,14 @@ class StdioSpec(ServerOptions):
 
     @field_validator("command", mode="before")
     @classmethod
-    def _command(cls, value: Any) -> Any:
+    def _command(cls, value: object) -> object:
         if isinstance(value, str):
             raise ValueError("must be an array of literal arguments, not a shell command string")
-        if isinstance(value, list | tuple):
-            for arg in value:  # pyright: ignore[reportUnknownVariableType]
-                if not isinstance(arg, str) or not arg or "\x00" in arg:
-                    raise ValueError("every argument must be a non-empty string without NUL bytes")
+        given = value  # narrowed here, so the value returned keeps its own type
+        items = cast("list[object] | tuple[object, ...]", given) if isinstance(given, list | tuple) else ()
+        for arg in items:
+            if not isinstance(arg, str) or not arg or "\x00" in arg:
+                raise ValueError("every argument must be a non-empty string without NUL bytes")
         return value
 
     @field_validator("env_refs")
@@ -511,7 +512,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 def _format_errors(source: str, exc: ValidationError) -> str:
-    parts = []
+    parts: list[str] = []
     for err in exc.errors()[:_ERRORS_SHOWN]:
         named = err["type"] if err["type"] in ("url", "bearer", "oauth_resource") else "(top level)"
         where = ".".join(str(p) for p in err["loc"]) or named

@@ -133,7 +133,7 @@ class Endpoint:
     url: str
     bearer: str | None = field(default=None, repr=False)
     network_hosts: frozenset[str] = frozenset()
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    headers: Mapping[str, str] = field(default_factory=dict[str, str], repr=False)
     sends_credentials: bool = False
     allow_private_network: bool = False
 

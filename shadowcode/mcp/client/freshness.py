@@ -130,10 +130,10 @@ class CatalogFreshness:
                 await self._wake.wait()
             self._wake = anyio.Event()
             now = anyio.current_time()
-            expired = [kind for kind, at in self._expires.items() if at <= now]
+            expired: list[ListKind] = [kind for kind, at in self._expires.items() if at <= now]
             if expired:
                 self._mark_stale(*expired)
-            kinds = [kind for kind in LIST_KINDS if kind in self._stale and kind in self._lists]
+            kinds: list[ListKind] = [kind for kind in LIST_KINDS if kind in self._stale and kind in self._lists]
             self._stale.clear()
             try:
                 if kinds:

@@ -21,6 +21,7 @@ import mcp_types as types
 from pydantic import TypeAdapter
 
 from shadowcode.errors import ToolError, UpstreamServerError
+from shadowcode.json_values import json_object
 from shadowcode.mcp.client.connection import Connection
 
 __all__ = ["check_prompt_arguments", "get_prompt", "read_resource"]
@@ -78,7 +79,7 @@ async def read_resource(
     return conn.redactor.redact({"uri": uri, "contents": contents})
 
 
-def check_prompt_arguments(prompt: dict[str, Any], arguments: Any) -> dict[str, str]:
+def check_prompt_arguments(prompt: dict[str, Any], arguments: object) -> dict[str, str]:
     """The arguments of a ``prompts/get``, checked against the prompt's declaration (CW-06).
 
     Args:
@@ -89,27 +90,26 @@ def check_prompt_arguments(prompt: dict[str, Any], arguments: Any) -> dict[str, 
         ToolError: not an object of strings, an undeclared name or a required one missing;
             nothing is sent.
     """
-    if arguments is None:
-        arguments = {}
     name = prompt.get("name")
-    if not isinstance(arguments, dict):
+    given = json_object({} if arguments is None else arguments)
+    if given is None:
         raise ToolError(f"the arguments of prompt {name!r} must be a JSON object of strings; nothing was sent")
     declared = {str(a.get("name")): bool(a.get("required")) for a in prompt.get("arguments") or ()}
-    unknown = sorted(str(k) for k in arguments if k not in declared)
+    unknown = sorted(k for k in given if k not in declared)
     if unknown:
         raise ToolError(
             f"prompt {name!r} declares no argument {', '.join(map(repr, unknown))} "
             f"(declared: {', '.join(sorted(declared)) or 'none'}); nothing was sent"
         )
-    missing = sorted(k for k, required in declared.items() if required and k not in arguments)
+    missing = sorted(k for k, required in declared.items() if required and k not in given)
     if missing:
         raise ToolError(f"prompt {name!r} requires {', '.join(map(repr, missing))}; nothing was sent")
-    not_text = sorted(str(k) for k, v in arguments.items() if not isinstance(v, str))
+    not_text = sorted(k for k, v in given.items() if not isinstance(v, str))
     if not_text:
         raise ToolError(
             f"prompt arguments are strings; {', '.join(map(repr, not_text))} of {name!r} is not; nothing was sent"
         )
-    return {str(k): str(v) for k, v in arguments.items()}
+    return {k: str(v) for k, v in given.items()}
 
 
 async def get_prompt(conn: Connection, name: str, arguments: dict[str, str]) -> dict[str, Any]:

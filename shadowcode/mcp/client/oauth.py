@@ -502,6 +502,25 @@ async def access_token(
         raise _relogin(sid, f"the stored sign-in for {sid} could not be checked ({type(exc).__name__})") from None
 
 
+class _NoTokenStorage:
+    """The token storage of a context that only prepares one refresh request's client authentication.
+
+    That request reads and writes no storage; the refreshed token is stored by :func:`_refresh`.
+    """
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        raise RuntimeError("a refresh context stores no tokens")
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        raise RuntimeError("a refresh context stores no client information")
+
+
 async def _refresh(
     client: httpx2.AsyncClient,
     record: SignIn,
@@ -524,7 +543,7 @@ async def _refresh(
     context = OAuthContext(
         server_url=record.url,
         client_metadata=OAuthClientMetadata(redirect_uris=info.redirect_uris or None),
-        storage=None,  # type: ignore[arg-type] - only prepare_token_auth is used
+        storage=_NoTokenStorage(),  # only prepare_token_auth is used
         redirect_handler=None,
         callback_handler=None,
         client_info=info,

@@ -57,8 +57,10 @@ class CallbackListener:
             raise SignInError(
                 f"the sign-in callback cannot listen on 127.0.0.1:{self.port} ({exc.strerror or type(exc).__name__})"
             ) from None
-        self._listener = listener.listeners[0]  # type: ignore[attr-defined]
-        self.port = int(self._listener.extra(SocketAttribute.local_port))
+        first = listener.listeners[0]
+        assert isinstance(first, anyio.abc.SocketListener)  # a TCP multi-listener holds socket listeners
+        self._listener = first
+        self.port = int(first.extra(SocketAttribute.local_port))
         self.redirect_uri = f"http://127.0.0.1:{self.port}{_PATH}"
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()

@@ -127,14 +127,14 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def bounded_client(network_hosts: frozenset[str], **kwargs: object) -> httpx2.AsyncClient:
-    """An httpx2 client over :class:`BoundedTransport`: no proxies, no redirects (CW-08)."""
+def bounded_client(network_hosts: frozenset[str], auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+    """An httpx2 client over :class:`BoundedTransport`: no proxies, no redirects (CW-08); ``auth`` signs requests."""
     return httpx2.AsyncClient(
         transport=BoundedTransport(network_hosts),
         trust_env=False,
         follow_redirects=False,
         timeout=httpx2.Timeout(MCP_OAUTH_HTTP_SECONDS),
-        **kwargs,  # type: ignore[arg-type]
+        auth=auth,
     )
 
 

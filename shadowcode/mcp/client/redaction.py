@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["REDACTED", "Redactor"]
 
@@ -54,7 +54,7 @@ class Redactor:
         if isinstance(node, str):
             return self.text(node)
         if isinstance(node, dict):
-            return {self.text(str(k)): self._walk(v) for k, v in node.items()}
+            return {self.text(str(k)): self._walk(v) for k, v in cast("dict[object, object]", node).items()}
         if isinstance(node, (list, tuple)):
-            return [self._walk(v) for v in node]
+            return [self._walk(v) for v in cast("list[object] | tuple[object, ...]", node)]
         return node

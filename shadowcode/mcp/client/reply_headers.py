@@ -154,7 +154,8 @@ class _CountingBackend(httpcore2.AsyncNetworkBackend):
     """httpcore2's anyio backend whose streams count reply header blocks."""
 
     def __init__(self, max_bytes: int) -> None:
-        self._inner = httpcore2.AnyIOBackend()
+        # httpcore2 types AnyIOBackend by the stand-in it defines when anyio is missing (no base, no methods).
+        self._inner: httpcore2.AsyncNetworkBackend = httpcore2.AnyIOBackend()  # pyright: ignore[reportAttributeAccessIssue]
         self._max_bytes = max_bytes
 
     async def connect_tcp(

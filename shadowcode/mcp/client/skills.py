@@ -42,6 +42,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from shadowcode.errors import UpstreamServerError
+from shadowcode.json_values import json_array, json_object
 from shadowcode.limits import MCP_SKILL_BYTES_MAX, MCP_SKILL_FILES_MAX
 
 __all__ = [
@@ -168,10 +169,11 @@ def _check_segments(path: str, what: str) -> None:
             raise _Skip(f"{what} has a segment with '%', '?', '#', '\\' or a control character")
 
 
-def _check_file(raw: Any, skill_uri: str, root: str) -> SkillFile:
-    if not isinstance(raw, dict) or not isinstance(raw.get("uri"), str):
+def _check_file(given: object, skill_uri: str, root: str) -> SkillFile:
+    raw = json_object(given)
+    uri = raw.get("uri") if raw is not None else None
+    if raw is None or not isinstance(uri, str):
         raise _Skip("a resources entry has no uri")
-    uri = raw["uri"]
     if uri != skill_uri:
         if not uri.startswith(root + "/"):
             raise _Skip(f"the file {uri!r} is not beneath the skill's root")
@@ -190,18 +192,19 @@ def _check_entry(entry: dict[str, Any], resource_uris: set[str], files_max: int,
     if not isinstance(uri, str):
         raise _Skip("it has no uri")
     root = _root(uri)
-    frontmatter = entry.get("frontmatter")
-    if not isinstance(frontmatter, dict):
+    frontmatter = json_object(entry.get("frontmatter"))
+    if frontmatter is None:
         raise _Skip("it has no frontmatter object")
     for key in ("name", "description"):
-        if not isinstance(frontmatter.get(key), str) or not frontmatter[key].strip():
+        value = frontmatter.get(key)
+        if not isinstance(value, str) or not value.strip():
             raise _Skip(f"its frontmatter has no {key}")
     if root.rsplit("/", 1)[-1] != frontmatter["name"]:
         raise _Skip("the last segment of its skill path is not its frontmatter name")
-    resources = entry.get("resources")
-    if resources == "dynamic":
+    if entry.get("resources") == "dynamic":
         raise _Skip('its files are "dynamic": they carry no digests to verify')
-    if not isinstance(resources, list):
+    resources = json_array(entry.get("resources"))
+    if resources is None:
         raise _Skip('its resources are neither a list of files nor "dynamic"')
     if len(resources) > files_max:
         raise _Skip(f"it lists {len(resources)} files; at most {files_max} are kept")

@@ -227,6 +227,7 @@ class StdioServer:
     async def _write_stdin(self) -> None:
         assert self._child is not None and self._write_recv is not None
         fd = self._child.in_fd
+        assert fd is not None  # a protocol peer's stdin is a pipe
         try:
             async for item in self._write_recv:
                 data = item.message.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8") + b"\n"
@@ -245,7 +246,7 @@ class StdioServer:
             return
 
     async def _drain_stderr(self) -> None:
-        assert self._child is not None
+        assert self._child is not None and self._child.err_fd is not None  # a protocol peer's stderr is a pipe
         try:
             while True:
                 data = await read_fd_chunk(self._child.err_fd)

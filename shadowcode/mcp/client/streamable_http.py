@@ -280,7 +280,7 @@ class StreamableHttpClient:
         try:
             async for item in write_recv:
                 message = item.message
-                headers = getattr(item.metadata, "headers", None) or {}
+                headers: dict[str, str] = getattr(item.metadata, "headers", None) or {}
                 if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
                     self._version = None
                 version = {k.lower(): v for k, v in headers.items()}.get(_VERSION)

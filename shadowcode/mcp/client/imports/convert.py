@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shadowcode.errors import ConfigError
+from shadowcode.json_values import json_array, json_object
 from shadowcode.mcp.client.definitions import parse_definition
 from shadowcode.mcp.client.imports.fields import FIELDS, NOT_SUPPORTED, UNCARRIED
 from shadowcode.mcp.client.imports.values import (
@@ -88,7 +89,7 @@ class _Plan:
     name: str
     doc: dict[str, Any]
     dialect: Dialect = DOLLAR
-    notes: list[FieldNote] = field(default_factory=list)
+    notes: list[FieldNote] = field(default_factory=list[FieldNote])
 
     def note(self, where: str, message: str) -> None:
         self.notes.append(FieldNote(where, message))
@@ -123,10 +124,11 @@ def plan_server(source_name: str, entry: Any, dialect: Dialect = DOLLAR) -> Plan
     if name != source_name:
         plan.note("name", f"renamed to {name!r}: names use letters, digits, '-' or single '_' (at most 32)")
     try:
-        if not isinstance(entry, dict):
+        fields = json_object(entry)
+        if fields is None:
             raise _Skip("its entry is not an object")
-        _transport(plan, entry)
-        _other_fields(plan, entry)
+        _transport(plan, fields)
+        _other_fields(plan, fields)
         data = (json.dumps(plan.doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
         parse_definition(data, f"{source_name} as converted", fmt="json")
     except _Skip as exc:
@@ -158,10 +160,12 @@ def _transport(plan: _Plan, entry: dict[str, Any]) -> None:
         _http(plan, entry)
 
 
-def _strings(value: Any, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):  # pyright: ignore[reportUnknownVariableType]
+def _strings(value: object, what: str) -> list[str]:
+    items = json_array(value)
+    strings = [v for v in items if isinstance(v, str)] if items is not None else []
+    if items is None or len(strings) != len(items):
         raise _Skip(f"field {what!r} is not a list of strings")
-    return list(value)  # pyright: ignore[reportUnknownArgumentType]
+    return strings
 
 
 def _stdio(plan: _Plan, entry: dict[str, Any]) -> None:
@@ -190,11 +194,12 @@ def _stdio(plan: _Plan, entry: dict[str, Any]) -> None:
             )
     plan.doc["command"] = argv
     env, refs = _env(plan, entry.get("env", {}))
-    env_vars = entry.get("env_vars", [])
-    if not isinstance(env_vars, list):
+    env_vars = json_array(entry.get("env_vars", []))
+    if env_vars is None:
         raise _Skip("field 'env_vars' is not a list of variable names")
-    for item in env_vars:  # pyright: ignore[reportUnknownVariableType]
-        var = item.get("name") if isinstance(item, dict) else item
+    for item in env_vars:
+        named = json_object(item)
+        var = named.get("name") if named is not None else item
         if isinstance(var, str):
             refs[var] = var
         else:
@@ -208,12 +213,13 @@ def _stdio(plan: _Plan, entry: dict[str, Any]) -> None:
             plan.note(key, "not imported: headers apply to HTTP servers only")
 
 
-def _env(plan: _Plan, env: Any) -> tuple[dict[str, str], dict[str, str]]:
-    if not isinstance(env, dict):
+def _env(plan: _Plan, given: object) -> tuple[dict[str, str], dict[str, str]]:
+    env = json_object(given)
+    if env is None:
         raise _Skip("field 'env' is not an object")
     literal: dict[str, str] = {}
     refs: dict[str, str] = {}
-    for key, value in env.items():  # pyright: ignore[reportUnknownVariableType]
+    for key, value in env.items():
         where = f"env.{key}"
         if not isinstance(value, str):
             plan.note(where, "not imported: the value is not a string")
@@ -259,15 +265,15 @@ def _http(plan: _Plan, entry: dict[str, Any]) -> None:
     literal: dict[str, str] = {}
     from_env: dict[str, str] = {}
     for source in ("headers", "http_headers"):
-        headers = entry.get(source, {})
-        if not isinstance(headers, dict):
+        headers = json_object(entry.get(source, {}))
+        if headers is None:
             raise _Skip(f"field {source!r} is not an object")
-        for key, value in headers.items():  # pyright: ignore[reportUnknownVariableType]
-            _header(plan, f"{source}.{key}", str(key), value, literal, from_env)  # pyright: ignore[reportUnknownArgumentType]
-    env_headers = entry.get("env_http_headers", {})
-    if not isinstance(env_headers, dict):
+        for key, value in headers.items():
+            _header(plan, f"{source}.{key}", key, value, literal, from_env)
+    env_headers = json_object(entry.get("env_http_headers", {}))
+    if env_headers is None:
         raise _Skip("field 'env_http_headers' is not an object")
-    from_env.update({str(k): str(v) for k, v in env_headers.items()})  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    from_env.update({k: str(v) for k, v in env_headers.items()})
     for target, values in (("headers", literal), ("env_headers", from_env)):
         rule = FIELDS[target]
         if values and rule.supported:

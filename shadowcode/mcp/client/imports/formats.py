@@ -30,6 +30,7 @@ from pathlib import PurePath
 from typing import Any
 
 from shadowcode.errors import ConfigError
+from shadowcode.json_values import json_array, json_object
 from shadowcode.mcp.client.imports.convert import PlannedServer, plan_server, server_name
 from shadowcode.mcp.client.imports.shapes import SHAPES
 from shadowcode.mcp.client.imports.values import DIALECTS, DOLLAR, Dialect
@@ -56,8 +57,11 @@ HOST_LABELS: dict[str, str] = {
 _SETTINGS_FILES = frozenset({"gemini", "qwen", "opencode", "kilo", "zed", "continue"})
 _WITH_COMMENTS = frozenset({"vscode", "gemini", "qwen", "opencode", "kilo", "zed"})
 _SERVER_KEYS = {"opencode": "mcp", "kilo": "mcp", "zed": "context_servers"}
-_DIALECT_OF = {"gemini": "gemini", "qwen": "gemini", "opencode": "opencode", "kilo": "opencode"}
-_DIALECT_OF |= {"continue": "continue", "cline": "literal", "zed": "literal"}
+_DIALECT_OF = {"gemini": "gemini", "qwen": "gemini", "opencode": "opencode", "kilo": "opencode"} | {
+    "continue": "continue",
+    "cline": "literal",
+    "zed": "literal",
+}
 _STRING = r'("(?:\\.|[^"\\])*")'
 _COMMENT = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
 _TRAILING_COMMA = re.compile(_STRING + r"|,(?=\s*[}\]])")
@@ -151,8 +155,9 @@ def parse_config(data: bytes, source: str, *, host: str, project: str | None = N
 def _plan(host: str, source_name: str, entry: Any, dialect: Dialect) -> PlannedServer:
     """One entry renamed into the common fields (when its host needs it), then converted."""
     shape = SHAPES.get(host)
-    if shape is not None and isinstance(entry, dict):
-        shaped = shape(entry)  # pyright: ignore[reportUnknownArgumentType]
+    fields = json_object(entry)
+    if shape is not None and fields is not None:
+        shaped = shape(fields)
         if isinstance(shaped, str):
             return PlannedServer(source_name, server_name(source_name), None, shaped)
         entry = shaped
@@ -180,16 +185,19 @@ def _yaml_entries(text: str, source: str) -> list[tuple[str, Any]]:
         raise ConfigError(f"{source}: not valid YAML{where}; nothing was imported") from None
     if doc is None:
         return []
-    if not isinstance(doc, dict):
+    mapping = json_object(doc)
+    if mapping is None:
         raise ConfigError(f"{source}: the file must hold a YAML mapping")
-    servers = doc.get("mcpServers", [])  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    if isinstance(servers, dict):
-        return list(servers.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-    if not isinstance(servers, list):
+    servers = mapping.get("mcpServers", [])
+    if (by_name := json_object(servers)) is not None:
+        return list(by_name.items())
+    listed = json_array(servers)
+    if listed is None:
         raise ConfigError(f"{source}: 'mcpServers' is not a list of servers")
     entries: list[tuple[str, Any]] = []
-    for index, item in enumerate(servers):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        name = item.get("name") if isinstance(item, dict) else None  # pyright: ignore[reportUnknownMemberType]
+    for index, item in enumerate(listed):
+        named = json_object(item)
+        name = named.get("name") if named is not None else None
         entries.append((name if isinstance(name, str) and name else f"mcpServers[{index}]", item))
     return entries
 
@@ -204,43 +212,44 @@ def _toml_entries(text: str, source: str) -> list[tuple[str, Any]]:
             where = f"at end of document: line {len(lines)}, column {len(lines[-1]) + 1}"
             message = message.replace("at end of document", where)
         raise ConfigError(f"{source}: not valid TOML: {message}; nothing was imported") from None
-    servers = doc.get("mcp_servers", {})
-    if not isinstance(servers, dict):
+    servers = json_object(doc.get("mcp_servers", {}))
+    if servers is None:
         raise ConfigError(f"{source}: 'mcp_servers' is not a table")
-    return list(servers.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return list(servers.items())
 
 
 def _server_map(doc: dict[str, Any], source: str, where: str) -> list[tuple[str, Any]]:
     if "servers" in doc and "mcpServers" in doc:
         raise ConfigError(f"{source}: {where}has both 'servers' and 'mcpServers'; a file uses exactly one of them")
     key = "servers" if "servers" in doc else "mcpServers"
-    servers = doc.get(key, {})
-    if not isinstance(servers, dict):
+    servers = json_object(doc.get(key, {}))
+    if servers is None:
         raise ConfigError(f"{source}: {where}'{key}' is not an object of name → server")
-    return list(servers.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return list(servers.items())
 
 
 def _json_entries(text: str, source: str, host: str, project: str | None) -> list[tuple[str, Any]]:
     try:
-        doc = json.loads(_blank_comments(text) if host in _WITH_COMMENTS else text)
+        doc = json_object(json.loads(_blank_comments(text) if host in _WITH_COMMENTS else text))
     except ValueError as exc:
         raise ConfigError(f"{source}: not valid JSON: {exc}; nothing was imported") from None
-    if not isinstance(doc, dict):
+    if doc is None:
         raise ConfigError(f"{source}: the file must hold a JSON object")
     if host in _SERVER_KEYS:
         key = _SERVER_KEYS[host]
-        servers = doc.get(key, {})
-        if not isinstance(servers, dict):
+        servers = json_object(doc.get(key, {}))
+        if servers is None:
             raise ConfigError(f"{source}: '{key}' is not an object of name → server")
-        return list(servers.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        return list(servers.items())
     if host in _SETTINGS_FILES and "servers" not in doc and "mcpServers" not in doc:
         return []
-    scopes = doc.get("projects") if host == "claude" else None
-    if "servers" not in doc and "mcpServers" not in doc and not isinstance(scopes, dict):
+    scopes = json_object(doc.get("projects")) if host == "claude" else None
+    if "servers" not in doc and "mcpServers" not in doc and scopes is None:
         raise ConfigError(f"{source}: neither 'servers' nor 'mcpServers' is present; this is no MCP config file")
     entries = _server_map(doc, source, "")
-    if isinstance(scopes, dict) and project is not None and isinstance(scopes.get(project), dict):
-        local = _server_map(scopes[project], source, f"projects[{project!r}] ")
+    local_doc = json_object(scopes.get(project)) if scopes is not None and project is not None else None
+    if local_doc is not None:
+        local = _server_map(local_doc, source, f"projects[{project!r}] ")
         names = {name for name, _ in local}
         # Claude Code prefers its local scope over the user scope for the same name.
         entries = local + [(name, entry) for name, entry in entries if name not in names]

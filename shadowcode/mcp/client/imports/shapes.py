@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from shadowcode.json_values import json_object
+
 __all__ = ["SHAPES", "Shape"]
 
 Shape = Callable[[dict[str, Any]], "dict[str, Any] | str"]
@@ -58,11 +60,12 @@ def _opencode(entry: dict[str, Any]) -> dict[str, Any] | str:
 
 def _continue(entry: dict[str, Any]) -> dict[str, Any] | str:
     out = {k: v for k, v in entry.items() if k != "name"}
-    options = out.pop("requestOptions", None)
-    if options is not None:
-        if not isinstance(options, dict):
+    given = out.pop("requestOptions", None)
+    if given is not None:
+        options = json_object(given)
+        if options is None:
             return "field 'requestOptions' is not an object"
-        rest = {k: v for k, v in options.items() if k != "headers"}  # pyright: ignore[reportUnknownVariableType]
+        rest = {k: v for k, v in options.items() if k != "headers"}
         if "headers" in options:
             out["headers"] = options["headers"]
         if rest:
@@ -77,10 +80,10 @@ def _zed(entry: dict[str, Any]) -> dict[str, Any] | str:
     if source != "custom":
         return f"'source' is {source!r}, not 'custom'"
     out = {k: v for k, v in entry.items() if k not in ("source", "remote")}
-    command = out.get("command")
-    if isinstance(command, dict):  # the older {"command": {"path", "args", "env"}}
+    command = json_object(out.get("command"))
+    if command is not None:  # the older {"command": {"path", "args", "env"}}
         out.pop("command")
-        out.update(_renamed(command, {"path": "command"}))  # pyright: ignore[reportUnknownArgumentType]
+        out.update(_renamed(command, {"path": "command"}))
     if "url" in out:
         out.setdefault("type", "http")
     return out
