@@ -570,28 +570,23 @@ MCP_DEFINITION_MAX_BYTES: Final = 64 * 1024
 
 # -- the Streamable HTTP client (CLI-11, CLI-16, CLI-17) ------------------------------------
 
-__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
-    __all__
-    + [
-        "MCP_HTTP_BODY_MAX_BYTES",
-        "MCP_HTTP_CONTROL_QUEUE_MAX",
-        "MCP_HTTP_EVENT_ID_MAX_BYTES",
-        "MCP_HTTP_HEADERS_MAX_BYTES",
-        "MCP_HTTP_REQUESTS_MAX",
-        "MCP_HTTP_SESSION_DELETE_SECONDS",
-        "MCP_HTTP_SESSION_ID_MAX_BYTES",
-        "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
-        "MCP_HTTP_SSE_EVENT_MAX_BYTES",
-    ]
-    + [
-        "MCP_CALL_TIMEOUT_MAX_SECONDS",
-        "MCP_CONNECT_TIMEOUT_MAX_SECONDS",
-        "MCP_LAUNCHER_CONNECT_TIMEOUT_SECONDS",
-        "MCP_READ_TIMEOUT_MAX_SECONDS",
-        "MCP_TOOL_FILTER_NAMES_MAX",
-        "MCP_TOOL_NAME_MAX_CHARS",
-    ]
-)
+__all__ += [  # appended so parallel edits of the list above do not collide
+    "MCP_HTTP_BODY_MAX_BYTES",
+    "MCP_HTTP_CONTROL_QUEUE_MAX",
+    "MCP_HTTP_EVENT_ID_MAX_BYTES",
+    "MCP_HTTP_HEADERS_MAX_BYTES",
+    "MCP_HTTP_REQUESTS_MAX",
+    "MCP_HTTP_SESSION_DELETE_SECONDS",
+    "MCP_HTTP_SESSION_ID_MAX_BYTES",
+    "MCP_HTTP_SSE_EVENTS_PER_SECOND_MAX",
+    "MCP_HTTP_SSE_EVENT_MAX_BYTES",
+    "MCP_CALL_TIMEOUT_MAX_SECONDS",
+    "MCP_CONNECT_TIMEOUT_MAX_SECONDS",
+    "MCP_LAUNCHER_CONNECT_TIMEOUT_SECONDS",
+    "MCP_READ_TIMEOUT_MAX_SECONDS",
+    "MCP_TOOL_FILTER_NAMES_MAX",
+    "MCP_TOOL_NAME_MAX_CHARS",
+]
 
 MCP_HTTP_BODY_MAX_BYTES: Final = 1024 * 1024
 """Bytes of one JSON reply body from an external HTTP server, counted before parsing; a longer
@@ -628,7 +623,7 @@ MCP_HTTP_SESSION_DELETE_SECONDS: Final = 1.0
 
 # -- importing other hosts' MCP configs (CW-01) ---------------------------------------------
 
-__all__ = sorted(__all__ + ["MCP_IMPORT_FILE_MAX_BYTES", "MCP_IMPORT_SERVERS_MAX"])  # noqa: PLE0605
+__all__ += ["MCP_IMPORT_FILE_MAX_BYTES", "MCP_IMPORT_SERVERS_MAX"]  # appended like the lists above
 
 MCP_IMPORT_FILE_MAX_BYTES: Final = 4 * 1024 * 1024
 """Bytes of one host config read by ``mcp import``; Claude Code's ``~/.claude.json`` holds more
@@ -640,7 +635,7 @@ is written, so one import cannot flood the registrations (CW-01)."""
 
 # -- modern discovery on stdio (CLI-16) -----------------------------------------------------
 
-__all__ = sorted(__all__ + ["MCP_STDIO_PROBE_SECONDS"])  # noqa: PLE0605 - appended like the list above
+__all__ += ["MCP_STDIO_PROBE_SECONDS"]  # appended like the lists above
 
 MCP_STDIO_PROBE_SECONDS: Final = 5.0
 """Seconds a stdio server has to answer the 2026-07-28 ``server/discover`` probe (counted from
@@ -651,17 +646,14 @@ it answers that ``initialize`` with an unsupported-version error that names its 
 
 # -- signing in to HTTP servers (CW-08) ------------------------------------------------------
 
-__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
-    __all__
-    + [
-        "MCP_OAUTH_BODY_MAX_BYTES",
-        "MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES",
-        "MCP_OAUTH_HTTP_SECONDS",
-        "MCP_OAUTH_LOGIN_SECONDS",
-        "MCP_OAUTH_RECORD_MAX_BYTES",
-        "MCP_OAUTH_REFRESH_EARLY_SECONDS",
-    ]
-)
+__all__ += [  # appended so parallel edits of the list above do not collide
+    "MCP_OAUTH_BODY_MAX_BYTES",
+    "MCP_OAUTH_CALLBACK_REQUEST_MAX_BYTES",
+    "MCP_OAUTH_HTTP_SECONDS",
+    "MCP_OAUTH_LOGIN_SECONDS",
+    "MCP_OAUTH_RECORD_MAX_BYTES",
+    "MCP_OAUTH_REFRESH_EARLY_SECONDS",
+]
 
 MCP_OAUTH_BODY_MAX_BYTES: Final = 1024 * 1024
 """Bytes of one reply during sign-in or refresh (metadata documents, registration, tokens),
@@ -688,16 +680,13 @@ refreshes it instead of sending a token about to lapse (CW-08)."""
 
 # -- catalog freshness and the resource and prompt helpers (CW-05, CW-06) --------------------
 
-__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
-    __all__
-    + [
-        "MCP_CATALOG_REVALIDATE_INTERVAL_SECONDS",
-        "MCP_CATALOG_TTL_MAX_SECONDS",
-        "MCP_CATALOG_TTL_MIN_SECONDS",
-        "MCP_HELPER_RESULT_MAX_BYTES",
-        "MCP_RESOURCES_PAGE_MAX",
-    ]
-)
+__all__ += [  # appended so parallel edits of the list above do not collide
+    "MCP_CATALOG_REVALIDATE_INTERVAL_SECONDS",
+    "MCP_CATALOG_TTL_MAX_SECONDS",
+    "MCP_CATALOG_TTL_MIN_SECONDS",
+    "MCP_HELPER_RESULT_MAX_BYTES",
+    "MCP_RESOURCES_PAGE_MAX",
+]
 
 MCP_CATALOG_TTL_MIN_SECONDS: Final = 60.0
 """Shortest time a server's list stays fresh when its pages carry ``ttlMs``; a smaller ``ttlMs``
@@ -722,9 +711,7 @@ MCP_RESOURCES_PAGE_MAX: Final = 20
 
 # -- skills served over MCP (CW-09) ------------------------------------------------------------
 
-__all__ = sorted(  # noqa: PLE0605 - appended so parallel edits of the list above do not collide
-    __all__ + ["MCP_SKILL_BYTES_MAX", "MCP_SKILL_FILES_MAX"]
-)
+__all__ += ["MCP_SKILL_BYTES_MAX", "MCP_SKILL_FILES_MAX"]  # appended like the lists above
 
 MCP_SKILL_FILES_MAX: Final = 512
 """Files one skill a server lists may have, ``SKILL.md`` included; a skill listing more is not
@@ -736,7 +723,7 @@ kept, and the listing says why (CW-09: the Skills extension's per-skill limit, 1
 
 # -- text others wrote, as the command line shows it (CW-04) --------------------------------
 
-__all__ = sorted(__all__ + ["CLI_SHOWN_TEXT_MAX_CHARS"])  # noqa: PLE0605 - appended like the lists above
+__all__ += ["CLI_SHOWN_TEXT_MAX_CHARS"]  # appended like the lists above
 
 CLI_SHOWN_TEXT_MAX_CHARS: Final = 2000
 """Characters of one string a server, a project or a model wrote (a tool's name, title or

@@ -32,6 +32,7 @@ from pathlib import Path
 import anyio
 
 from shadowcode.errors import ShadowcodeError, ToolError
+from shadowcode.json_values import json_array
 from shadowcode.limits import PROCESS_REAP_DEADLINE_SECONDS, PROCESS_TERM_GRACE_SECONDS
 from shadowcode.parent_death import pdeathsig_preexec
 
@@ -151,15 +152,18 @@ def read_output(proc: subprocess.Popen[bytes], deadline: float, max_bytes: int) 
             return b"".join(chunks)[:max_bytes], True, False
 
 
-def _check_argv(argv: list[str]) -> list[str]:
-    if not isinstance(argv, list) or not argv:  # pyright: ignore[reportUnnecessaryIsInstance]
+def _check_argv(given: object) -> list[str]:
+    items = json_array(given)
+    if not items:
         raise ToolError("the command must be a non-empty list of strings")
-    for arg in argv:
-        if not isinstance(arg, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    argv: list[str] = []
+    for arg in items:
+        if not isinstance(arg, str):
             raise ToolError("every command argument must be a string", argument=repr(arg))
         if "\x00" in arg:
             raise ToolError("a command argument contains a NUL byte")
-    return list(argv)
+        argv.append(arg)
+    return argv
 
 
 class GroupChild:

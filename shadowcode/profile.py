@@ -67,7 +67,7 @@ class McpSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    inline_tools: int = Field(MCP_INLINE_TOOLS_MAX, ge=0)
+    inline_tools: int = Field(default=MCP_INLINE_TOOLS_MAX, ge=0)
     network_hosts: tuple[str, ...] = ()
 
     @field_validator("network_hosts")
@@ -100,7 +100,7 @@ def _read_file(path: str) -> bytes:
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO put there opens without a writer
     try:
-        chunks = []
+        chunks: list[bytes] = []
         while chunk := os.read(fd, 65536):
             chunks.append(chunk)
     finally:
@@ -119,7 +119,7 @@ class Profile:
 
     name: str
     root: Path
-    _parsed: dict[bytes, Settings] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _parsed: dict[bytes, Settings] = field(default_factory=dict[bytes, Settings], init=False, repr=False, compare=False)
 
     @classmethod
     def select(cls, name: str | None = None) -> Profile:

@@ -22,6 +22,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 from shadowcode.errors import ConfigError, UsageError
+from shadowcode.json_values import json_object
 from shadowcode.limits import MCP_OAUTH_RECORD_MAX_BYTES, SECRET_VALUE_MAX_BYTES
 from shadowcode.profile import Profile
 
@@ -55,12 +56,13 @@ class SecretStore:
                 f"the secret store of profile {self.profile.name!r} cannot be read: {exc.strerror}"
             ) from exc
         try:
-            doc = json.loads(raw)
+            doc = json_object(json.loads(raw))
         except ValueError as exc:
             raise ConfigError(f"the secret store of profile {self.profile.name!r} is not valid JSON") from exc
-        if not isinstance(doc, dict) or not all(isinstance(v, str) for v in doc.values()):
+        values = {k: v for k, v in doc.items() if isinstance(v, str)} if doc is not None else None
+        if doc is None or values is None or len(values) != len(doc):
             raise ConfigError(f"the secret store of profile {self.profile.name!r} is not an object of strings")
-        return doc
+        return values
 
     def _save(self, doc: dict[str, str]) -> None:
         self.profile.ensure()

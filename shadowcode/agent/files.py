@@ -60,8 +60,8 @@ def read_file(
     root: Path,
     path: str,
     *,
-    offset: int = 0,
-    max_bytes: int = FILE_READ_MAX_BYTES,
+    offset: object = 0,
+    max_bytes: object = FILE_READ_MAX_BYTES,
     observations: Observations | None = None,
 ) -> dict[str, Any]:
     """Read part of a regular file of the project as UTF-8 text (ENG-04, CLI-10).
@@ -86,9 +86,9 @@ def read_file(
         ToolError: the path is not project content (outside, profile root, ``.git``), does
             not exist, is not a regular file, or ``offset`` / ``max_bytes`` is out of range.
     """
-    if not isinstance(offset, int) or offset < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(offset, int) or offset < 0:
         raise ToolError("offset must be a whole number, 0 or more", offset=offset)
-    if not isinstance(max_bytes, int) or not 1 <= max_bytes <= FILE_READ_MAX_BYTES:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(max_bytes, int) or not 1 <= max_bytes <= FILE_READ_MAX_BYTES:
         raise ToolError(f"max_bytes must be between 1 and {FILE_READ_MAX_BYTES}", max_bytes=max_bytes)
     real_root = canonical_root(root)
     target = confine(real_root, path, must_exist=True)
@@ -175,7 +175,7 @@ def list_files(root: Path, path: str = ".") -> dict[str, Any]:
     return {"path": rel, "entries": entries, "truncated": not complete or len(found) > FILE_LIST_ENTRIES_MAX}
 
 
-def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = False) -> dict[str, Any]:
+def search_files(root: Path, pattern: object, path: str = ".", *, regex: bool = False) -> dict[str, Any]:
     """Find lines holding a text (or matching a regular expression) in the project's files (ENG-04).
 
     Files are visited breadth-first in name order, skipping ``.git``, the profile root,
@@ -199,7 +199,7 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
         ToolError: an empty or too long pattern, an invalid regular expression, or a path
             that is not project content or does not exist.
     """
-    if not isinstance(pattern, str) or pattern == "":  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(pattern, str) or pattern == "":
         raise ToolError("the search pattern is empty")
     if len(pattern) > SEARCH_PATTERN_MAX_CHARS:
         raise ToolError(f"the search pattern is longer than {SEARCH_PATTERN_MAX_CHARS} characters")
@@ -237,7 +237,7 @@ def search_files(root: Path, pattern: str, path: str = ".", *, regex: bool = Fal
 def write_file(
     root: Path,
     path: str,
-    content: str,
+    content: object,
     *,
     checkpoints: WriteLog,
     task_id: str,
@@ -262,7 +262,7 @@ def write_file(
             exceeded.
         NotFound: the task does not exist in this project.
     """
-    if not isinstance(content, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(content, str):
         raise ToolError("content must be a string")
     data = _utf8(content)
     if len(data) > FILE_WRITE_MAX_BYTES:
@@ -278,8 +278,8 @@ def write_file(
 def edit_file(
     root: Path,
     path: str,
-    old: str,
-    new: str,
+    old: object,
+    new: object,
     *,
     checkpoints: WriteLog,
     task_id: str,
@@ -308,7 +308,7 @@ def edit_file(
             changed since the task read it, or an MCP action ran since (read it again first).
         NotFound: the task does not exist in this project.
     """
-    if not isinstance(old, str) or not isinstance(new, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(old, str) or not isinstance(new, str):
         raise ToolError("old and new must be strings")
     if old == "":
         raise ToolError("old must not be empty")

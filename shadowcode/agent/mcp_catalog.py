@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from shadowcode.errors import ToolError
+from shadowcode.json_values import json_object
 from shadowcode.limits import MCP_TIMEOUT_DEFAULT_SECONDS, MCP_TOOL_ARGUMENTS_MAX_BYTES, MCP_TOOL_NAMES_PAGE_MAX
 from shadowcode.mcp.client.connection import Connection, ConnectionState
 from shadowcode.mcp.client.definitions import ServerDefinition, ServerOptions
@@ -178,7 +179,7 @@ def list_server(server: ServerState, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def check_arguments(server: ServerState, tool_name: str, arguments: Any) -> dict[str, Any]:
+def check_arguments(server: ServerState, tool_name: str, given: object) -> dict[str, Any]:
     """The arguments of a call, checked before anything is sent (CLI-13, CLI-14, CLI-15).
 
     Raises:
@@ -198,15 +199,16 @@ def check_arguments(server: ServerState, tool_name: str, arguments: Any) -> dict
     tool = server.tool(tool_name)
     if tool is None:
         raise ToolError(f"MCP server {server.definition.name} has no tool {tool_name!r}; nothing was sent")
-    if not isinstance(arguments, dict):
+    arguments = json_object(given)
+    if arguments is None:
         raise ToolError("arguments must be a JSON object; nothing was sent")
     size = len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     if size > MCP_TOOL_ARGUMENTS_MAX_BYTES:
         raise ToolError(
             f"the arguments are {size} bytes; the limit is {MCP_TOOL_ARGUMENTS_MAX_BYTES} bytes; nothing was sent"
         )
-    _validate(tool, arguments)  # pyright: ignore[reportUnknownArgumentType]
-    return arguments  # pyright: ignore[reportUnknownVariableType]
+    _validate(tool, arguments)
+    return arguments
 
 
 def _validate(tool: dict[str, Any], arguments: dict[str, Any]) -> None:
@@ -214,8 +216,8 @@ def _validate(tool: dict[str, Any], arguments: dict[str, Any]) -> None:
     from jsonschema import SchemaError, ValidationError
     from jsonschema.validators import validator_for
 
-    schema = tool.get("inputSchema")
-    if not isinstance(schema, dict):
+    schema = json_object(tool.get("inputSchema"))
+    if schema is None:
         return
     try:
         validator_cls = validator_for(schema)

@@ -34,6 +34,7 @@ from shadowcode.agent.mcp_catalog import ServerState
 from shadowcode.agent.toolbox import await_approval
 from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import MCP_RESOURCES_PAGE_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES
+from shadowcode.mcp.client.catalog import ListKind
 from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
 from shadowcode.mcp.client.helpers import check_prompt_arguments, get_prompt, read_resource
 from shadowcode.mcp.client.skills import Skill, SkillFile, SkillRefused, verify_contents
@@ -85,7 +86,7 @@ class ResourcePromptTools:
                 raise ToolError("page must be 0 or more")
             if args.get("server"):
                 return await self._listing(env, self._server(str(args["server"])), page)
-            listed = []
+            listed: list[dict[str, Any]] = []
             for server in self._servers.values():
                 try:
                     listed.append(await self._listing(env, server, page))
@@ -123,8 +124,9 @@ class ResourcePromptTools:
             )
         owner = {f.uri: skill.uri for skill in kept for f in skill.files}
         pages = 1
-        for kind in ("resources", "templates", "prompts"):
-            items = await conn.listing(kind)  # type: ignore[arg-type]
+        kinds: tuple[ListKind, ...] = ("resources", "templates", "prompts")
+        for kind in kinds:
+            items = await conn.listing(kind)
             pages = max(pages, math.ceil(len(items) / MCP_RESOURCES_PAGE_MAX))
             chunk = items[page * MCP_RESOURCES_PAGE_MAX : (page + 1) * MCP_RESOURCES_PAGE_MAX]
             out[kind] = [{k: item[k] for k in _FIELDS[kind] if k in item} for item in chunk]

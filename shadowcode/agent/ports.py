@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from shadowcode.mcp.client.definitions import ServerDefinition
@@ -31,7 +31,7 @@ __all__ = [
 def field_of(record: Any, name: str) -> Any:
     """Field ``name`` of a record given as a mapping (``record[name]``) or an object (``record.name``)."""
     if isinstance(record, Mapping):
-        return record[name]  # pyright: ignore[reportUnknownVariableType]
+        return cast("Mapping[str, Any]", record)[name]
     return getattr(record, name)
 
 

@@ -23,6 +23,7 @@ from shadowcode.agent.ports import ApprovalGate, EventLog, Processes, WriteLog, 
 from shadowcode.agent.tool_specs import function_schema, native_tools_for, spec
 from shadowcode.blocking import run_blocking
 from shadowcode.errors import ShadowcodeError, ToolError
+from shadowcode.json_values import json_array
 from shadowcode.limits import COMMAND_OUTPUT_TAIL_BYTES, COMMAND_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def tool_schemas(names: tuple[str, ...], mcp: McpTools | None = None) -> list[di
     Raises:
         KeyError: a name outside the registry and no ``mcp`` to describe it.
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for name in names:
         known = spec(name)
         if known is not None:
@@ -166,6 +167,7 @@ async def _off_loop(work: Callable[[], T], *, finish: bool = False) -> T:
         return await run_blocking(work)
     with anyio.CancelScope(shield=True):
         return await run_blocking(work)
+    raise AssertionError("unreachable: a shielded scope nobody cancels swallows nothing")
 
 
 async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -231,10 +233,12 @@ async def _run(env: TaskEnv, name: str, args: dict[str, Any]) -> dict[str, Any]:
     raise ToolError(f"unknown tool {name!r}")
 
 
-def _argv(value: Any) -> list[str]:
-    if not isinstance(value, list) or not value or not all(isinstance(a, str) and a for a in value):
+def _argv(value: object) -> list[str]:
+    items = json_array(value) or []
+    argv = [a for a in items if isinstance(a, str) and a]
+    if not items or len(argv) != len(items):
         raise ToolError("argv must be a non-empty array of non-empty strings")
-    return list(value)
+    return argv
 
 
 def _cwd(env: TaskEnv, rel: Any) -> Path:

@@ -44,8 +44,8 @@ def _server(g: Globals, name: str) -> McpServerInfo:
         raise UsageError(f"no MCP server {name!r} is registered for this project; see `shadowcode mcp`")
     if len(found) > 1:
         raise UsageError(f"several servers are named {name!r}; give the id: {', '.join(s['id'] for s in found)}")
-    if found[0].get("error"):
-        raise UsageError(f"{found[0]['id']} is not a usable definition: {found[0]['error']}")
+    if error := found[0].get("error"):
+        raise UsageError(f"{found[0]['id']} is not a usable definition: {error}")
     return found[0]
 
 

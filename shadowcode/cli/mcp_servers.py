@@ -66,13 +66,14 @@ def _catalog_text(doc: McpCatalog) -> str:
     if not doc["servers"]:
         lines.append("  none registered; add one with `shadowcode mcp add FILE` or a file in .shadowcode/mcp/")
     for server in doc["servers"]:
-        state = server["grant"]["state"]
+        grant = server.get("grant")  # a catalog gives every entry its grant
+        state = grant["state"] if grant is not None else "-"
         what = " ".join(server.get("command") or []) or server.get("url") or server.get("error") or ""
         lines.append(f"  {visible(server['id']):<40} {visible(state):<9} {visible(server.get('hash') or '-')}")
         if what:
             lines.append(f"      {visible(what)}")
-        if server.get("env_names"):
-            lines.append(f"      env: {visible(', '.join(server['env_names']))}")
+        if env_names := server.get("env_names"):
+            lines.append(f"      env: {visible(', '.join(env_names))}")
     return "\n".join(lines)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -162,13 +162,13 @@ def approvals(ctx: typer.Context) -> None:
     emit(g, {"approvals": to_json(pending)}, "\n".join(lines) or "no pending approvals")
 
 
-def _resolve(ctx: typer.Context, approval_id: str, decision: str) -> None:
+def _resolve(ctx: typer.Context, approval_id: str, decision: Literal["approve", "deny"]) -> None:
     from shadowcode.cli.render import action_text
     from shadowcode.engine.api import ApprovalDecision
     from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    request = ApprovalDecision(approval_id, decision)  # type: ignore[arg-type]
+    request = ApprovalDecision(approval_id, decision)
     done = with_engine(g, lambda api: api.approval_resolve(request, g.caller(project=False)))
     emit(g, to_json(done), f"{done.id} {done.status}: {action_text(done)}")
 

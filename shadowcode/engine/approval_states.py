@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadowcode.errors import PolicyError
+from shadowcode.json_values import json_object
 from shadowcode.limits import APPROVAL_STATE_MAX_CHARS, APPROVAL_STATE_TTL_SECONDS
 
 __all__ = ["ApprovalStates", "StateClaims", "action_sha256"]
@@ -93,8 +94,8 @@ def _claims(payload: bytes) -> StateClaims:
     Raises:
         ValueError: not the payload this module writes.
     """
-    doc = json.loads(payload.decode("utf-8"))
-    if not isinstance(doc, dict) or doc.keys() != _FIELDS:
+    doc = json_object(json.loads(payload.decode("utf-8")))
+    if doc is None or doc.keys() != _FIELDS:
         raise ValueError("unexpected fields")
     a, d, o, e, n = doc["a"], doc["d"], doc["o"], doc["e"], doc["n"]
     if not (isinstance(a, str) and isinstance(d, str) and isinstance(o, str) and isinstance(n, str)):

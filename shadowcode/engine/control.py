@@ -15,6 +15,7 @@ from typing import Any
 import anyio.abc
 
 from shadowcode.errors import ProtocolError
+from shadowcode.json_values import json_object
 from shadowcode.limits import CONTROL_FRAME_MAX_BYTES
 from shadowcode.ndjson import FrameTooLong, LineReader
 
@@ -59,10 +60,10 @@ class FrameReader:
             if not line.strip():
                 continue
             try:
-                doc = json.loads(line)
+                doc = json_object(json.loads(line))
             except ValueError as exc:
                 raise ProtocolError("a control frame is not JSON") from exc
-            if not isinstance(doc, dict):
+            if doc is None:
                 raise ProtocolError("a control frame is not a JSON object")
             return doc
 

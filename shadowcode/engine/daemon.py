@@ -32,6 +32,7 @@ from shadowcode.engine.relay_notices import RelayNotices
 from shadowcode.engine.wire import error_to_wire, from_json, to_json
 from shadowcode.enums import EngineMode
 from shadowcode.errors import ConfigError, ProtocolError, ShadowcodeError, ToolError
+from shadowcode.json_values import json_object
 from shadowcode.profile import Profile
 
 __all__ = ["run_headless"]
@@ -182,9 +183,9 @@ class _Connection:
     async def answer(self, frame: dict[str, Any]) -> dict[str, Any]:
         request_id = frame.get("id")
         method = frame.get("method")
-        params = frame.get("params") or {}
+        params = json_object(frame.get("params") or {})
         try:
-            if not isinstance(method, str) or not isinstance(params, dict):
+            if not isinstance(method, str) or params is None:
                 raise ProtocolError("a request needs a method and object params")
             result = await self.dispatch(method, params)
         except ShadowcodeError as exc:

@@ -14,6 +14,7 @@ from typing import Any
 
 from shadowcode import inert_text
 from shadowcode.enums import TaskStatus
+from shadowcode.json_values import json_array
 from shadowcode.limits import JOB_STEP_MAX_CHARS
 from shadowcode.store.approvals import ApprovalRecord
 from shadowcode.store.tasks import EventRecord, TaskRecord
@@ -27,9 +28,11 @@ def inert(text: str, max_chars: int = JOB_STEP_MAX_CHARS) -> str:
     return inert_text.cut(inert_text.inert(text), max_chars)
 
 
-def _argv(value: Any) -> str:
-    if isinstance(value, list) and all(isinstance(a, str) for a in value):
-        return shlex.join(value)
+def _argv(value: object) -> str:
+    items = json_array(value)
+    argv = [a for a in items if isinstance(a, str)] if items is not None else None
+    if items is not None and argv is not None and len(argv) == len(items):
+        return shlex.join(argv)
     return str(value)
 
 

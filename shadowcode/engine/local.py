@@ -117,7 +117,7 @@ class LocalEngine(EngineApi):
         """Close the store; use after :meth:`running` has ended."""
         self.state.store.close()
 
-    async def _invoke(self, name: str, request: Any, caller: Caller) -> Any:
+    async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
         return await HANDLERS[name](self.state, request, caller)
 
     # -- owners (SRV-21, SRV-22, SRV-24) -------------------------------------------------

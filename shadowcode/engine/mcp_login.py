@@ -83,7 +83,7 @@ async def sign_in(
         SignInError: the sign-in failed (nothing stored).
     """
     url = _http(server)
-    oauth = server.get("oauth") or {}
+    oauth: dict[str, Any] = server.get("oauth") or {}
     secret_ref = oauth.get("client_secret_env")
     secret = resolve(profile, secret_ref) if secret_ref else None
     if secret_ref and not secret:

@@ -148,16 +148,16 @@ async def validate(registry: McpRegistry, project: Project, profile: Profile, se
 
 
 def _tool(doc: dict[str, Any]) -> McpTool:
-    annotations = doc.get("annotations") if isinstance(doc.get("annotations"), dict) else None
+    annotations: dict[str, Any] | None = doc.get("annotations") if isinstance(doc.get("annotations"), dict) else None
     title = doc.get("title") or (annotations or {}).get("title")
-    output = doc.get("outputSchema")
+    output: dict[str, Any] | None = doc.get("outputSchema") if isinstance(doc.get("outputSchema"), dict) else None
     return McpTool(
         name=str(doc.get("name")),
         title=str(title) if title is not None else None,
         description=doc.get("description"),
         annotations=annotations,
         input_schema=doc.get("inputSchema") or {"type": "object"},
-        output_schema=output if isinstance(output, dict) else None,
+        output_schema=output,
     )
 
 

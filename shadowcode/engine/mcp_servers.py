@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from shadowcode.agent.mcp_definitions import project_definitions, read_definition_file
-from shadowcode.engine.api import McpCatalog, McpGrantChange, McpRemoval
+from shadowcode.engine.api import McpCatalog, McpGrantChange, McpRemoval, McpServerInfo
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import (
@@ -179,7 +179,9 @@ class McpRegistry:
             servers.append(doc)
         for def_id, granted in sorted(grants.items()):
             servers.append({"id": def_id, "hash": None, "grant": {"state": "missing", "hash": granted}})
-        return McpCatalog(project=str(project), trusted=trusted, enabled_max=MCP_ENABLED_SERVERS_MAX, servers=servers)
+        # Each entry is describe()'s McpServerInfo shape (mcp.client cannot import engine.api's type).
+        listed = cast("list[McpServerInfo]", servers)
+        return McpCatalog(project=str(project), trusted=trusted, enabled_max=MCP_ENABLED_SERVERS_MAX, servers=listed)
 
     def _find(self, project: Path, def_id: str) -> ServerDefinition:
         for item in self.definitions(project):

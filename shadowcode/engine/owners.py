@@ -46,7 +46,7 @@ class Owner:
     project: Path
     jobs: int = 0
     state: OwnerState = OwnerState.OPEN
-    task_ids: set[str] = field(default_factory=set)
+    task_ids: set[str] = field(default_factory=set[str])
 
 
 class Owners:

@@ -89,7 +89,7 @@ class RemoteEngine(EngineApi):
         self.profile = profile
         self._control = control
 
-    async def _invoke(self, name: str, request: Any, caller: Caller) -> Any:
+    async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
         declared = verb_named(name)
         channel = self._control
         if caller.owner is not None:

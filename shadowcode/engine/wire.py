@@ -16,12 +16,13 @@ import dataclasses
 import enum
 import functools
 from pathlib import PurePath
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from shadowcode import errors
 from shadowcode.errors import ProtocolError, ShadowcodeError
+from shadowcode.json_values import json_object
 
 __all__ = ["error_from_wire", "error_to_wire", "from_json", "from_record", "to_json"]
 
@@ -39,9 +40,9 @@ def to_json(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {name: to_json(getattr(value, name)) for name in _field_names(type(value))}
     if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
+        return {str(k): to_json(v) for k, v in cast("dict[object, object]", value).items()}
     if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
+        return [to_json(v) for v in cast("list[object] | tuple[object, ...]", value)]
     if isinstance(value, enum.Enum):
         return to_json(value.value)
     if isinstance(value, PurePath):
@@ -113,9 +114,10 @@ def error_to_wire(exc: ShadowcodeError) -> dict[str, Any]:
 
 def error_from_wire(doc: Any) -> ShadowcodeError:
     """The error an error reply describes, as its own class with its fields (unknown codes: ShadowcodeError)."""
-    if not isinstance(doc, dict):
+    reply = json_object(doc)
+    if reply is None:
         return ProtocolError("the engine sent a malformed error")
-    cls = _error_classes().get(str(doc.get("code")), ShadowcodeError)
-    fields = doc.get("fields")
-    message = str(doc.get("message", "engine error"))
-    return cls(message, **(fields if isinstance(fields, dict) else {}))
+    cls = _error_classes().get(str(reply.get("code")), ShadowcodeError)
+    fields = json_object(reply.get("fields")) or {}
+    message = str(reply.get("message", "engine error"))
+    return cls(message, **fields)

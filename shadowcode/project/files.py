@@ -101,7 +101,7 @@ def is_inside(root: Path, path: Path) -> bool:
     return real == real_root or real_root in real.parents
 
 
-def resolve_inside(root: Path, rel: str, *, must_exist: bool = True) -> Path:
+def resolve_inside(root: Path, rel: object, *, must_exist: bool = True) -> Path:
     """Resolve a user-given path against the project root, refusing anything outside it (SRV-08).
 
     Relative paths are joined to ``root``; absolute paths are accepted only when they land
@@ -121,7 +121,7 @@ def resolve_inside(root: Path, rel: str, *, must_exist: bool = True) -> Path:
         ToolError: the path is not a string, is empty, holds a NUL byte, cannot be resolved,
             leaves the project, or does not exist while ``must_exist`` is set.
     """
-    if not isinstance(rel, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(rel, str):
         raise ToolError("the path must be a string", path=repr(rel))
     if rel == "":
         raise ToolError("the path is empty")

@@ -72,7 +72,7 @@ def canonical_project(path: Path | str) -> Path:
     Raises:
         ConfigError: the path does not exist or is not a directory.
     """
-    raw = os.path.expanduser(os.fspath(path))
+    raw = os.path.expanduser(str(path))
     found = _kernel_path(raw)
     if found is not None:
         return Path(found)

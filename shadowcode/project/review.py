@@ -45,7 +45,7 @@ from shadowcode.limits import (
     REVIEW_GIT_TIMEOUT_SECONDS,
 )
 from shadowcode.process_group import kill_group, read_output
-from shadowcode.project.documents import Review
+from shadowcode.project.documents import Review, ReviewChange
 from shadowcode.project.files import canonical_root
 
 __all__ = ["STATUS_NAMES", "review"]
@@ -221,9 +221,9 @@ def _project_path(path: str, prefix: str) -> str:
     return path[len(prefix) :] if prefix and path.startswith(prefix) else path
 
 
-def _parse_status(records: list[str], prefix: str) -> tuple[dict[str, str | None], list[dict[str, Any]]]:
+def _parse_status(records: list[str], prefix: str) -> tuple[dict[str, str | None], list[ReviewChange]]:
     header: dict[str, str | None] = {"branch": None, "head": None}
-    changes: list[dict[str, Any]] = []
+    changes: list[ReviewChange] = []
     index = 0
     while index < len(records):
         record = records[index]
@@ -242,7 +242,7 @@ def _parse_status(records: list[str], prefix: str) -> tuple[dict[str, str | None
             code = fields[1]
             staged, unstaged = code[0], code[1]
             letter = "U" if kind == "u" else (staged if staged != "." else unstaged)
-            entry: dict[str, Any] = {
+            entry: ReviewChange = {
                 "path": _project_path(fields[-1], prefix),
                 "status": STATUS_NAMES.get(letter, "modified"),
                 "staged": kind != "u" and staged != ".",

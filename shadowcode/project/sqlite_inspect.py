@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from shadowcode.errors import ToolError
 from shadowcode.limits import (
@@ -162,8 +162,9 @@ def _param(value: object, where: str) -> object:
         if not -(2**63) <= value < 2**63:
             raise ToolError(f"parameter {where} does not fit a 64-bit integer")
         return value
-    if isinstance(value, Mapping) and set(value) == {BLOB_KEY}:  # pyright: ignore[reportUnknownArgumentType]
-        encoded = value[BLOB_KEY]  # pyright: ignore[reportUnknownVariableType]
+    blob = cast("Mapping[object, object]", value) if isinstance(value, Mapping) else None
+    if blob is not None and set(blob) == {BLOB_KEY}:
+        encoded = blob[BLOB_KEY]
         if not isinstance(encoded, str):
             raise ToolError(f"parameter {where}: {BLOB_KEY} must be a base64 string")
         try:
@@ -179,13 +180,14 @@ def _params(params: object) -> list[object] | dict[str, object]:
         return []
     if isinstance(params, Mapping):
         named: dict[str, object] = {}
-        for key, value in params.items():  # pyright: ignore[reportUnknownVariableType]
+        for key, value in cast("Mapping[object, object]", params).items():
             if not isinstance(key, str):
                 raise ToolError("named parameters must have string keys")
             named[key] = _param(value, repr(key))
         return named
     if isinstance(params, (list, tuple)):
-        return [_param(value, f"#{index + 1}") for index, value in enumerate(params)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        positional = cast("list[object] | tuple[object, ...]", params)
+        return [_param(value, f"#{index + 1}") for index, value in enumerate(positional)]
     raise ToolError("params must be a list (positional ?) or an object (named :name)")
 
 
@@ -309,13 +311,13 @@ def list_tables(
         "query_max_bytes": SQLITE_QUERY_MAX_BYTES,
         "value_max_bytes": SQLITE_VALUE_MAX_BYTES,
     }
-    return _in_worker(request, shown, timeout_seconds, reply_max_bytes)
+    return cast(SqliteTables, _in_worker(request, shown, timeout_seconds, reply_max_bytes))  # the worker's JSON reply
 
 
 def run_query(
     root: Path,
     rel_path: str,
-    sql: str,
+    sql: object,
     params: Sequence[object] | Mapping[str, object] | None = None,
     *,
     rows_max: int = SQLITE_ROWS_MAX,
@@ -360,7 +362,7 @@ def run_query(
             writes, file or extension functions), bad parameters, the deadline, an oversized
             reply, or any other SQLite error.
     """
-    if not isinstance(sql, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(sql, str):
         raise ToolError("the query must be a string")
     size = len(sql.encode("utf-8", errors="surrogatepass"))
     if size > SQLITE_QUERY_MAX_BYTES:
@@ -380,4 +382,4 @@ def run_query(
         "query_max_bytes": SQLITE_QUERY_MAX_BYTES,
         "value_max_bytes": SQLITE_VALUE_MAX_BYTES,
     }
-    return _in_worker(request, shown, timeout_seconds, reply_max_bytes)
+    return cast(SqliteRows, _in_worker(request, shown, timeout_seconds, reply_max_bytes))  # the worker's JSON reply

@@ -4,7 +4,8 @@
 process group, hands it one request as JSON on stdin and reads one reply as JSON on stdout;
 at the deadline it kills the whole group. A single expensive call (``instr()`` over a large
 value, say) never reaches SQLite's progress handler, so only a process can be stopped at the
-bound. The module imports the standard library only, so the worker starts in milliseconds.
+bound. The module imports the standard library only (and :mod:`shadowcode.json_values`, which
+imports nothing), so the worker starts in milliseconds.
 
 Request (compact JSON, UTF-8)::
 
@@ -37,6 +38,8 @@ import signal
 import sqlite3
 import sys
 import time
+
+from shadowcode.json_values import json_array, json_object
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the worker starts faster without importing typing
@@ -200,7 +203,7 @@ def _connect(request: dict[str, Any], guard: _Guard) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise guard.translate(exc, shown) from exc
     try:
-        conn.text_factory = lambda data: data.decode("utf-8", errors="replace")
+        conn.text_factory = _text
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, request["query_max_bytes"])
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, request["value_max_bytes"])
@@ -242,9 +245,14 @@ def _json_size(row: list[object]) -> int:
     return len(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
 def _bound(value: object) -> object:
-    if isinstance(value, dict):
-        return binascii.a2b_base64(value[BLOB_KEY])
+    blob = json_object(value)
+    if blob is not None:
+        return binascii.a2b_base64(str(blob[BLOB_KEY]))
     return value
 
 
@@ -278,8 +286,8 @@ def _query(request: dict[str, Any], conn: sqlite3.Connection, guard: _Guard) -> 
     shown = request["shown"]
     rows_max, cell_max_bytes = request["rows_max"], request["cell_max_bytes"]
     result_max_bytes = request["result_max_bytes"]
-    params = request["params"]
-    bound = {k: _bound(v) for k, v in params.items()} if isinstance(params, dict) else [_bound(v) for v in params]
+    named, positional = json_object(request["params"]), json_array(request["params"]) or []
+    bound = {k: _bound(v) for k, v in named.items()} if named is not None else [_bound(v) for v in positional]
     try:
         cursor = conn.execute(request["sql"], bound)
         columns = [str(col[0]) for col in cursor.description or ()]

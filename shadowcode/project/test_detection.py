@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from shadowcode.json_values import json_object
 from shadowcode.limits import UNDERSTAND_ENTRIES_MAX, UNDERSTAND_READ_MAX_BYTES
 from shadowcode.project.files import read_optional
 from shadowcode.project.paths import walk_files
@@ -92,11 +93,11 @@ def _npm_candidate(root: Path) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        manifest = json.loads(text)
+        manifest = json_object(json.loads(text))
     except ValueError:
         return None
-    scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
-    script = scripts.get("test") if isinstance(scripts, dict) else None
+    scripts = json_object(manifest.get("scripts")) if manifest is not None else None
+    script = scripts.get("test") if scripts is not None else None
     if not isinstance(script, str) or not script.strip() or NPM_PLACEHOLDER_MARK in script:
         return None
     runner = "npm"

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from shadowcode.json_values import json_object
 from shadowcode.limits import (
     UNDERSTAND_FILES_MAX,
     UNDERSTAND_MAP_MAX_BYTES,
@@ -141,29 +142,30 @@ def _manifest_details(root: Path, path: str) -> dict[str, Any]:
     text = found.data.decode("utf-8", errors="replace")
     try:
         if name == "pyproject.toml":
-            project = tomllib.loads(text).get("project", {})
-            if isinstance(project, dict):
+            project = json_object(tomllib.loads(text).get("project", {}))
+            if project is not None:
                 entry["name"] = project.get("name")
-                scripts = project.get("scripts", {})
-                if isinstance(scripts, dict):
-                    entry["entry_points"] = sorted(str(key) for key in scripts)
+                scripts = json_object(project.get("scripts", {}))
+                if scripts is not None:
+                    entry["entry_points"] = sorted(scripts)
         elif name == "package.json":
-            manifest = json.loads(text)
-            if isinstance(manifest, dict):
+            manifest = json_object(json.loads(text))
+            if manifest is not None:
                 entry["name"] = manifest.get("name")
                 points: list[str] = []
-                if isinstance(manifest.get("main"), str):
-                    points.append(manifest["main"])
+                main = manifest.get("main")
+                if isinstance(main, str):
+                    points.append(main)
                 bins = manifest.get("bin")
                 if isinstance(bins, str):
                     points.append(bins)
-                elif isinstance(bins, dict):
-                    points.extend(str(key) for key in bins)
+                elif (bin_map := json_object(bins)) is not None:
+                    points.extend(bin_map)
                 if points:
                     entry["entry_points"] = points
         elif name == "Cargo.toml":
-            package = tomllib.loads(text).get("package", {})
-            if isinstance(package, dict):
+            package = json_object(tomllib.loads(text).get("package", {}))
+            if package is not None:
                 entry["name"] = package.get("name")
         else:
             for line in text.splitlines():

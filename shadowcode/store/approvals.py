@@ -49,7 +49,7 @@ class ApprovalRecord(Record):
 
 
 def _record(row: dict[str, Any]) -> ApprovalRecord:
-    typed = {
+    typed: dict[str, Any] = {
         "action": decode_json(row["action"], "approval action"),
         "status": vocabulary(ApprovalStatus, row["status"], "approval status"),
     }

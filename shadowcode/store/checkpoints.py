@@ -171,7 +171,7 @@ class CheckpointRepository:
             sql += " AND task_id = ?"
             params.append(task_id)
         params.append(limit)
-        found = []
+        found: list[CheckpointSummary] = []
         for cp in self._db.rows(sql + " ORDER BY created_at DESC, rowid DESC LIMIT ?", params):
             paths = self._db.rows(
                 "SELECT DISTINCT path FROM changes WHERE checkpoint_id = ? ORDER BY path", (cp["id"],)

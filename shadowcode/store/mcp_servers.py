@@ -46,7 +46,7 @@ class McpServerRepository:
         rows = self._db.rows(
             "SELECT name, content, format, sha256, added_at, updated_at FROM mcp_definitions ORDER BY name"
         )
-        return [McpDefinitionRecord(**(r | {"content": bytes(r["content"])})) for r in rows]
+        return [McpDefinitionRecord(**(r | _content(r))) for r in rows]
 
     def definition_hash(self, name: str) -> str | None:
         """The stored hash of registration ``name``, or None."""
@@ -123,3 +123,8 @@ class McpServerRepository:
             "fetched_at = excluded.fetched_at",
             (catalog_key, definition_id, sha256, encode_json(tools), int(time.time())),
         )
+
+
+def _content(row: dict[str, Any]) -> dict[str, Any]:
+    """A definition row's content as bytes."""
+    return {"content": bytes(row["content"])}

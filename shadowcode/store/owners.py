@@ -58,7 +58,8 @@ class OwnerRecord(Record):
 
 
 def _engine(row: dict[str, Any]) -> EngineRecord:
-    return EngineRecord(**(row | {"mode": vocabulary(EngineMode, row["mode"], "engine mode")}))
+    typed: dict[str, Any] = {"mode": vocabulary(EngineMode, row["mode"], "engine mode")}
+    return EngineRecord(**(row | typed))
 
 
 class OwnerRepository:

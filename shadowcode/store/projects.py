@@ -47,7 +47,10 @@ class SavedMap(Record):
 
 
 def _record(row: dict[str, Any]) -> ProjectRecord:
-    typed = {"trusted": bool(row["trusted"]), "level": vocabulary(PermissionLevel, row["level"], "permission level")}
+    typed: dict[str, Any] = {
+        "trusted": bool(row["trusted"]),
+        "level": vocabulary(PermissionLevel, row["level"], "permission level"),
+    }
     return ProjectRecord(**(row | typed))
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from shadowcode.errors import StoreError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["Record", "decode_json", "encode_json", "vocabulary"]
 
@@ -28,7 +31,7 @@ class Record:
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict: field names as keys, in field order."""
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(cast("DataclassInstance", self))}
 
 
 def _plain(value: Any) -> Any:
@@ -37,7 +40,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, StrEnum):
         return value.value
     if isinstance(value, tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v) for v in cast("tuple[object, ...]", value)]
     return value
 
 

@@ -62,7 +62,7 @@ class TaskRecord(Record):
         Raises:
             StoreError: a stored mode, status or level is not a known value.
         """
-        typed = {
+        typed: dict[str, Any] = {
             "mode": vocabulary(TaskMode, row["mode"], "task mode"),
             "status": vocabulary(TaskStatus, row["status"], "task status"),
             "permission_level": vocabulary(PermissionLevel, row["permission_level"], "permission level"),
@@ -182,18 +182,7 @@ class TaskRepository:
             "SELECT id, mode, status, prompt, owner, created_at, updated_at FROM tasks WHERE project = ?" + _NEWEST,
             (str(project), limit),
         )
-        return [
-            SessionRecord(
-                **(
-                    r
-                    | {
-                        "mode": vocabulary(TaskMode, r["mode"], "task mode"),
-                        "status": vocabulary(TaskStatus, r["status"], "task status"),
-                    }
-                )
-            )
-            for r in rows
-        ]
+        return [SessionRecord(**(r | _session_vocabulary(r))) for r in rows]
 
     def unfinished(self, engine_id: str) -> list[str]:
         """Ids of the tasks of ``engine_id`` that are still queued, running or waiting."""
@@ -239,3 +228,11 @@ class TaskRepository:
 
 def _event(row: dict[str, Any]) -> EventRecord:
     return EventRecord(id=row["id"], kind=row["kind"], data=decode_json(row["data"], "event data"), at=row["at"])
+
+
+def _session_vocabulary(row: dict[str, Any]) -> dict[str, Any]:
+    """A session row's mode and status as their enums."""
+    return {
+        "mode": vocabulary(TaskMode, row["mode"], "task mode"),
+        "status": vocabulary(TaskStatus, row["status"], "task status"),
+    }

@@ -179,7 +179,7 @@ async def test_a_verb_declared_in_a_subclass_is_one_call_on_either_side_of_the_s
     calls: list[tuple[str, Any, Caller]] = []
 
     class Recording(Extended):
-        async def _invoke(self, name: str, request: Any, caller: Caller) -> Any:
+        async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
             calls.append((name, request, caller))
             return [request] * request.times
 

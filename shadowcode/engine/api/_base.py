@@ -2,7 +2,7 @@
 
 :func:`verb` declares a method of a part of :class:`~shadowcode.engine.api.EngineApi` as a verb
 of the table; :class:`ApiBase` holds what is not a verb: the engine's mode, its owners (they
-manage connections), and the call every declared verb makes (``_invoke``).
+manage connections), and the call every declared verb makes (``call_verb``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from shadowcode.enums import EngineMode
 from shadowcode.limits import (
@@ -122,7 +122,7 @@ class Verb:
 def verb(wire: str, *, deadline_seconds: float = OWNER_REPLY_DEADLINE_SECONDS) -> Callable[[F], F]:
     """Declare an engine API method as the verb ``wire``.
 
-    The declared method's body is replaced by a call of ``self._invoke(name, request, caller)``,
+    The declared method's body is replaced by a call of ``self.call_verb(name, request, caller)``,
     which :class:`~shadowcode.engine.remote.RemoteEngine` sends over the socket;
     :class:`~shadowcode.engine.local.LocalEngine` overrides every verb with its implementation.
     """
@@ -132,10 +132,10 @@ def verb(wire: str, *, deadline_seconds: float = OWNER_REPLY_DEADLINE_SECONDS) -
 
         @functools.wraps(fn)
         async def invoke(self: ApiBase, request: Any, caller: Caller = NOBODY) -> Any:
-            return await self._invoke(name, request, caller)
+            return await self.call_verb(name, request, caller)
 
-        invoke.__verb__ = (wire, deadline_seconds)  # type: ignore[attr-defined]
-        return invoke  # type: ignore[return-value]
+        vars(invoke)["__verb__"] = (wire, deadline_seconds)
+        return cast(F, invoke)  # functools.wraps keeps the declared signature
 
     return declare
 
@@ -149,7 +149,7 @@ class ApiBase:
 
     mode: EngineMode = EngineMode.TEMPORARY
 
-    async def _invoke(self, name: str, request: Any, caller: Caller) -> Any:
+    async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement {name}")
 
     # -- owners (SRV-21, SRV-22, SRV-24): not table verbs, they manage connections ----------

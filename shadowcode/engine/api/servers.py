@@ -197,7 +197,7 @@ class McpConnectReport:
     error: str | None = None
     cleanup: str | None = None
     skipped: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list[str])
     auth: str | None = None
 
 
@@ -277,7 +277,7 @@ class McpDoctorReport:
     trusted: bool
     servers: list[str]
     problems: list[McpFinding]
-    warnings: list[McpFinding] = field(default_factory=list)
+    warnings: list[McpFinding] = field(default_factory=list[McpFinding])
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,10 +77,10 @@ async def understand_project(state: EngineState, request: UnderstandRequest, cal
         require_write(project, caller.access, "saving the project map")
     from shadowcode.project.understand import build_map
 
-    built: dict[str, Any] = await run_blocking(build_map, project.path)
+    built = await run_blocking(build_map, project.path)
     if request.save:
-        state.history.save_map(project.path, str(built["map"]), int(time.time()))
-    return ProjectMap(**built, saved=request.save)  # type: ignore[typeddict-item]
+        state.history.save_map(project.path, built["map"], int(time.time()))
+    return ProjectMap(**built, saved=request.save)
 
 
 @handles(EngineApi.doctor)

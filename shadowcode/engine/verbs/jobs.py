@@ -8,6 +8,8 @@ once: the returned id is not a claim of completion (SRV-15).
 
 from __future__ import annotations
 
+from typing import cast
+
 from shadowcode.blocking import run_blocking
 from shadowcode.engine.api import (
     ApprovalAnswer,
@@ -153,7 +155,9 @@ async def test_submit(state: EngineState, request: TestRequest, caller: Caller) 
     project = state.project(caller)
     require_write(project, caller.access, "a test job")
     command = request.command
-    if command is not None and (not command or not all(isinstance(a, str) and a for a in command)):
+    # The wire decoder checks the list, not its items: each is checked here.
+    items = cast("list[object] | None", command)
+    if items is not None and (not items or not all(isinstance(a, str) and a for a in items)):
         raise ToolError("command must be a non-empty array of non-empty strings")
     from shadowcode.agent.toolbox import detect_single_test_command
 

@@ -11,6 +11,7 @@ in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp_d
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from shadowcode.engine.api import (
     Caller,
@@ -48,7 +49,7 @@ async def mcp_catalog(state: EngineState, request: Empty, caller: Caller) -> Mcp
 @handles(EngineApi.mcp_add)
 async def mcp_add(state: EngineState, request: McpAdd, caller: Caller) -> McpServerInfo:
     definition = state.mcp_servers.add(Path(request.path), replace_hash=request.replace_hash)
-    return definition.describe()
+    return cast(McpServerInfo, definition.describe())  # describe() builds this shape (mcp.client cannot import it)
 
 
 @handles(EngineApi.mcp_import)

@@ -50,7 +50,7 @@ def _too_large(conn: Connection, what: str, size: int) -> UpstreamServerError:
 
 
 async def read_resource(
-    conn: Connection, uri: str, *, check: Callable[[list[dict[str, Any]]], None] | None = None
+    conn: Connection, uri: str, *, check: Callable[[list[dict[str, Any]]], object] | None = None
 ) -> dict[str, Any]:
     """Send one ``resources/read`` and return ``{"uri", "contents": [...]}`` (as sent, redacted).
 

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from shadowcode.engine import api as m
+from shadowcode.json_values import json_array, json_object
 
 __all__ = ["OUTPUTS", "output_schema", "summary"]
 
@@ -141,13 +142,13 @@ def output_schema(name: str) -> dict[str, Any]:
 def _bare(schema: Any) -> Any:
     """``schema`` without its ``title`` and ``description`` annotations: the engine types' docstrings are
     written for this code base, not for a client, and every listing would carry them."""
-    if isinstance(schema, list):
-        return [_bare(item) for item in schema]  # pyright: ignore[reportUnknownVariableType]
-    if not isinstance(schema, dict):
+    if (items := json_array(schema)) is not None:
+        return [_bare(item) for item in items]
+    if (fields := json_object(schema)) is None:
         return schema
     return {
         key: _bare(value)
-        for key, value in schema.items()  # pyright: ignore[reportUnknownVariableType]
+        for key, value in fields.items()
         if not (key in ("title", "description") and isinstance(value, str))
     }
 
