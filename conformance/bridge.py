@@ -157,8 +157,9 @@ class _Child:
             self.unsolicited.put_nowait(_END)
 
     def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read(4096), b""):  # type: ignore[union-attr]
+        stderr = self.proc.stderr
+        assert stderr is not None
+        for chunk in iter(lambda: stderr.read(4096), b""):
             self.stderr.extend(chunk)
             del self.stderr[:-STDERR_TAIL_CHARS]
 

@@ -23,7 +23,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -79,7 +79,7 @@ def parse_target(command: str) -> list[str]:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 

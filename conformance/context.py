@@ -75,7 +75,7 @@ class Context:
     repo_root: Path
     deadline: float
     engine: EngineMode = EngineMode.TEMPORARY
-    revisions: dict[str, str] = field(default_factory=dict)
+    revisions: dict[str, str] = field(default_factory=dict[str, str])
     url: str | None = None
     bearer: str | None = None
     profile: str = "shadowcode"

@@ -12,7 +12,7 @@ import json
 import signal
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
-from typing import Final
+from typing import Final, cast
 
 import anyio
 import anyio.abc
@@ -48,7 +48,7 @@ async def engine_running(ctx: Context) -> bool:
         doc = json.loads(done.stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return True
-    return not isinstance(doc, dict) or doc.get("running") is not False
+    return not isinstance(doc, dict) or cast("dict[str, object]", doc).get("running") is not False
 
 
 @asynccontextmanager

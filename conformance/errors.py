@@ -11,8 +11,6 @@ A failing check is not an error: it is a result with ``ok: False``.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 __all__ = ["ConformanceError", "UsageError"]
 
 
@@ -23,7 +21,7 @@ class ConformanceError(Exception):
         message: one sentence for a person.
     """
 
-    exit_code: ClassVar[int] = 1
+    exit_code: int = 1
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

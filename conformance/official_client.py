@@ -47,7 +47,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["CALLS", "DEFINITION_EXTRAS", "main", "play_browser", "sign_in"]
 
@@ -363,7 +363,7 @@ def _context() -> dict[str, Any]:
         doc = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     except ValueError:
         return {}
-    return doc if isinstance(doc, dict) else {}
+    return cast("dict[str, Any]", doc) if isinstance(doc, dict) else {}
 
 
 def _issuer_of(url: str) -> str:
@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no --scenario and MCP_CONFORMANCE_SCENARIO is not set")
     # The package ends a client past its timeout with SIGTERM: unwind, so the task's process
     # group is stopped and the temporary profile removed.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     try:
         summary = run_scenario(args.scenario, args.url, shlex.split(args.target))
     except AdapterError as exc:

@@ -227,6 +227,7 @@ async def start_process(argv: Sequence[str], **options: Any) -> Process:
     """
     with anyio.CancelScope(shield=True):
         return await anyio.open_process(list(argv), start_new_session=True, **options)
+    raise AssertionError("unreachable: a shielded scope nobody cancels swallows nothing")
 
 
 async def _reap(proc: Process) -> None:

@@ -81,8 +81,8 @@ class CheckResult:
 
     ok: bool
     detail: str
-    data: dict[str, Any] = field(default_factory=dict)
-    subresults: list[SubResult] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict[str, Any])
+    subresults: list[SubResult] = field(default_factory=list[SubResult])
     not_run: str = ""
     verdict: str = ""
 

@@ -150,7 +150,7 @@ def _quote(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def _set_up_node(probes: Path, needing: list[str], say: Callable[[str], None]) -> None:
+def _set_up_node(probes: Path, needing: list[str], say: Callable[[str], object]) -> None:
     """``npm ci`` in ``probes`` when node and npm are on PATH; else say what will fail and how to fix it."""
     if _node_ready(probes):
         return
@@ -194,7 +194,7 @@ def resource_root(groups: Iterable[str] = (), say: Callable[[str], None] | None 
     Raises:
         ConformanceError: the installed package has no bundle, or the cache cannot be written.
     """
-    tell = say or (lambda line: sys.stderr.write(f"conformance: {line}\n"))
+    tell: Callable[[str], object] = say or (lambda line: sys.stderr.write(f"conformance: {line}\n"))
     needing = sorted(set(groups) & NODE_GROUPS)
     if _in_checkout():
         if needing and not (CHECKOUT / "node_probes" / "node_modules").exists():

@@ -70,7 +70,7 @@ async def _next_notification(client: Any, method: str, seconds: float = _WAIT_SE
         while True:
             frame = await client.frame(seconds)
             if frame.get("method") == method:
-                return frame  # type: ignore[no-any-return]
+                return frame
     return None
 
 

@@ -213,16 +213,13 @@ async def profiles_are_separate(ctx: Context) -> CheckResult:
             goal = _goal_id(await s.ok("shadow_goal", {"action": "create", "title": "only in alpha"}))
             s.expect(bool(goal), "shadow_goal create returned no goal id")
         problems += s.problems
-        views = (
-            ("beta", {"profile": "beta"}),
-            ("default profile", {}),
-            (
-                "alpha under another SHADOWCODE_HOME",
-                {"profile": "alpha", "env": {**ctx.env, "SHADOWCODE_HOME": str(elsewhere)}},
-            ),
+        views: tuple[tuple[str, str | None, dict[str, str] | None], ...] = (
+            ("beta", "beta", None),
+            ("default profile", None, None),
+            ("alpha under another SHADOWCODE_HOME", "alpha", {**ctx.env, "SHADOWCODE_HOME": str(elsewhere)}),
         )
-        for label, options in views:
-            async with _serve(ctx, ctx.project, label=label, **options) as s:  # type: ignore[arg-type]
+        for label, profile, env in views:
+            async with _serve(ctx, ctx.project, label=label, profile=profile, env=env) as s:
                 status = await s.ok("shadow_status")
                 s.expect(_project(status).get("trusted") is False, f"sees alpha's trust: {_project(status)}")
                 s.expect(goal not in _goal_ids(await s.ok("shadow_goal", {"action": "list"})), "lists alpha's goal")

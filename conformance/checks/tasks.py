@@ -118,7 +118,7 @@ class StdioClient:
         del self._buffer[: cut + 1]
         doc = json.loads(line)
         self.frames.append(doc)
-        return doc  # type: ignore[no-any-return]
+        return doc
 
     async def answer(self, ident: int, seconds: float = _CALL_SECONDS) -> dict[str, Any]:
         """Frames until the answer to ``ident``."""
@@ -191,7 +191,7 @@ class HttpClient:
         if reply.headers.get("content-type", "").startswith("text/event-stream"):
             events = sse_messages(reply.text)
             return events[-1] if events else {}
-        return reply.json()  # type: ignore[no-any-return]
+        return reply.json()
 
     @asynccontextmanager
     async def stream(self, method: str, params: Mapping[str, Any]) -> AsyncGenerator[httpx2.Response, None]:
@@ -269,7 +269,7 @@ def test_call(*, tasks: bool = True, command: list[str] | None = None) -> dict[s
     return {"name": "shadow_test", "arguments": {"command": command or PASSING}, "_meta": modern_meta(tasks=tasks)}
 
 
-test_call.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+vars(test_call)["__test__"] = False  # not a pytest test
 
 
 async def approve(ctx: Context, approval_id: str) -> str:
