@@ -47,7 +47,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from conformance.context import MODERN_REVISION
 from conformance.limits import (
@@ -121,15 +121,16 @@ class _Child:
     def _route(self, message: Any) -> None:
         with self._lock:
             waiters = dict(self._waiters)
-        if isinstance(message, dict) and "id" in message and "method" not in message:
-            waiter = waiters.get(json.dumps(message.get("id")))
+        doc = _object(message)
+        if doc is not None and "id" in doc and "method" not in doc:
+            waiter = waiters.get(json.dumps(doc.get("id")))
             if waiter is not None:
                 waiter.queue.put(message)
             return
-        params = message.get("params") if isinstance(message, dict) else None
-        token = params.get("progressToken") if isinstance(params, dict) else None
+        params = _object(doc.get("params")) if doc is not None else None
+        token = params.get("progressToken") if params is not None else None
         chosen = [w for w in waiters.values() if token is not None and w.progress_token == token]
-        if not chosen and isinstance(message, dict) and str(message.get("method")).startswith("notifications/"):
+        if not chosen and doc is not None and str(doc.get("method")).startswith("notifications/"):
             chosen = [w for w in waiters.values() if w.listens]
         if not chosen and len(waiters) == 1:
             chosen = list(waiters.values())
@@ -186,11 +187,16 @@ def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
 
 
+def _object(value: object) -> dict[str, Any] | None:
+    """``value`` when it is a JSON object (decoded JSON's keys are strings), else None."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
 def _enveloped(message: dict[str, Any]) -> bool:
     """Whether a message carries the 2026-07-28 per-request envelope in ``params._meta``."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and _VERSION_KEY in meta
+    params = _object(message.get("params"))
+    meta = _object(params.get("_meta")) if params is not None else None
+    return meta is not None and _VERSION_KEY in meta
 
 
 def _modern(headers: Any, message: dict[str, Any]) -> bool:
@@ -200,7 +206,11 @@ def _modern(headers: Any, message: dict[str, Any]) -> bool:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _BridgeServer
+
+    @property
+    def bridge(self) -> _BridgeServer:
+        """The server this handler answers for (the base class types it as any socket server)."""
+        return cast(_BridgeServer, self.server)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         return
@@ -238,7 +248,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _refused(self) -> bool:
         """403 for a Host or Origin other than the bridge's own loopback address."""
-        port = self.server.server_address[1]
+        port = self.bridge.server_address[1]
         own = {f"127.0.0.1:{port}", f"localhost:{port}"}
         host = (self.headers.get("Host") or "").strip().lower()
         origin = (self.headers.get("Origin") or "").strip().lower()
@@ -260,14 +270,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._json(413, _error(None, -32600, f"bodies over {BRIDGE_BODY_MAX_BYTES} bytes are not relayed"))
             return
         try:
-            message = json.loads(self.rfile.read(length))
+            message = _object(json.loads(self.rfile.read(length)))
         except ValueError:
             self._json(400, _error(None, -32700, "Parse error"))
             return
-        if not isinstance(message, dict):
+        if message is None:
             self._json(400, _error(None, -32600, "the bridge relays one JSON-RPC message per request, not a batch"))
             return
-        found = self.server.route(self.headers, message)
+        found = self.bridge.route(self.headers, message)
         if isinstance(found, _Refusal):
             self._json(found.status, _error(message.get("id"), -32600, found.why))
             return
@@ -280,7 +290,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if rewrite and (not _enveloped(message) or message.get("method") == "initialize"):
             # A 2026-07-28 request without its envelope (or an initialize) would fix the era of the
             # shared child's connection: a fresh child of its own answers it, then stops.
-            child = _Child(self.server.argv, self.server.env, self.server.cwd)
+            child = _Child(self.bridge.argv, self.bridge.env, self.bridge.cwd)
             try:
                 self._relay(child, message, rewrite, extra)
             finally:
@@ -290,9 +300,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _relay(self, child: _Child, message: dict[str, Any], rewrite: bool, extra: dict[str, str]) -> None:
         original = message["id"]
-        child_id: Any = f"bridge-{next(self.server.counter)}" if rewrite else original
-        params = message.get("params")
-        token = ((params.get("_meta") or {}).get("progressToken")) if isinstance(params, dict) else None
+        child_id: Any = f"bridge-{next(self.bridge.counter)}" if rewrite else original
+        params = _object(message.get("params"))
+        meta = _object(params.get("_meta")) if params is not None else None
+        token = (meta or {}).get("progressToken") if params is not None else None
         waiter = child.expect(child_id, token, str(message.get("method")))
         streaming = False
         sse = "text/event-stream" in (self.headers.get("Accept") or "")
@@ -312,9 +323,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     else:
                         self._json(504 if got is None else 502, _error(original, -32603, why), extra)
                     return
-                answered = isinstance(got, dict) and "method" not in got and got.get("id") == child_id
-                if answered:
-                    got = {**got, "id": original}
+                reply = _object(got)
+                answered = reply is not None and "method" not in reply and reply.get("id") == child_id
+                if reply is not None and answered:
+                    got = {**reply, "id": original}
                     if streaming:
                         self._event(got)
                     else:
@@ -335,13 +347,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self._refused():
             return
         session_id = self.headers.get("Mcp-Session-Id")
-        child = self.server.sessions.get(session_id or "")
+        child = self.bridge.sessions.get(session_id or "")
         if child is None or "text/event-stream" not in (self.headers.get("Accept") or ""):
             self._json(405 if child is None else 406, _error(None, -32600, "GET opens a session's event stream only"))
             return
         self._open_stream({})
         try:
-            while not self.server.stopping.is_set():
+            while not self.bridge.stopping.is_set():
                 try:
                     got = child.unsolicited.get(timeout=0.5)
                 except queue.Empty:
@@ -356,7 +368,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self._refused():
             return
         session_id = self.headers.get("Mcp-Session-Id") or ""
-        child = self.server.end_session(session_id)
+        child = self.bridge.end_session(session_id)
         if child is None:
             self._json(404 if session_id else 405, _error(None, -32600, "no such session"))
             return

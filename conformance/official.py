@@ -34,7 +34,7 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio.to_thread
 import yaml
@@ -120,7 +120,7 @@ def installed(repo_root: Path, *, alpha: bool = False) -> Installed | str:
     node = repo_root / _NODE
     script = repo_root / package / "dist" / "index.js"
     manifest = repo_root / package / "package.json"
-    missing = []
+    missing: list[str] = []
     if not node.is_file():
         missing.append(f"Node 22 ({_NODE})")
     if not script.is_file() or not manifest.is_file():
@@ -128,22 +128,37 @@ def installed(repo_root: Path, *, alpha: bool = False) -> Installed | str:
     if missing:
         return f"not run: {' and '.join(missing)} missing; install with `{install_command(repo_root)}`"
     try:
-        version = str(json.loads(manifest.read_text(encoding="utf-8")).get("version", "?"))
+        version = str((_object(json.loads(manifest.read_text(encoding="utf-8"))) or {}).get("version", "?"))
     except (OSError, ValueError):
         version = "?"
     return Installed(node, script, version)
 
 
+def _object(value: object) -> dict[str, Any] | None:
+    """``value`` when it is a JSON (or YAML) mapping, keys taken to be strings; else None."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    """The mappings in ``value`` when it is a list (others dropped); else []."""
+    items = cast("list[object]", value) if isinstance(value, list) else []
+    return [found for item in items if (found := _object(item)) is not None]
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _ProxyServer
+
+    @property
+    def proxy(self) -> _ProxyServer:
+        """The server this handler answers for (the base class types it as any socket server)."""
+        return cast(_ProxyServer, self.server)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         return
 
     def _read_body(self) -> bytes | None:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip(), 16)
                 if size == 0:
@@ -157,9 +172,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _forward(self) -> None:
         body = self._read_body()
-        port = self.server.server_address[1]
+        port = self.proxy.server_address[1]
         own = {f"127.0.0.1:{port}", f"localhost:{port}"}
-        up = self.server.upstream
+        up = self.proxy.upstream
         upstream = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port or 80, timeout=_UPSTREAM_SECONDS)
         try:
             upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
@@ -170,7 +185,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if low == "host" and value.strip().lower() in own:
                     value = up.netloc
                 upstream.putheader(name, value)
-            upstream.putheader("Authorization", f"Bearer {self.server.token}")
+            upstream.putheader("Authorization", f"Bearer {self.proxy.token}")
             if body is not None:
                 upstream.putheader("Content-Length", str(len(body)))
             upstream.endheaders(body)
@@ -272,7 +287,7 @@ def _load(out: Path) -> tuple[list[dict[str, Any]], str]:
     except (OSError, ValueError):
         checks = []
     text = stdout.read_text(encoding="utf-8", errors="replace") if stdout.is_file() else ""
-    return (checks if isinstance(checks, list) else []), text
+    return (cast("list[dict[str, Any]]", checks) if isinstance(checks, list) else []), text
 
 
 async def run_server_scenario(ctx: Context, tool: Installed, url: str, scenario: str, seconds: float) -> ScenarioRun:
@@ -318,12 +333,12 @@ async def run_client_scenario(ctx: Context, tool: Installed, scenario: str, seco
 
 def failures(checks: list[dict[str, Any]]) -> list[str]:
     """One phrase per judged check that is not SUCCESS: ``id STATUS (HTTP n; message)``."""
-    found = []
+    found: list[str] = []
     for c in checks:
         if c.get("status") not in _JUDGED or c.get("status") == "SUCCESS":
             continue
-        notes = []
-        code = (c.get("details") or {}).get("statusCode")
+        notes: list[str] = []
+        code = (_object(c.get("details")) or {}).get("statusCode")
         if code is not None:
             notes.append(f"HTTP {code}")
         if c.get("errorMessage"):
@@ -358,15 +373,16 @@ def requirement_set(tool: Installed, revision: str) -> RequirementSet:
         OSError, ValueError: the file is missing or not the expected YAML.
     """
     path = tool.script.parent.parent / "requirements" / f"{revision}.yaml"
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict) or not isinstance(doc.get("server"), list):
+    doc = _object(yaml.safe_load(path.read_text(encoding="utf-8")))
+    server: object = doc.get("server") if doc is not None else None
+    if doc is None or not isinstance(server, list):
         raise ValueError(f"{path} holds no server scenario list")
     extra = {
         str(e["scenario"]): str(e.get("reason", ""))
-        for e in doc.get("not_scored") or []
-        if isinstance(e, dict) and e.get("leg") == "server" and e.get("scenario")
+        for e in _objects(doc.get("not_scored"))
+        if e.get("leg") == "server" and e.get("scenario")
     }
-    return RequirementSet(revision, frozenset(str(s) for s in doc["server"]), extra)
+    return RequirementSet(revision, frozenset(str(s) for s in cast("list[object]", server)), extra)
 
 
 async def run_requirement_set(ctx: Context, tool: Installed, url: str, revision: str, seconds: float) -> SetRun:
@@ -384,9 +400,7 @@ async def run_requirement_set(ctx: Context, tool: Installed, url: str, revision:
             checks = json.loads(Path(found).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             checks = []
-        results[match.group("scenario")] = (
-            [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
-        )
+        results[match.group("scenario")] = _objects(checks)
     return SetRun(results, requirement_set(tool, revision), done)
 
 
@@ -406,15 +420,15 @@ class Claims:
     """
 
     legacy: str = ""
-    legacy_capabilities: dict[str, Any] = field(default_factory=dict)
+    legacy_capabilities: dict[str, Any] = field(default_factory=dict[str, Any])
     modern: bool = False
-    modern_capabilities: dict[str, Any] = field(default_factory=dict)
+    modern_capabilities: dict[str, Any] = field(default_factory=dict[str, Any])
     extensions: frozenset[str] = frozenset()
     inventory: frozenset[str] = frozenset()
     said: str = ""
 
 
-_ENVELOPE: Final = {
+_ENVELOPE: Final[dict[str, object]] = {
     "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
@@ -439,30 +453,30 @@ def _probe_sync(url: str) -> Claims:
     hello = _post(
         url, 1, "initialize", {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}, "clientInfo": info}, {}
     )
-    result = (hello.answer(1) or {}).get("result")
-    if hello.status == 200 and isinstance(result, dict):
+    result = _object((hello.answer(1) or {}).get("result"))
+    if hello.status == 200 and result is not None:
         claims.legacy = str(result.get("protocolVersion") or "")
-        declared = result.get("capabilities")
-        claims.legacy_capabilities = declared if isinstance(declared, dict) else {}
+        claims.legacy_capabilities = _object(result.get("capabilities")) or {}
         session = hello.headers.get("mcp-session-id")
         if session:
             exchange_sync(url, "DELETE", None, {"Mcp-Session-Id": session}, None, _PROBE_SECONDS, False)
     modern = {"MCP-Protocol-Version": MODERN_REVISION}
     found = _post(url, 2, "server/discover", {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": "server/discover"})
-    discovered = (found.answer(2) or {}).get("result")
-    claims.modern = found.status == 200 and isinstance(discovered, dict) and MODERN_REVISION in json.dumps(discovered)
+    discovered = _object((found.answer(2) or {}).get("result"))
+    claims.modern = found.status == 200 and discovered is not None and MODERN_REVISION in json.dumps(discovered)
     said = [f"initialize ({LEGACY_REVISIONS[-1]}): {claims.legacy or hello.show()}", f"server/discover: {found.show()}"]
     claims.said = "; ".join(said)
-    if not claims.modern or not isinstance(discovered, dict):
+    if not claims.modern or discovered is None:
         return claims
-    capabilities = discovered.get("capabilities") or {}
-    claims.modern_capabilities = capabilities if isinstance(capabilities, dict) else {}
-    claims.extensions = frozenset((capabilities.get("extensions") or {}) if isinstance(capabilities, dict) else {})
+    capabilities = _object(discovered.get("capabilities") or {})
+    claims.modern_capabilities = capabilities or {}
+    extensions: object = (capabilities.get("extensions") or {}) if capabilities is not None else {}
+    claims.extensions = frozenset(str(name) for name in cast("dict[object, object] | list[object] | str", extensions))
     inventory: set[str] = set()
     for n, (method, key, field_name, prefix) in enumerate(_LISTS, start=3):
         got = _post(url, n, method, {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": method})
-        items = ((got.answer(n) or {}).get("result") or {}).get(key) or []
-        inventory |= {prefix + str(i.get(field_name)) for i in items if isinstance(i, dict) and i.get(field_name)}
+        items = _objects((_object((got.answer(n) or {}).get("result")) or {}).get(key))
+        inventory |= {prefix + str(i.get(field_name)) for i in items if i.get(field_name)}
     claims.inventory = frozenset(inventory)
     return claims
 

@@ -34,7 +34,7 @@ import glob
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["EXPECTED_FAILURES", "judge", "main", "never_resumed"]
 
@@ -69,21 +69,21 @@ def never_resumed(checks: list[dict[str, Any]]) -> list[str]:
     The log must show exactly one ``tools/call`` POST, no GET request after the call's
     stream was closed, and no GET carrying ``Last-Event-ID`` (CLI-18).
     """
-    problems = []
+    problems: list[str] = []
     calls = [
         c
         for c in checks
-        if c["id"] == "incoming-request" and (c.get("details") or {}).get("jsonrpcMethod") == "tools/call"
+        if c["id"] == "incoming-request" and _details(c).get("jsonrpcMethod") == "tools/call"
     ]
     if len(calls) != 1:
         problems.append(f"tools/call was sent {len(calls)} times, not once")
     closed = [i for i, c in enumerate(checks) if c["id"] == "outgoing-stream-close"]
     gets = [
-        (i, c) for i, c in enumerate(checks) if c["id"] == "incoming-request" and c["details"].get("method") == "GET"
+        (i, c) for i, c in enumerate(checks) if c["id"] == "incoming-request" and _details(c).get("method") == "GET"
     ]
     if closed and any(i > closed[0] for i, _ in gets):
         problems.append("a GET request came after the call's stream closed (a reconnection)")
-    if any("last-event-id" in (c["details"].get("headers") or {}) for _, c in gets):
+    if any("last-event-id" in (_details(c).get("headers") or {}) for _, c in gets):
         problems.append("a GET request carried Last-Event-ID (a resumption)")
     return problems
 
@@ -181,3 +181,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _details(check: dict[str, Any]) -> dict[str, Any]:
+    """A check's ``details`` object ({} when it has none)."""
+    details = check.get("details")
+    return cast("dict[str, Any]", details) if isinstance(details, dict) else {}

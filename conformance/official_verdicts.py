@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from conformance.registry import SubResult
 from conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight
@@ -180,14 +180,16 @@ _UNTESTABLE: Final = re.compile(
 
 
 def _reason(check: Mapping[str, Any]) -> str:
-    details = check.get("details") if isinstance(check.get("details"), Mapping) else {}
+    found = check.get("details")
+    details = cast("Mapping[str, Any]", found) if isinstance(found, Mapping) else {}
     text = str(check.get("errorMessage") or details.get("note") or details.get("reason") or "")
     return " ".join(text.split())[:_DETAIL_CHARS]
 
 
 def _sources(check: Mapping[str, Any], fallback: str) -> str:
-    refs = check.get("specReferences") or []
-    urls = [str(r.get("url")) for r in refs if isinstance(r, Mapping) and r.get("url")]
+    refs: list[object] = check.get("specReferences") or []
+    links = [cast("Mapping[str, Any]", r) for r in refs if isinstance(r, Mapping)]
+    urls = [str(r.get("url")) for r in links if r.get("url")]
     return " ; ".join(dict.fromkeys(urls)) or fallback
 
 

@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -186,10 +186,11 @@ def load_expected_failures(path: Path) -> list[ExpectedFailure]:
         raise UsageError(f"expected failures {path} must be a YAML list of {{check, reason}} entries")
     entries: list[ExpectedFailure] = []
     seen: set[str] = set()
-    for index, item in enumerate(document, start=1):
+    for index, found in enumerate(cast("list[object]", document), start=1):
         where = f"expected failures {path}, entry {index}"
-        if not isinstance(item, dict):
+        if not isinstance(found, dict):
             raise UsageError(f"{where}: must be a mapping with 'check' and 'reason'")
+        item = cast("dict[object, object]", found)  # YAML keys may be any scalar
         extra = sorted(str(k) for k in item if k not in _ENTRY_KEYS)
         if extra:
             raise UsageError(
@@ -230,7 +231,7 @@ def revisions_record(
     seen = sorted(set(revisions.values()))
     modern = MODERN_REVISION in seen
     legacy = [v for v in seen if v in LEGACY_REVISIONS]
-    missing = []
+    missing: list[str] = []
     if not modern:
         missing.append(f"the {MODERN_REVISION} revision")
     if not legacy:
@@ -342,7 +343,7 @@ def build_report(
         )
     outcomes = {r.name: _outcome(r, entries.get(r.name)) for r in all_records}
     not_run = {r.name for r in all_records if r.not_run}
-    baseline = []
+    baseline: list[dict[str, str]] = []
     for e in expected_failures:
         if (e.check in outcomes and e.check not in not_run) or (e.check not in outcomes and not filtered_out(e.check)):
             entry = {"check": e.check, "reason": e.reason, "outcome": outcomes.get(e.check, "unknown")}

@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import anyio
 import anyio.to_thread
@@ -54,14 +55,14 @@ class RunOutcome:
         revisions: label to negotiated protocol revision, from every check.
     """
 
-    records: list[CheckRecord] = field(default_factory=list)
-    revisions: dict[str, str] = field(default_factory=dict)
+    records: list[CheckRecord] = field(default_factory=list[CheckRecord])
+    revisions: dict[str, str] = field(default_factory=dict[str, str])
 
 
 def _describe(exc: BaseException) -> str:
     """``Type: message`` for an exception; groups are flattened to their leaves."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
+        return "; ".join(_describe(e) for e in cast("BaseExceptionGroup[BaseException]", exc).exceptions)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -151,6 +152,7 @@ async def run_one(
     env = target_environment(os.environ)
     env["SHADOWCODE_HOME"] = str(home)
     revisions: dict[str, str] = {}
+    leftovers: list[int] = []
     try:
         try:
             project = await anyio.to_thread.run_sync(project_factory, scratch / "project")

@@ -102,7 +102,7 @@ class ScriptedModel:
     """
 
     port: int
-    requests: list[ModelRequest] = field(default_factory=list)
+    requests: list[ModelRequest] = field(default_factory=list[ModelRequest])
 
     @property
     def url(self) -> str:
@@ -148,10 +148,10 @@ def messages_reply(request: ModelRequest, message_id: str, content: Sequence[Map
             "name": ..., "input": {...}}`` blocks; any ``tool_use`` makes the stop reason
             ``tool_use``, else ``end_turn``.
     """
-    body = request.body if isinstance(request.body, dict) else {}
+    body: dict[str, Any] = request.body if isinstance(request.body, dict) else {}
     stop = "tool_use" if any(c.get("type") == "tool_use" for c in content) else "end_turn"
     usage = {"input_tokens": 1, "output_tokens": 1}
-    message = {
+    message: dict[str, Any] = {
         "id": message_id,
         "type": "message",
         "role": "assistant",
@@ -167,7 +167,7 @@ def messages_reply(request: ModelRequest, message_id: str, content: Sequence[Map
     events: list[Mapping[str, Any]] = [{"type": "message_start", "message": message}]
     for index, block in enumerate(content):
         if block.get("type") == "tool_use":
-            start = {**block, "input": {}}
+            start: dict[str, Any] = {**block, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input", {}))}
         else:
             start = {"type": "text", "text": ""}
