@@ -283,7 +283,7 @@ def _load(out: Path) -> tuple[list[dict[str, Any]], str]:
     folder = Path(found[0]).parent
     stdout = folder / "stdout.txt"
     try:
-        checks = json.loads(Path(found[0]).read_text(encoding="utf-8"))
+        checks: object = json.loads(Path(found[0]).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         checks = []
     text = stdout.read_text(encoding="utf-8", errors="replace") if stdout.is_file() else ""
@@ -397,7 +397,7 @@ async def run_requirement_set(ctx: Context, tool: Installed, url: str, revision:
         if match is None:
             continue
         try:
-            checks = json.loads(Path(found).read_text(encoding="utf-8"))
+            checks: object = json.loads(Path(found).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             checks = []
         results[match.group("scenario")] = _objects(checks)
@@ -453,7 +453,7 @@ def _probe_sync(url: str) -> Claims:
     hello = _post(
         url, 1, "initialize", {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}, "clientInfo": info}, {}
     )
-    result = _object((hello.answer(1) or {}).get("result"))
+    result = _object((_object(hello.answer(1)) or {}).get("result"))
     if hello.status == 200 and result is not None:
         claims.legacy = str(result.get("protocolVersion") or "")
         claims.legacy_capabilities = _object(result.get("capabilities")) or {}
@@ -462,7 +462,7 @@ def _probe_sync(url: str) -> Claims:
             exchange_sync(url, "DELETE", None, {"Mcp-Session-Id": session}, None, _PROBE_SECONDS, False)
     modern = {"MCP-Protocol-Version": MODERN_REVISION}
     found = _post(url, 2, "server/discover", {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": "server/discover"})
-    discovered = _object((found.answer(2) or {}).get("result"))
+    discovered = _object((_object(found.answer(2)) or {}).get("result"))
     claims.modern = found.status == 200 and discovered is not None and MODERN_REVISION in json.dumps(discovered)
     said = [f"initialize ({LEGACY_REVISIONS[-1]}): {claims.legacy or hello.show()}", f"server/discover: {found.show()}"]
     claims.said = "; ".join(said)
@@ -475,7 +475,7 @@ def _probe_sync(url: str) -> Claims:
     inventory: set[str] = set()
     for n, (method, key, field_name, prefix) in enumerate(_LISTS, start=3):
         got = _post(url, n, method, {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": method})
-        items = _objects((_object((got.answer(n) or {}).get("result")) or {}).get(key))
+        items = _objects((_object((_object(got.answer(n)) or {}).get("result")) or {}).get(key))
         inventory |= {prefix + str(i.get(field_name)) for i in items if i.get(field_name)}
     claims.inventory = frozenset(inventory)
     return claims

@@ -181,7 +181,7 @@ _UNTESTABLE: Final = re.compile(
 
 def _reason(check: Mapping[str, Any]) -> str:
     found = check.get("details")
-    details = cast("Mapping[str, Any]", found) if isinstance(found, Mapping) else {}
+    details: Mapping[str, Any] = cast("Mapping[str, Any]", found) if isinstance(found, Mapping) else {}
     text = str(check.get("errorMessage") or details.get("note") or details.get("reason") or "")
     return " ".join(text.split())[:_DETAIL_CHARS]
 

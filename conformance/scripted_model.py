@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 import h11
@@ -148,7 +148,8 @@ def messages_reply(request: ModelRequest, message_id: str, content: Sequence[Map
             "name": ..., "input": {...}}`` blocks; any ``tool_use`` makes the stop reason
             ``tool_use``, else ``end_turn``.
     """
-    body: dict[str, Any] = request.body if isinstance(request.body, dict) else {}
+    given: object = request.body
+    body = cast("dict[str, Any]", given) if isinstance(given, dict) else {}
     stop = "tool_use" if any(c.get("type") == "tool_use" for c in content) else "end_turn"
     usage = {"input_tokens": 1, "output_tokens": 1}
     message: dict[str, Any] = {

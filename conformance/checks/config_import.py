@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from typing import Any
+from typing import Any, cast
 
 from conformance.context import Context
 from conformance.processes import run_command, tail
@@ -39,12 +39,13 @@ def _json(out: str) -> dict[str, Any]:
         doc = json.loads(out)
     except ValueError:
         return {}
-    return doc if isinstance(doc, dict) else {}
+    return cast("dict[str, Any]", doc) if isinstance(doc, dict) else {}
 
 
 def _outcomes(out: str) -> list[tuple[str, str]]:
     try:
-        return [(s["source_name"], s["outcome"]) for s in _json(out).get("servers", [])]
+        servers: list[dict[str, Any]] = _json(out).get("servers", [])
+        return [(s["source_name"], s["outcome"]) for s in servers]
     except (KeyError, TypeError):
         return []
 
@@ -54,10 +55,11 @@ async def _catalog(ctx: Context, env: dict[str, str], problems: list[str]) -> di
     if code != 0:
         problems.append(f"`--json mcp` exited {code}: {tail(err)}")
         return {}
-    servers = _json(out).get("servers")
-    if not isinstance(servers, list):
+    found = _json(out).get("servers")
+    if not isinstance(found, list):
         problems.append(f"`--json mcp` printed no catalog: {tail(out)}")
         return {}
+    servers = [cast("dict[str, Any]", s) for s in cast("list[object]", found) if isinstance(s, dict)]
     return {s["id"]: s for s in servers if str(s.get("id")).startswith("config:")}
 
 

@@ -15,7 +15,7 @@ import hashlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio.to_thread
 
@@ -54,10 +54,16 @@ def _open_writer(path: Path) -> sqlite3.Connection:
 def _count(got: dict[str, Any]) -> Any:
     """The single value of a one-row, one-column result (a row is a list or an object); None otherwise."""
     rows = got.get("rows")
-    if not isinstance(rows, list) or len(rows) != 1:
+    if not isinstance(rows, list) or len(cast("list[object]", rows)) != 1:
         return None
-    row = rows[0]
-    values = list(row.values()) if isinstance(row, dict) else row if isinstance(row, list) else []
+    row: object = cast("list[object]", rows)[0]
+    values: list[object] = (
+        list(cast("dict[str, object]", row).values())
+        if isinstance(row, dict)
+        else cast("list[object]", row)
+        if isinstance(row, list)
+        else []
+    )
     return values[0] if values else None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -44,8 +44,8 @@ async def _response(stream: ByteReceiveStream, buffer: bytearray, ident: int) ->
             line = bytes(buffer[:cut])
             del buffer[: cut + 1]
             message = json.loads(line)
-            if isinstance(message, dict) and message.get("id") == ident:
-                return message
+            if isinstance(message, dict) and cast("dict[str, Any]", message).get("id") == ident:
+                return cast("dict[str, Any]", message)
         buffer.extend(await stream.receive())
 
 
@@ -57,6 +57,7 @@ async def _serve_tools(ctx: Context, env: Mapping[str, str], bound: float) -> st
         "capabilities": {},
         "clientInfo": {"name": "conformance-packaging", "version": "1"},
     }
+    tools: object = None
     async with spawn(ctx.serve_argv(), env=env, cwd=ctx.cwd) as proc, anyio.create_task_group() as tg:
         tg.start_soon(drain, proc.stderr, stderr)
         assert proc.stdin is not None and proc.stdout is not None
@@ -76,8 +77,9 @@ async def _serve_tools(ctx: Context, env: Mapping[str, str], bound: float) -> st
             return f"the session broke: {type(exc).__name__} (stderr: {tail(stderr)})"
         finally:
             tg.cancel_scope.cancel()
-    if not isinstance(tools, list) or len(tools) != _EXPECTED_TOOL_COUNT:
-        count = len(tools) if isinstance(tools, list) else "no"
+    listed = cast("list[object]", tools) if isinstance(tools, list) else None
+    if listed is None or len(listed) != _EXPECTED_TOOL_COUNT:
+        count = len(listed) if listed is not None else "no"
         return f"tools/list returned {count} tools, expected {_EXPECTED_TOOL_COUNT}"
     return ""
 

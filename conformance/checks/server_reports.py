@@ -141,7 +141,7 @@ async def validate_tools_doctor(ctx: Context) -> CheckResult:
 
     code, out, err = await _cli(ctx, "--json", "mcp", "tools", "leaky", workspace=workspace)
     printed += [out, err]
-    tools = json.loads(out).get("tools", []) if code == 0 and out.strip() else []
+    tools: list[dict[str, Any]] = json.loads(out).get("tools", []) if code == 0 and out.strip() else []
     titles = [t.get("title") for t in tools if t.get("name") == "echo"]
     if code != 0 or titles != ["Echo [redacted]"]:
         problems.append(f"tools leaky: exit {code}, echo titles {titles!r} (expected ['Echo [redacted]'])")

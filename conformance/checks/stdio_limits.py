@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager, suppress
 from subprocess import PIPE
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 from anyio.abc import Process
@@ -137,8 +137,8 @@ class _Session:
             while (line := await self.line(max(0.01, deadline - time.monotonic()))) is not None:
                 with suppress(ValueError):
                     doc = json.loads(line)
-                    if isinstance(doc, dict) and doc.get("id") == ident:
-                        return doc
+                    if isinstance(doc, dict) and cast("dict[str, Any]", doc).get("id") == ident:
+                        return cast("dict[str, Any]", doc)
         return None
 
     async def closes(self, timeout: float = _CLOSE_GRACE_SECONDS) -> bool:
@@ -304,8 +304,8 @@ async def operations_in_flight(ctx: Context) -> CheckResult:
             while len(order) < total and (line := await session.line(max(0.01, deadline - time.monotonic()))):
                 with suppress(ValueError):
                     doc = json.loads(line)
-                    if isinstance(doc, dict) and doc.get("id") in range(1, total + 1):
-                        order.append(doc)
+                    if isinstance(doc, dict) and cast("dict[str, Any]", doc).get("id") in range(1, total + 1):
+                        order.append(cast("dict[str, Any]", doc))
         refused = [d for d in order if "error" in d]
         served = [d for d in order if "result" in d]
         if len(order) < total:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -38,10 +38,11 @@ def is_jsonrpc_message(line: bytes) -> bool:
         True for a request, notification, result or error object with ``"jsonrpc": "2.0"``.
     """
     try:
-        obj = json.loads(line.decode("utf-8"))
+        found = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return False
-    if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
+    obj = cast("dict[str, Any]", found) if isinstance(found, dict) else None
+    if obj is None or obj.get("jsonrpc") != "2.0":
         return False
     if isinstance(obj.get("method"), str):
         return True
