@@ -20,7 +20,7 @@ _TIMEOUT_SECONDS = 30.0
 def _expect_usage_error(done: Completed, what: str) -> CheckResult:
     """Exit 2, something on stderr, nothing on stdout."""
     data = {"argv": list(done.argv), "returncode": done.returncode}
-    problems = []
+    problems: list[str] = []
     if done.timed_out:
         problems.append(f"did not exit within {_TIMEOUT_SECONDS:g} s")
     elif done.returncode != 2:
@@ -72,7 +72,7 @@ def _home_listing(home: Path) -> list[str]:
 async def bad_profile_refused(ctx: Context) -> CheckResult:
     """Profile names holding a path separator, ``..`` or a leading dot are refused, creating nothing (ENG-01)."""
     before = _home_listing(ctx.home)
-    verdicts = []
+    verdicts: list[CheckResult] = []
     for name in BAD_PROFILE_NAMES:
         done = await ctx.run(
             [*ctx.target, "--profile", name, *ctx.target_argv("mcp", "serve")[len(ctx.target) :]],

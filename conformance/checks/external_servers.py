@@ -182,7 +182,7 @@ def _alive(pid: int) -> bool:
 
 
 def _group_members(pgid: int) -> list[int]:
-    found = []
+    found: list[int] = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with suppress(OSError):
@@ -242,7 +242,7 @@ async def everything(ctx: Context) -> CheckResult:
         server_id = await _register(
             ctx, {"name": "everything", "command": ["node", str(entry), "stdio"]}, ctx.project, problems
         )
-        calls = [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("mcp_tools", {}),
             ("mcp_tools", {"server": "everything", "tool": "get-sum"}),
             ("mcp__everything__echo", {"message": "conformance"}),
@@ -378,7 +378,7 @@ async def hostile(ctx: Context) -> CheckResult:
                     json.dumps({"name": name, "command": argv, "timeout_sec": 3}), encoding="utf-8"
                 )
                 await _enable(ctx, f"project:.shadowcode/mcp/{name}.json", workspace)
-            calls = [("mcp_tools", {})]
+            calls: list[tuple[str, dict[str, Any]]] = [("mcp_tools", {})]
             expected: list[dict[str, Any]] = []
             if index == 2:
                 calls += [
@@ -407,10 +407,10 @@ async def hostile(ctx: Context) -> CheckResult:
                 problems.append(f"{mode}: expected a failed connection with {message!r}")
             if server_id not in closed:
                 problems.append(f"{mode}: no mcp.closed event")
-            outcomes[mode] = str((closed.get(server_id) or {}).get("cleanup"))
+            outcomes[mode] = str(closed[server_id].get("cleanup") if server_id in closed else None)
         if index == 1 and outcomes.get("ignore_term") != "killed":
             problems.append(f"ignore_term: cleanup was {outcomes.get('ignore_term')!r}, expected 'killed'")
-        grandchildren = []
+        grandchildren: list[int] = []
         if index == 2:
             note = workspace / "grandchild.pid"
             if note.is_file():
@@ -490,7 +490,7 @@ async def definitions(ctx: Context) -> CheckResult:
                 f"an edited project file is {state.get('project:.shadowcode/mcp/s0.yaml')!r}, not 'changed'"
             )
         await _model(ctx, [{"match": "review", "turns": [{"content": "nothing"}]}])
-        job, events = await _run_task(ctx, "review check", ctx.project, [], problems)
+        _, events = await _run_task(ctx, "review check", ctx.project, [], problems)
         notes = " ".join(str(e["data"].get("note")) for e in events if e["kind"] == "task.note")
         if "s0.yaml changed" not in notes:
             problems.append("a new task was not told that a changed definition was left out")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -50,7 +50,8 @@ _FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
 async def _state(s: McpSession, job_id: str) -> str:
     """``"queued"``, ``"parked"`` (running with a pending approval), ``"moving"`` or a finished status."""
     got = await s.job(job_id)
-    status = str((got.get("job") or {}).get("status", "?"))
+    job: dict[str, Any] = got.get("job") or {}
+    status = str(job.get("status", "?"))
     if status == "queued" or status in _FINISHED:
         return status
     return "parked" if got.get("pending_approvals") else "moving"
@@ -91,13 +92,15 @@ async def _job_doc(ctx: Context, job_id: str) -> dict[str, Any]:
         doc = json.loads(done.stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return {}
-    return doc if isinstance(doc, dict) else {}
+    return cast("dict[str, Any]", doc) if isinstance(doc, dict) else {}
 
 
 def _started(doc: dict[str, Any]) -> bool:
     """Whether a job's events (``<target> --json jobs ID``) show that it ever started."""
-    for event in doc.get("events") or []:
-        kind = str(event.get("kind") or event.get("type") or "") if isinstance(event, dict) else ""
+    events: list[object] = doc.get("events") or []
+    for found in events:
+        event = cast("dict[str, Any]", found) if isinstance(found, dict) else {}
+        kind = str(event.get("kind") or event.get("type") or "")
         if "start" in kind:
             return True
     return False
@@ -220,7 +223,8 @@ async def _statuses(ctx: Context) -> dict[str, str]:
     argv = ctx.target_argv("--json", "jobs", "--limit", "50")
     done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
     try:
-        found = json.loads(done.stdout.decode("utf-8")).get("jobs") or []
+        found: list[object] = json.loads(done.stdout.decode("utf-8")).get("jobs") or []
     except (UnicodeDecodeError, ValueError, AttributeError):
         return {}
-    return {str(j.get("id")): str(j.get("status")) for j in found if isinstance(j, dict)}
+    jobs = [cast("dict[str, Any]", j) for j in found if isinstance(j, dict)]
+    return {str(j.get("id")): str(j.get("status")) for j in jobs}
