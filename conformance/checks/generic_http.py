@@ -38,7 +38,7 @@ import json
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio.to_thread
 
@@ -69,9 +69,9 @@ class Reply:
     """
 
     status: int = 0
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict[str, str])
     body: bytes = b""
-    messages: list[Any] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list[Any])
     error: str = ""
 
     @property
@@ -80,8 +80,9 @@ class Reply:
 
     def answer(self, ident: Any) -> dict[str, Any] | None:
         """The response with id ``ident`` among the messages."""
-        for m in self.messages:
-            if isinstance(m, dict) and m.get("id") == ident and ("result" in m or "error" in m):
+        for found in self.messages:
+            m = cast("dict[str, Any]", found) if isinstance(found, dict) else {}
+            if m.get("id") == ident and ("result" in m or "error" in m):
                 return m
         return None
 
@@ -205,7 +206,7 @@ async def exchange(
         if value:
             merged[name] = value
     body = raw if raw is not None else (json.dumps(message).encode() if message is not None else None)
-    want = message.get("id") if isinstance(message, dict) else None
+    want = cast("dict[str, Any]", message).get("id") if isinstance(message, dict) else None
     seconds = max(1.0, min(_SECONDS, ctx.remaining()))
     return await anyio.to_thread.run_sync(
         exchange_sync, ctx.url, method, body, merged, want, seconds, stream_head_only, abandon_on_cancel=True
@@ -240,8 +241,9 @@ async def _handshake(ctx: Context, problems: list[str], revision: str = LEGACY_R
     """``initialize`` then ``notifications/initialized``; None (with a problem) when it fails."""
     reply = await exchange(ctx, _initialize(0, revision))
     answer = reply.answer(0)
-    result = (answer or {}).get("result")
-    if reply.status != 200 or not isinstance(result, dict):
+    found: object = (answer or {}).get("result")
+    result = cast("dict[str, Any]", found) if isinstance(found, dict) else None
+    if reply.status != 200 or result is None:
         problems.append(f"initialize ({revision}) got {reply.show()}")
         return None
     got = str(result.get("protocolVersion"))
@@ -263,9 +265,9 @@ def _agrees(reply: Reply) -> str:
 
 
 def _is_parse_error(reply: Reply) -> bool:
+    messages = [cast("dict[str, Any]", m) for m in reply.messages if isinstance(m, dict)]
     return any(
-        isinstance(m, dict) and m.get("id") is None and (m.get("error") or {}).get("code") == -32700
-        for m in reply.messages
+        m.get("id") is None and isinstance(m.get("error"), dict) and m["error"].get("code") == -32700 for m in messages
     )
 
 
@@ -275,7 +277,7 @@ def _verdict(problems: list[str], good: str, notes: list[str] | None = None) -> 
     return CheckResult(True, good + (f" ({'; '.join(notes)})" if notes else ""))
 
 
-_DISCOVER_META: Final = {
+_DISCOVER_META: Final[dict[str, object]] = {
     "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
@@ -378,7 +380,8 @@ async def http_modern_discover(ctx: Context) -> CheckResult:
     refused = 400 <= reply.status < 500 or (reply.status == 200 and "error" in (reply.answer(1) or {}))
     if refused:
         hello = await exchange(ctx, _initialize(0))
-        spoke = ((hello.answer(0) or {}).get("result") or {}).get("protocolVersion")
+        result: dict[str, Any] = (hello.answer(0) or {}).get("result") or {}
+        spoke = result.get("protocolVersion")
         if hello.status == 200 and spoke in LEGACY_REVISIONS:
             return CheckResult.not_applicable(
                 f"server/discover got {reply.show()} while initialize lands on {spoke}: the server does not "

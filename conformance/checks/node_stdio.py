@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from conformance.context import Context
 from conformance.processes import tail
@@ -57,17 +57,21 @@ def parse_probe_output(stdout: bytes, probe: str) -> tuple[dict[str, Any] | None
         ``(document or None, sub-results named "<probe>:<name>", problem text or "")``.
     """
     try:
-        doc = json.loads(stdout.decode("utf-8"))
+        found = json.loads(stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None, [], f"probe output is not one JSON document: {tail(stdout, 200)!r}"
-    if not isinstance(doc, dict) or not isinstance(doc.get("checks"), list):
+    doc = cast("dict[str, Any]", found) if isinstance(found, dict) else None
+    checks: object = doc.get("checks") if doc is not None else None
+    if doc is None or not isinstance(checks, list):
         return None, [], "probe output lacks a 'checks' list"
     name = str(doc.get("probe") or probe)
     subs: list[SubResult] = []
-    for item in doc["checks"]:
-        if not isinstance(item, dict):
+    for entry in cast("list[object]", checks):
+        if not isinstance(entry, dict):
             continue
-        covers = item.get("covers") if isinstance(item.get("covers"), list) else []
+        item = cast("dict[str, Any]", entry)
+        listed: object = item.get("covers")
+        covers = cast("list[object]", listed) if isinstance(listed, list) else []
         subs.append(
             SubResult(
                 name=f"{name}:{item.get('name', '?')}",
