@@ -82,7 +82,9 @@ async def listen_stdio(ctx: Context) -> CheckResult:
     if trusted.returncode != 0:
         return CheckResult(False, f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
     async with stdio_client(ctx, "--allow-write") as client:
-        templates = (await client.call("resources/templates/list", {"_meta": modern_meta()})).get("result") or {}
+        templates: dict[str, Any] = (
+            await client.call("resources/templates/list", {"_meta": modern_meta()})
+        ).get("result") or {}
         if templates.get("resourceTemplates") != [] or not isinstance(templates.get("ttlMs"), int):
             problems.append(f"resources/templates/list answered {str(templates)[:200]}, expected a list with ttlMs")
         if templates.get("cacheScope") not in ("public", "private"):
@@ -97,17 +99,21 @@ async def listen_stdio(ctx: Context) -> CheckResult:
         ack = await client.frame()
         if ack.get("method") != "notifications/subscriptions/acknowledged":
             problems.append(f"the listen stream's first frame is {str(ack)[:200]}, not the acknowledgement")
-        task_id = str(((await client.call("tools/call", test_call())).get("result") or {}).get("taskId"))
+        called: dict[str, Any] = (await client.call("tools/call", test_call())).get("result") or {}
+        task_id = str(called.get("taskId"))
         appeared = await _next_notification(client, "notifications/resources/list_changed")
         approval = await approval_of(ctx, task_id)
         tasks_listen = await client.send(
             "subscriptions/listen", {"notifications": {"taskIds": [task_id]}, "_meta": modern_meta()}
         )
         ack_tasks = await _next_notification(client, "notifications/subscriptions/acknowledged")
-        if (ack_tasks or {}).get("params", {}).get("notifications") != {"taskIds": [task_id]}:
+        ack_params: dict[str, Any] = ack_tasks.get("params", {}) if ack_tasks else {}
+        if ack_params.get("notifications") != {"taskIds": [task_id]}:
             problems.append(f"the taskIds listen was acknowledged as {ack_tasks}")
         first_task = await _next_notification(client, "notifications/tasks")
-        polled = (await client.call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})).get("result") or {}
+        polled: dict[str, Any] = (
+            await client.call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})
+        ).get("result") or {}
         if first_task is None or _stripped(first_task["params"]) != _stripped(polled):
             problems.append(f"notifications/tasks {first_task} differs from tasks/get {polled}")
         problems += [p for p in [await approve(ctx, approval)] if p] if approval else ["the job asked no approval"]
@@ -117,7 +123,9 @@ async def listen_stdio(ctx: Context) -> CheckResult:
                 note = await _next_notification(client, "notifications/tasks")
                 if note is not None and note["params"].get("status") == "completed":
                     completed = note
-        final = (await client.call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})).get("result") or {}
+        final: dict[str, Any] = (
+            await client.call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})
+        ).get("result") or {}
         if completed is None or _stripped(completed["params"]) != _stripped(final):
             problems.append(f"no notifications/tasks equal to the completed task ({str(completed)[:200]})")
 
@@ -137,7 +145,9 @@ async def listen_stdio(ctx: Context) -> CheckResult:
             if "id" in frame or frame.get("method") == "notifications/progress":
                 continue
             expected = tasks_listen if frame.get("method") == "notifications/tasks" else listen_id
-            if (frame.get("params") or {}).get("_meta", {}).get(_SUBSCRIPTION) not in (listen_id, tasks_listen):
+            params: dict[str, Any] = frame.get("params") or {}
+            meta: dict[str, Any] = params.get("_meta", {})
+            if meta.get(_SUBSCRIPTION) not in (listen_id, tasks_listen):
                 problems.append(f"a listen frame lacks its subscription id: {str(frame)[:200]}")
             elif frame.get("method") == "notifications/tasks" and frame["params"]["_meta"][_SUBSCRIPTION] != expected:
                 problems.append("notifications/tasks came on the stream that did not ask for task ids")
@@ -194,8 +204,9 @@ async def listen_gateway(ctx: Context) -> CheckResult:
         changed = [m for _, m in messages if m.get("method") == "notifications/resources/list_changed"]
         if not changed:
             problems.append("no notifications/resources/list_changed arrived on the stream when a job appeared")
-        final = messages[-1][1] if messages else {}
-        if _SUBSCRIPTION not in ((final.get("result") or {}).get("_meta") or {}):
+        final: dict[str, Any] = messages[-1][1] if messages else {}
+        result: dict[str, Any] = final.get("result") or {}
+        if _SUBSCRIPTION not in (result.get("_meta") or {}):
             problems.append(f"the stream did not end with its final result: {str(final)[:200]}")
         if not _LISTEN_SECONDS - 5 <= lived <= _REQUEST_DEADLINE_SECONDS:
             problems.append(f"the stream lived {lived:.1f} s, expected about {_LISTEN_SECONDS:g} s (under 60 s)")
@@ -210,7 +221,7 @@ def _progress_problems(frames: list[dict[str, Any]], token: Any, where: str) -> 
     if not notes:
         last = str(frames[-1])[:200] if frames else "nothing"
         return [f"{where}: no notifications/progress for a call that ran about 5 s with a token (answer: {last})"]
-    problems = []
+    problems: list[str] = []
     if any(n["params"].get("progressToken") != token for n in notes):
         problems.append(f"{where}: a progress notification does not carry the token {token!r}")
     values = [n["params"].get("progress") for n in notes]

@@ -11,7 +11,7 @@ ENG-08). Only the command line is used, so any implementation of it can be check
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -29,12 +29,19 @@ _WAIT_SECONDS = 30.0
 _WRITE_PATH = "notebook/render.py"
 
 
-def _json(done: Completed) -> Any:
-    """The command's stdout as JSON, or None when it is not one JSON document."""
+def _json(done: Completed) -> dict[str, Any] | None:
+    """The command's stdout as a JSON object, or None when it is not one JSON object."""
     try:
-        return json.loads(done.stdout.decode("utf-8"))
+        doc = json.loads(done.stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
+    return cast("dict[str, Any]", doc) if isinstance(doc, dict) else None
+
+
+def _objects(value: object) -> list[dict[str, Any]]:
+    """The JSON objects in ``value`` when it is a list (others dropped); else []."""
+    items = cast("list[object]", value) if isinstance(value, list) else []
+    return [cast("dict[str, Any]", item) for item in items if isinstance(item, dict)]
 
 
 @check("terminal:build_rollback_why", covers=["ENG-06", "SRV-18", "SRV-19"], timeout_seconds=180)
@@ -60,7 +67,7 @@ async def build_rollback_why(ctx: Context) -> CheckResult:
             timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
         )
         doc = _json(ran)
-        task_id = str(doc.get("id", "")) if isinstance(doc, dict) else ""
+        task_id = str(doc.get("id", "")) if doc is not None else ""
         if ran.returncode != 0 or not task_id:
             return CheckResult(False, f"`run` exited {ran.returncode} without a job: {tail(ran.stderr)}")
         if target_file.read_text(encoding="utf-8") == original:
@@ -86,8 +93,8 @@ async def build_rollback_why(ctx: Context) -> CheckResult:
             timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
         )
         listed = _json(why)
-        entries = listed.get("entries") if isinstance(listed, dict) else None
-        kinds = [e.get("kind") for e in entries or [] if isinstance(e, dict) and e.get("task_id") == task_id]
+        entries = _objects(listed.get("entries")) if listed is not None else []
+        kinds = [e.get("kind") for e in entries if e.get("task_id") == task_id]
         if kinds[:2] != ["rollback", "write"]:
             problems.append(f"`why {_WRITE_PATH}` does not show the rollback then the write of {task_id}: {kinds}")
     finally:
@@ -105,9 +112,7 @@ async def _wait_approval(ctx: Context, task_id: str) -> dict[str, Any] | None:
             listed = _json(
                 await ctx.run([*ctx.target, "--json", "approvals"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
             )
-            found = [
-                a for a in (listed or {}).get("approvals", []) if isinstance(a, dict) and a.get("task_id") == task_id
-            ]
+            found = [a for a in _objects((listed or {}).get("approvals", [])) if a.get("task_id") == task_id]
             if found:
                 return found[0]
             await pause.sleep()
@@ -141,7 +146,7 @@ async def sigkill_waiting_approval(ctx: Context) -> CheckResult:
                 timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
             )
             doc = _json(submitted)
-            task_id = str(doc.get("job_id", "")) if isinstance(doc, dict) else ""
+            task_id = str(doc.get("job_id", "")) if doc is not None else ""
             if submitted.returncode != 0 or not task_id:
                 return CheckResult(False, f"`run --detach` exited {submitted.returncode}: {tail(submitted.stderr)}")
             approval = await _wait_approval(ctx, task_id)
@@ -159,13 +164,14 @@ async def sigkill_waiting_approval(ctx: Context) -> CheckResult:
             shown = _json(
                 await ctx.run([*ctx.target, "--json", "jobs", task_id], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
             )
-            status = ((shown or {}).get("job") or {}).get("status") if isinstance(shown, dict) else None
+            job: dict[str, Any] = (shown.get("job") or {}) if shown is not None else {}
+            status = job.get("status") if shown is not None else None
             if status != "interrupted":
                 problems.append(f"after the restart `jobs {task_id}` says {status!r}, not 'interrupted'")
             listed = _json(
                 await ctx.run([*ctx.target, "--json", "approvals"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
             )
-            ids = [a.get("id") for a in (listed or {}).get("approvals", []) if isinstance(a, dict)]
+            ids = [a.get("id") for a in _objects((listed or {}).get("approvals", []))]
             if approval_id in ids:
                 problems.append(f"after the restart `approvals` still lists {approval_id}")
             approved = await ctx.run([*ctx.target, "approve", approval_id], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
