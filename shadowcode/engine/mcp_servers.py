@@ -342,6 +342,8 @@ class McpRegistry:
                 continue
             if item.id in shadowed:
                 notes.append(f"MCP server {item.id} is left out: {shadowed[item.id]} has the same name and wins")
+            elif isinstance(item, DefinitionProblem) and item.id.startswith("plugin:"):
+                notes.append(f"MCP server {item.id} is left out: {item.error}")
             elif isinstance(item, DefinitionProblem):
                 notes.append(f"MCP server {item.id} is enabled but invalid; review or disable it")
             elif item.sha256 != granted:
