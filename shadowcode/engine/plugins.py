@@ -134,7 +134,7 @@ class PluginRegistry:
         with self._store.atomic():
             old = self._rows.get(name)
             if old is not None and old.digest != digest:
-                revoked = self._rows.revoke_grants(self._ids(old))
+                revoked = self._store.mcp_servers.revoke_ids(self._ids(old))
             self._rows.put(name, str(bundle.root), digest, bundle.manifest_bytes)
         return PluginChange(
             name=name,
@@ -208,7 +208,7 @@ class PluginRegistry:
         """
         row = self._row(name)
         ids = self._ids(row)
-        revoked = self._rows.revoke_grants(ids, project)
+        revoked = self._store.mcp_servers.revoke_ids(ids, project)
         if not revoked:
             raise NotFound(f"plugin {name} is not enabled for {project}")
         return PluginChange(name=name, state="disabled", digest=row.digest, servers=ids, project=str(project),
@@ -223,7 +223,7 @@ class PluginRegistry:
         row = self._row(name)
         ids = self._ids(row)
         with self._store.atomic():
-            revoked = self._rows.revoke_grants(ids)
+            revoked = self._store.mcp_servers.revoke_ids(ids)
             self._rows.remove(name)
         return PluginChange(name=name, state="revoked", digest=row.digest, servers=ids, grants_revoked=revoked)
 

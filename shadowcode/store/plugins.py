@@ -2,15 +2,14 @@
 
 A row is the reviewed snapshot of one bundle: its folder, content digest and exact manifest
 bytes. Its servers' grants live in ``mcp_grants`` under ids ``plugin:<identity>``
-(:mod:`shadowcode.store.mcp_servers`); :meth:`PluginRepository.revoke` deletes them with the
-row. Validation and policy live in :mod:`shadowcode.engine.plugins`.
+(:meth:`shadowcode.store.mcp_servers.McpServerRepository.revoke_ids` deletes them).
+Validation and policy live in :mod:`shadowcode.engine.plugins`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from shadowcode.store.database import Database
 from shadowcode.store.records import Record
@@ -30,7 +29,7 @@ class PluginRecord(Record):
 
 
 class PluginRepository:
-    """Rows of ``plugins`` and the ``mcp_grants`` rows of their servers."""
+    """Rows of ``plugins``."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -54,21 +53,6 @@ class PluginRepository:
             (name, root, digest, manifest, int(time.time())),
         )
 
-    def revoke_grants(self, definition_ids: list[str], project: Path | str | None = None) -> int:
-        """Delete the grants of these server ids in ``project`` (every project when None) with
-        their cached catalogs when every project; returns the number of grants deleted."""
-        revoked = 0
-        with self._db.atomic():
-            for def_id in definition_ids:
-                if project is None:
-                    revoked += self._db.execute("DELETE FROM mcp_grants WHERE definition_id = ?", (def_id,))
-                    self._db.execute("DELETE FROM mcp_catalogs WHERE definition_id = ?", (def_id,))
-                else:
-                    revoked += self._db.execute(
-                        "DELETE FROM mcp_grants WHERE project = ? AND definition_id = ?", (str(project), def_id)
-                    )
-        return revoked
-
     def remove(self, name: str) -> None:
-        """Forget plugin ``name`` (its grants are deleted with :meth:`revoke_grants`)."""
+        """Forget plugin ``name`` (its servers' grants are deleted by ``McpServerRepository.revoke_ids``)."""
         self._db.execute("DELETE FROM plugins WHERE name = ?", (name,))
