@@ -117,6 +117,7 @@ __all__ = [
     "SQLITE_ROWS_MAX",
     "SQLITE_VALUE_MAX_BYTES",
     "SQLITE_WORKER_REPLY_MAX_BYTES",
+    "STDIO_BATCH_MAX_MESSAGES",
     "STDIO_CONNECTION_MAX_BYTES",
     "STDIO_FRAMES_PER_SECOND_MAX",
     "STDIO_FRAME_MAX_BYTES",
@@ -137,6 +138,11 @@ __all__ = [
 STDIO_FRAME_MAX_BYTES: Final = 1024 * 1024
 """Bytes in one incoming newline-delimited JSON-RPC frame, newline excluded (SRV-25).
 A longer line is refused without being buffered whole and the connection closes."""
+
+STDIO_BATCH_MAX_MESSAGES: Final = 64
+"""Messages in one JSON-RPC batch, served only on a connection that negotiated 2025-03-26
+(SRV-01, SRV-25). A longer batch gets one invalid-request error (-32600) naming this limit,
+nothing in it is served, and the connection stays open."""
 
 STDIO_CONNECTION_MAX_BYTES: Final = 32 * 1024 * 1024
 """Bytes a stdio connection may receive over its lifetime (SRV-25)."""

@@ -35,17 +35,25 @@ def is_jsonrpc_message(line: bytes) -> bool:
         line: the raw bytes of the line.
 
     Returns:
-        True for a request, notification, result or error object with ``"jsonrpc": "2.0"``.
+        True for a request, notification, result or error object with ``"jsonrpc": "2.0"``, and
+        for a batch's answer: a non-empty array of result and error objects (JSON-RPC 2.0,
+        batch; MCP 2025-03-26 only).
     """
     try:
         obj = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return False
+    if isinstance(obj, list) and obj:
+        return all(_is_answer(member) for member in obj)
+    is_call = isinstance(obj, dict) and obj.get("jsonrpc") == "2.0" and isinstance(obj.get("method"), str)
+    return is_call or _is_answer(obj)
+
+
+def _is_answer(obj: object) -> bool:
+    """Whether ``obj`` is one JSON-RPC 2.0 result or error object."""
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
         return False
-    if isinstance(obj.get("method"), str):
-        return True
-    return "id" in obj and (("result" in obj) != ("error" in obj))
+    return "method" not in obj and "id" in obj and (("result" in obj) != ("error" in obj))
 
 
 def frames(total: int = PURITY_FRAMES) -> list[tuple[int | None, bytes]]:
