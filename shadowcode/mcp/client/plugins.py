@@ -32,7 +32,8 @@ The rules are stricter than a user's own definitions (:mod:`shadowcode.mcp.clien
   ``env_headers``); literal ``headers`` and a URL with user info, a query or a fragment are refused;
 - a remote's ``network_hosts`` must be exactly its endpoint's host (lower case, no final dot);
 - OAuth (``oauth``, ``oauth_resource``, ``scopes``) and proxies (``proxy``, ``http_proxy``,
-  ``https_proxy``, ``no_proxy``) are refused, each with its own message; a plugin cannot claim
+  ``https_proxy``, ``no_proxy``, and the same names, or ``ALL_PROXY``, as a stdio ``env``
+  variable) are refused, each with its own message; a plugin cannot claim
   ``allow_private_network``, ``lazy`` or ``always_allow_tools``.
 
 ``${PLUGIN_ROOT}`` in a command argument stands for the bundle's absolute folder. Each server
@@ -182,6 +183,8 @@ def _stdio(doc: dict[str, Any], root: Path, where: str) -> tuple[dict[str, Any],
         raise ConfigError(f"{where}: field 'env' must be an object of variable → '${{NAME}}'")
     sources: dict[str, str] = {}
     for var, value in env.items():  # pyright: ignore[reportUnknownVariableType]
+        if str(var).lower() in _PROXY_FIELDS or str(var).lower() == "all_proxy":
+            raise ConfigError(f"{where}: field 'env.{var}': a plugin's server never goes through a proxy")
         match = _ENV_REF.fullmatch(value) if isinstance(value, str) else None
         if match is None:
             raise ConfigError(

@@ -80,6 +80,8 @@ def test_a_valid_manifest_gives_definitions_under_identities() -> None:
         ({"s": REMOTE | {"scopes": ["read"]}}, {}, "cannot use MCP OAuth"),
         ({"s": REMOTE | {"https_proxy": "http://proxy:3128"}}, {}, "never goes through a proxy"),
         ({"s": STDIO | {"proxy": "http://proxy:3128"}}, {}, "never goes through a proxy"),
+        ({"s": STDIO | {"env": {"HTTPS_PROXY": "${P}"}}}, {}, "field 'env.HTTPS_PROXY': a plugin's server never"),
+        ({"s": STDIO | {"env": {"all_proxy": "${P}"}}}, {}, "never goes through a proxy"),
         ({"Bad_Name": STDIO}, {}, "the server name 'Bad_Name'"),
         ({}, {}, "at least one server"),
         ({"s": STDIO | {"command": "python3 server.py"}}, {}, "not a shell command string"),
