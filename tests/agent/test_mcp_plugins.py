@@ -6,8 +6,12 @@ Covers CW-12.
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +22,11 @@ from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.plugins import PluginRegistry
 from shadowcode.engine.projects import Project
 from shadowcode.enums import PermissionLevel, TaskMode
-from tests.support.engine import trust_workspace
+from tests.support.engine import cli_env, trust_workspace, wait_for_sync
 from tests.support.mcp_client import (
     HOSTILE,
     PY,
+    PYTHON_SDK_SERVER,
     approve_next,
     events_of,
     finished,
@@ -126,3 +131,56 @@ async def test_drift_refuses_the_next_call_before_anything_is_sent(
     assert [e.kind for e in events].count("mcp.call") == 1
     pid = next(e.data["pid"] for e in events if e.kind == "mcp.connected")
     assert group_gone(pid)
+
+
+@contextmanager
+def _sdk_http(tmp: Path) -> Iterator[str]:
+    """The Python SDK fixture over Streamable HTTP on loopback until the block ends; yields its port."""
+    out = tmp / "sdk-server.log"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [PY, str(PYTHON_SDK_SERVER), "http"],
+            env=cli_env(tmp),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=sink,
+            start_new_session=True,
+        )
+    try:
+        found = wait_for_sync(
+            lambda: proc.poll() is None and re.search(r"PORT (\d+)", out.read_text(encoding="utf-8", errors="replace")),
+            timeout=30,
+            what="the server's port",
+        )
+        yield found.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+async def test_a_plugin_remote_is_called_through_the_same_approvals_and_network_policy(
+    engine: LocalEngine, project_dir: Path, tmp_path: Path
+) -> None:
+    with _sdk_http(tmp_path) as port:
+        project = trust_workspace(engine, project_dir)
+        bundle = tmp_path / "web"
+        bundle.mkdir()
+        remote = {"url": f"http://localhost:{port}/mcp", "network_hosts": ["localhost"], "enabled_tools": ["add"]}
+        (bundle / "plugin.json").write_text(json.dumps({"name": "web", "mcp_servers": {"sdk": remote}}), "utf-8")
+        plugins = PluginRegistry(engine.state.store)
+        plugins.trust(bundle, plugins.review(bundle)["digest"])
+        plugins.enable(project.path, "web", trusted=True)
+        call = {"server": "plugin-3-web-sdk", "tool": "add", "arguments": {"a": 2, "b": 3}}
+        turns = [{"content": "s", "tool_calls": [{"name": "mcp_call", "arguments": call}]}, {"content": "finished"}]
+        scripted(engine, tmp_path, [{"match": "web", "turns": turns}])
+        async with running(engine, seconds=120) as core:
+            task_id = await _submit(core, project, "web call")
+            approval = await approve_next(core, task_id)
+            assert approval.kind == "mcp_call" and approval.action["server"] == "plugin:plugin-3-web-sdk"
+            assert (await finished(core, task_id, seconds=60)).status == "done"
+    (result,) = [json.loads(e.data["summary"]) for e in events_of(core, task_id) if e.kind == "tool.result"]
+    assert result["structured_content"] == {"total": 5}
