@@ -771,8 +771,9 @@ PLUGIN_SERVERS_MAX: Final = 8
 """MCP servers one plugin manifest may contribute; a manifest listing more is refused at review (CW-12)."""
 
 PLUGIN_BUNDLE_FILES_MAX: Final = 256
-"""Regular files one plugin bundle may hold, its manifest included: every one is part of the content
-digest taken at review and again before every dispatch; a bundle with more is refused (CW-12)."""
+"""Regular files one plugin bundle may hold, its manifest included, and sub-folders it may have:
+every file is part of the content digest taken at review and again before every dispatch; a
+bundle with more files or folders is refused (CW-12)."""
 
 PLUGIN_BUNDLE_BYTES_MAX: Final = 8 * 1024 * 1024
 """Bytes all files of one plugin bundle may add up to; a larger bundle is refused before its digest

@@ -1,8 +1,8 @@
 """Reading a plugin bundle: its manifest and the content digest of every file in it (CW-12).
 
 A bundle is a folder; every regular file beneath it (sub-folders included, hidden files
-included) is part of its content digest, at most PLUGIN_BUNDLE_FILES_MAX files and
-PLUGIN_BUNDLE_BYTES_MAX bytes together. A symbolic link, a FIFO, a socket or a device anywhere in
+included) is part of its content digest, at most PLUGIN_BUNDLE_FILES_MAX files (in at most as
+many sub-folders) and PLUGIN_BUNDLE_BYTES_MAX bytes together. A symbolic link, a FIFO, a socket or a device anywhere in
 the bundle refuses it: what was reviewed must be what runs. The digest is the SHA-256 of, for
 each file in path order, its relative path, a NUL, the hex SHA-256 of its bytes and a newline;
 so renaming, adding, removing or editing any file changes it. Files are read through
@@ -47,21 +47,30 @@ class Bundle:
 
 
 def _walk(root: Path) -> list[tuple[str, Path]]:
+    """Every regular file beneath ``root`` as ``(relative path, path)``, in path order; at most
+    PLUGIN_BUNDLE_FILES_MAX files and as many folders (CW-12)."""
     found: list[tuple[str, Path]] = []
     stack = [root]
+    folders = 0
     while stack:
         folder = stack.pop()
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as listing:
+                entries = [(e.path, e.stat(follow_symlinks=False).st_mode) for e in listing]
         except OSError as exc:
             raise ConfigError(f"{folder}: the bundle cannot be read ({exc.strerror})") from exc
-        for entry in entries:
-            rel = Path(entry.path).relative_to(root).as_posix()
-            mode = entry.stat(follow_symlinks=False).st_mode
+        for path, mode in entries:
+            rel = Path(path).relative_to(root).as_posix()
             if stat.S_ISDIR(mode):
-                stack.append(Path(entry.path))
+                folders += 1
+                if folders > PLUGIN_BUNDLE_FILES_MAX:
+                    raise ConfigError(
+                        f"{root}: the bundle holds more than {PLUGIN_BUNDLE_FILES_MAX} folders; the limit is "
+                        f"{PLUGIN_BUNDLE_FILES_MAX}"
+                    )
+                stack.append(Path(path))
             elif stat.S_ISREG(mode):
-                found.append((rel, Path(entry.path)))
+                found.append((rel, Path(path)))
                 if len(found) > PLUGIN_BUNDLE_FILES_MAX:
                     raise ConfigError(
                         f"{root}: the bundle holds more than {PLUGIN_BUNDLE_FILES_MAX} files; the limit is "

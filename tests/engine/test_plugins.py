@@ -203,6 +203,16 @@ def test_bundle_file_count_limit(tmp_path: Path) -> None:
         read_bundle(bundle)
 
 
+def test_bundle_folder_count_limit(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path / "b")
+    for i in range(PLUGIN_BUNDLE_FILES_MAX):
+        (bundle / f"d{i}").mkdir()
+    assert read_bundle(bundle).files == 2
+    (bundle / "d0" / "one-more").mkdir()
+    with pytest.raises(ConfigError, match=f"more than {PLUGIN_BUNDLE_FILES_MAX} folders"):
+        read_bundle(bundle)
+
+
 def test_bundle_byte_limit(tmp_path: Path) -> None:
     bundle = _bundle(tmp_path / "b")
     used = sum(p.stat().st_size for p in bundle.iterdir())
