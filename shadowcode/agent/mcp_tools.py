@@ -38,7 +38,8 @@ submitted and lives exactly as long as the task's turn loop:
   connection whose revalidation failed is lost like a failed one.
 - The resource and prompt helpers (CW-06) live in :mod:`shadowcode.agent.mcp_helpers`.
 - Plugin servers (CW-12) go through all of the above. Before each dispatch (before the
-  approval, after it, and before a start) their plugin must still be trusted and enabled at the
+  approval, after it, before a start, and before their tool list or resources are shown) their
+  plugin must still be trusted and enabled at the
   task's digest and the bundle, hashed again, still hold that content; otherwise the server is
   withdrawn (its connection closed, which cancels a call in flight and stops its process group;
   ``mcp.plugin_withdrawn``) and the call refused before anything is sent. While a task runs, the
@@ -401,6 +402,8 @@ class TaskServers(ResourcePromptTools):
             if not args.get("server"):
                 return list_servers(list(self._servers.values()))
             server = self._server(str(args["server"]))
+            if server.definition.scope == "plugin":
+                self._recheck(server)  # a catalogue boundary: a plugin's server is checked again (CW-12)
             if server.tools is None and server.unavailable is None:
                 await self._ensure(server)  # its tool list is asked for: start a lazy one, wait for a booting one
                 self.refresh()
@@ -442,7 +445,10 @@ class TaskServers(ResourcePromptTools):
             for server in self._servers.values():
                 if server.definition.scope != "plugin" or server.definition.id in self._withdrawn:
                     continue
-                problem = self.plugins.plugin_problem(self.project, server.definition, check_bundle=False)
+                try:
+                    problem = self.plugins.plugin_problem(self.project, server.definition, check_bundle=False)
+                except ShadowcodeError:
+                    continue  # the store is busy: look again next time; every dispatch checks anyway
                 if problem is not None:
                     self._withdraw(server, problem)
 
