@@ -30,7 +30,7 @@ import httpx2
 
 from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
 from conformance.context import Context
-from conformance.processes import drain, tail
+from conformance.processes import announced_port, drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
@@ -111,16 +111,11 @@ async def sign_in(ctx: Context) -> CheckResult:
     out = bytearray()
     server = ctx.repo_root / "fixtures/servers/oauth_server.py"
     async with ctx.spawn([helper_python(), str(server)]) as proc, anyio.create_task_group() as tg:
-        tg.start_soon(drain, proc.stdout, out)
-        tg.start_soon(drain, proc.stderr, bytearray())
-        with anyio.move_on_after(60):
-            while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                await anyio.sleep(0.05)
-        found = re.search(rb"PORT (\d+)", out)
-        if found is None:
+        port = await announced_port(proc, tg, out, 60)
+        if port is None:
             tg.cancel_scope.cancel()
             return CheckResult(False, f"the OAuth fixture did not start: {tail(out)}")
-        origin = f"http://127.0.0.1:{found.group(1).decode()}"
+        origin = f"http://127.0.0.1:{port}"
         try:
             with anyio.fail_after(60):
                 while True:
