@@ -749,3 +749,37 @@ CLI_SHOWN_TEXT_MAX_CHARS: Final = 2000
 description, an error, one line of an answer or of command output) that a plain-text CLI view
 shows on one line, its control characters already made visible; a longer one is cut and ends
 in ``…``. ``--json`` output keeps every string whole (CW-04)."""
+
+# -- plugin bundles that contribute MCP servers (CW-12) --------------------------------------
+
+__all__ = sorted(  # noqa: PLE0605 - appended like the lists above
+    __all__
+    + [
+        "PLUGIN_BUNDLE_BYTES_MAX",
+        "PLUGIN_BUNDLE_FILES_MAX",
+        "PLUGIN_NAME_MAX_BYTES",
+        "PLUGIN_SERVERS_MAX",
+        "PLUGIN_WATCH_INTERVAL_SECONDS",
+    ]
+)
+
+PLUGIN_NAME_MAX_BYTES: Final = 32
+"""Bytes of a plugin's name, and of each server name in its manifest; a longer one is refused at
+review, naming the field (CW-12)."""
+
+PLUGIN_SERVERS_MAX: Final = 8
+"""MCP servers one plugin manifest may contribute; a manifest listing more is refused at review (CW-12)."""
+
+PLUGIN_BUNDLE_FILES_MAX: Final = 256
+"""Regular files one plugin bundle may hold, its manifest included, and sub-folders it may have:
+every file is part of the content digest taken at review and again before every dispatch; a
+bundle with more files or folders is refused (CW-12)."""
+
+PLUGIN_BUNDLE_BYTES_MAX: Final = 8 * 1024 * 1024
+"""Bytes all files of one plugin bundle may add up to; a larger bundle is refused before its digest
+is finished (CW-12)."""
+
+PLUGIN_WATCH_INTERVAL_SECONDS: Final = 0.5
+"""Seconds between two looks of a running Build task at the trust and grants of its plugins'
+servers: a disable or revoke withdraws the server (its call in flight cancelled, its process
+stopped) within this time, without waiting for the task's next call (CW-12)."""

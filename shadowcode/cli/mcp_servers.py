@@ -73,6 +73,10 @@ def _catalog_text(doc: McpCatalog) -> str:
             lines.append(f"      {visible(what)}")
         if server.get("env_names"):
             lines.append(f"      env: {visible(', '.join(server['env_names']))}")
+        if server.get("plugin"):
+            lines.append(f"      from plugin {visible(server['plugin'])}")
+        if server.get("shadowed_by"):
+            lines.append(f"      left out of tasks: {visible(server['shadowed_by'])} has the same name")
     return "\n".join(lines)
 
 
