@@ -202,7 +202,7 @@ async def _first_turn_of(ctx: Context, host: _Host) -> CheckResult:
             env = _host_env(ctx, **_OFFLINE, **launch.env)
             env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), PWD=str(ctx.project))
             env.pop("SHADOWCODE_HOME", None)  # only the printed entry may carry the profile
-            argv = [str(ctx.repo_root / "node_probes" / "node_modules" / ".bin" / host.binary), *launch.argv]
+            argv = [str(binary), *launch.argv]
             started = time.monotonic()
             run = await _run_host(ctx, argv, env)
         left = await _outliving(f"HOME={home}")
@@ -348,7 +348,7 @@ async def _continue(ctx: Context, run: _Run, printed: str) -> _Launch | str:
     ]
     config = run.home / "continue.yaml"
     _write(config, yaml.safe_dump(document, sort_keys=False))
-    return _Launch(["-p", _PROMPT, "--config", str(config), "--auto"], {})
+    return _Launch(["-p", _PROMPT, "--config", str(config)], {})
 
 
 _HOSTS = {
@@ -393,5 +393,5 @@ async def kilo_first_turn(ctx: Context) -> CheckResult:
 
 @check("hosts_headless:continue_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=_TIMEOUT_SECONDS)
 async def continue_first_turn(ctx: Context) -> CheckResult:
-    """``cn -p --auto`` with the printed YAML as its config: 17 tools, ``shadow_status`` answered."""
+    """``cn -p`` with the printed YAML as its config: 17 tools, ``shadow_status`` answered."""
     return await _first_turn_of(ctx, _HOSTS["continue"])

@@ -460,3 +460,21 @@ def test_the_other_hosts_are_not_run_against_a_target_that_is_no_archive(tmp_pat
     (kilo,) = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["checks"]
     assert kilo["status"] == "not_run" and "packaged archive" in kilo["detail"], kilo
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.req("REG-08")
+def test_the_sweep_finds_a_process_that_left_the_hosts_group_and_spares_none_that_ended(tmp_path: Path) -> None:
+    from conformance.checks.hosts_headless import _outliving
+
+    marker = f"HOME={tmp_path / 'host home'}"
+    env = {**os.environ, "HOME": str(tmp_path / "host home")}
+    ended = subprocess.Popen([sys.executable, "-c", "pass"], env=env)
+    ended.wait(timeout=30)
+    assert anyio.run(_outliving, marker) == []
+    escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
+    try:
+        assert anyio.run(_outliving, marker) == [escaped.pid]
+        assert escaped.wait(timeout=30) == -9
+    finally:
+        escaped.kill()
+        escaped.wait(timeout=30)
