@@ -131,6 +131,7 @@ class _Run:
 
 
 Prepare = Callable[[Context, _Run, str], Awaitable["_Launch | str"]]
+"""Write a host's files for one run from the printed text; its command line, or a problem sentence."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,9 @@ class _Launch:
 
 @dataclass(frozen=True)
 class _Host:
+    """One host: its name, its ``--client``, its program in ``node_probes/node_modules/.bin``,
+    its wire (``gemini`` or ``chat``) and what writes its files for one run."""
+
     label: str
     client: str
     binary: str
