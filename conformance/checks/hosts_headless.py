@@ -3,10 +3,11 @@
 The same question as :mod:`conformance.checks.hosts` asks of Codex and Claude Code, put to
 every other host pinned in ``node_probes`` that runs headless on Linux with loopback only.
 Each check trusts the sample project, prints ``<target> mcp register --client HOST`` and gives
-the host that text exactly as printed, in the file the host reads it from; it writes beside it
-only what points the host at the scripted model (:mod:`conformance.scripted_model`, speaking
-the host's wire: Gemini ``generateContent`` or OpenAI Chat Completions) and what the printed
-line on stderr says the host asks of its user (trust, approval mode). Then it runs the host's
+the host that text exactly as printed, in the file the host reads it from (Continue CLI's one
+``--config`` file gets a ``models`` item added); what points the host at the scripted model
+(:mod:`conformance.scripted_model`, speaking the host's wire: Gemini ``generateContent`` or
+OpenAI Chat Completions) and what the printed line on stderr says the host asks of its user
+(trust, approval mode) go in the host's other settings, flags and environment. Then it runs the host's
 headless mode from the project folder with a private ``HOME``, no ``SHADOWCODE_HOME`` and
 every proxy at a closed port, and passes when:
 
@@ -282,13 +283,11 @@ async def _gemini(ctx: Context, run: _Run, printed: str) -> _Launch | str:
 
 
 async def _qwen(ctx: Context, run: _Run, printed: str) -> _Launch | str:
-    """The printed document as the user file ~/.qwen/settings.json, with an OpenAI-compatible model beside it."""
-    document = json.loads(printed)
-    document["security"] = {"auth": {"selectedType": "openai"}}
-    document["model"] = {"name": _MODEL}
-    _write(run.home / ".qwen" / "settings.json", json.dumps(document, indent=2))
+    """The printed document as the user file ~/.qwen/settings.json; an OpenAI-compatible model from the command line."""
+    _write(run.home / ".qwen" / "settings.json", printed)
     env = {"OPENAI_API_KEY": _KEY, "OPENAI_BASE_URL": f"{run.url}/v1", "OPENAI_MODEL": _MODEL}
-    return _Launch([_PROMPT, "--approval-mode", "yolo", "--output-format", "json"], env)
+    argv = [_PROMPT, "--approval-mode", "yolo", "--output-format", "json", "--auth-type", "openai", "--model", _MODEL]
+    return _Launch(argv, env)
 
 
 async def _cline(ctx: Context, run: _Run, printed: str) -> _Launch | str:
@@ -321,20 +320,22 @@ _QUIET = (
 
 def _opencode_like(config: str, prefix: str) -> Prepare:
     async def prepare(ctx: Context, run: _Run, printed: str) -> _Launch | str:
-        """The printed document as the project's config, with an OpenAI-compatible provider beside it."""
-        document = json.loads(printed)
-        document["provider"] = {
-            "scripted": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Scripted",
-                "options": {"baseURL": f"{run.url}/v1", "apiKey": _KEY},
-                "models": {_MODEL: {"name": _MODEL}},
-            }
+        """The printed document as the project's config; an OpenAI-compatible provider in the user config."""
+        _write(ctx.project / config, printed)
+        user = {
+            "provider": {
+                "scripted": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Scripted",
+                    "options": {"baseURL": f"{run.url}/v1", "apiKey": _KEY},
+                    "models": {_MODEL: {"name": _MODEL}},
+                }
+            },
+            "model": f"scripted/{_MODEL}",
+            "autoupdate": False,
+            "share": "disabled",
         }
-        document["model"] = f"scripted/{_MODEL}"
-        document["autoupdate"] = False
-        document["share"] = "disabled"
-        _write(ctx.project / config, json.dumps(document, indent=2))
+        _write(run.home / ".config" / prefix.lower() / config, json.dumps(user, indent=2))
         return _Launch(["run", _PROMPT], {f"{prefix}_DISABLE_{what}": "1" for what in _QUIET})
 
     return prepare
