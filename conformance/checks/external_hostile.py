@@ -36,13 +36,12 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import httpx2
 
-from conformance.checks.external_oauth import _browser, _control
+from conformance.checks.external_oauth import FixtureDidNotStart, _browser, _control, oauth_fixture
 from conformance.checks.external_servers import _cli, _enable, _model, _register, _result, _run_task, _trust, _turns
 from conformance.context import Context
 from conformance.loopback_http import read_request
-from conformance.processes import announced_port, drain, tail
+from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
@@ -96,33 +95,20 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
     """Sign-in bombs are refused under 100 MiB; without metadata nothing goes to a guessed endpoint."""
     problems: list[str] = []
     peaks: dict[str, float] = {}
-    out = bytearray()
-    server = ctx.repo_root / "fixtures/servers/oauth_server.py"
-    async with ctx.spawn([helper_python(), str(server)]) as proc, anyio.create_task_group() as tg:
-        port = await announced_port(proc, tg, out, 60)
-        if port is None:
-            tg.cancel_scope.cancel()
-            return CheckResult(False, f"the OAuth fixture did not start: {tail(out)}")
-        origin = f"http://127.0.0.1:{port}"
-        try:
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        await _control(origin)
-                        break
-                    except (OSError, httpx2.HTTPError):  # the fixture may print its port before it listens
-                        await anyio.sleep(0.1)
-            await _trust(ctx, ctx.project)
-            server_id = await _register(
-                ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
-            )
-        except (RuntimeError, TimeoutError, OSError) as exc:
-            tg.cancel_scope.cancel()
-            return CheckResult(False, f"set-up failed: {exc}")
-        if server_id is not None:
-            await _bombs(ctx, origin, peaks, problems)
-            await _guessed(ctx, origin, problems)
-        tg.cancel_scope.cancel()
+    try:
+        async with oauth_fixture(ctx) as origin:
+            try:
+                await _trust(ctx, ctx.project)
+                server_id = await _register(
+                    ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
+                )
+            except (RuntimeError, TimeoutError, OSError) as exc:
+                return CheckResult(False, f"set-up failed: {exc}")
+            if server_id is not None:
+                await _bombs(ctx, origin, peaks, problems)
+                await _guessed(ctx, origin, problems)
+    except FixtureDidNotStart as exc:
+        return CheckResult(False, str(exc))
     shown = ", ".join(f"{case} {mib:.0f} MiB" for case, mib in peaks.items())
     return _result(
         problems,
