@@ -9,6 +9,7 @@ helpers that left the group.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -19,7 +20,7 @@ from subprocess import PIPE
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream, Process, TaskGroup
 
 from conformance.limits import (
     CLEANUP_WAIT_SECONDS,
@@ -28,7 +29,17 @@ from conformance.limits import (
     STDERR_TAIL_CHARS,
 )
 
-__all__ = ["Completed", "drain", "kill_group", "kill_marked", "run_command", "spawn", "start_process", "tail"]
+__all__ = [
+    "Completed",
+    "announced_port",
+    "drain",
+    "kill_group",
+    "kill_marked",
+    "run_command",
+    "spawn",
+    "start_process",
+    "tail",
+]
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,10 @@ def kill_marked(marker: str) -> list[int]:
     return killed
 
 
+_PORT_LINE = re.compile(rb"PORT (\d+)")
+"""The line a fixture server prints once it listens."""
+
+
 async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = COMMAND_OUTPUT_MAX_BYTES) -> None:
     """Read ``stream`` to its end, keeping at most ``limit`` bytes in ``sink``."""
     if stream is None:
@@ -134,6 +149,30 @@ async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = 
             room = limit - len(sink)
             if room > 0:
                 sink.extend(chunk[:room])
+
+
+async def announced_port(proc: Process, tg: TaskGroup, out: bytearray, seconds: float = 30.0) -> int | None:
+    """The port a fixture server announces with a ``PORT <n>`` line on its stdout.
+
+    Drains the process's stdout into ``out`` and its stderr away, as tasks of ``tg``, for as
+    long as ``tg`` lives; the caller cancels ``tg`` when it is done with the server.
+
+    Args:
+        proc: the fixture server, started with piped stdout and stderr.
+        tg: the task group the drains run in.
+        out: receives stdout (bounded like :func:`drain`); its tail explains a failed start.
+        seconds: how long to wait for the line.
+
+    Returns:
+        The port, or None when the process ended or said nothing within ``seconds``.
+    """
+    tg.start_soon(drain, proc.stdout, out)
+    tg.start_soon(drain, proc.stderr, bytearray())
+    with anyio.move_on_after(seconds):
+        while not _PORT_LINE.search(out) and proc.returncode is None:
+            await anyio.sleep(0.05)
+    found = _PORT_LINE.search(out)
+    return int(found.group(1)) if found is not None else None
 
 
 async def run_command(

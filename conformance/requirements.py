@@ -134,6 +134,7 @@ _ROWS: Final[tuple[tuple[str, str], ...]] = (
     ("CW-09", "Skills from MCP servers: only verifiable entries are kept; file reads are checked by size and digest."),
     ("CW-10", "Session boot: servers start in the background without holding the first turn; lazy ones when needed."),
     ("CW-11", "Private-network authority: a name resolving to a non-public address needs allow_private_network."),
+    ("CW-12", "Plugin bundles contribute reviewed MCP servers; drift, disable or revoke withdraw them."),
 )
 
 REQUIREMENTS: Final[tuple[Requirement, ...]] = tuple(Requirement(i, s) for i, s in _ROWS)
@@ -144,6 +145,6 @@ def requirement_ids() -> list[str]:
     """Every requirement id in report order.
 
     Returns:
-        A list of strings such as ``["ENG-01", ..., "CW-11"]``.
+        A list of strings such as ``["ENG-01", ..., "CW-12"]``.
     """
     return [r.id for r in REQUIREMENTS]

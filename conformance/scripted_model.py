@@ -14,6 +14,14 @@ hosts speak:
   (``POST /v1/messages``): ``message_start``, one content block after another
   (``content_block_start``, a delta, ``content_block_stop``), ``message_delta`` with the
   stop reason, ``message_stop``; plain JSON when the request did not ask for a stream.
+* :func:`chat_reply`: OpenAI Chat Completions as Qwen Code, Cline, opencode, Kilo and
+  Continue call it with an OpenAI-compatible base URL (``POST {base}/chat/completions``):
+  ``chat.completion.chunk`` events, the last with the finish reason, then usage and
+  ``data: [DONE]``; one ``chat.completion`` JSON object when the request did not ask for a
+  stream.
+* :func:`gemini_reply`: the Gemini API as Gemini CLI calls it (``POST
+  /v1beta/models/MODEL:streamGenerateContent?alt=sse`` or ``:generateContent``): one
+  ``GenerateContentResponse`` as a single ``data:`` event, or as plain JSON.
 
 HTTP/1.1 is parsed with h11. Every wait is bounded: a connection idle for
 ``CONNECTION_IDLE_SECONDS`` is closed, a body over ``REQUEST_BODY_MAX_BYTES`` is refused with
@@ -41,6 +49,8 @@ __all__ = [
     "ModelRequest",
     "Reply",
     "ScriptedModel",
+    "chat_reply",
+    "gemini_reply",
     "messages_reply",
     "responses_reply",
     "scripted_model",
@@ -179,6 +189,68 @@ def messages_reply(request: ModelRequest, message_id: str, content: Sequence[Map
     events.append({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage})
     events.append({"type": "message_stop"})
     return Reply(200, "text/event-stream", sse(events))
+
+
+def chat_reply(
+    request: ModelRequest, completion_id: str, text: str = "", calls: Sequence[Mapping[str, Any]] = ()
+) -> Reply:
+    """An OpenAI Chat Completions answer: ``text``, or the function ``calls``, streamed when the request asked.
+
+    Args:
+        request: the request answered (its ``stream`` and ``model`` fields shape the reply).
+        completion_id: the completion id.
+        text: the assistant's text (ignored when ``calls`` is given).
+        calls: ``{"id": ..., "name": ..., "arguments": "{}"}`` function calls; any makes the
+            finish reason ``tool_calls``, else ``stop``.
+    """
+    given: object = request.body
+    body = cast("dict[str, Any]", given) if isinstance(given, dict) else {}
+    model = str(body.get("model") or "scripted")
+    tool_calls = [
+        {"index": i, "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+        for i, c in enumerate(calls)
+    ]
+    finish = "tool_calls" if tool_calls else "stop"
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    head = {"id": completion_id, "created": int(time.time()), "model": model}
+    if not body.get("stream"):
+        message: dict[str, Any] = {"role": "assistant", "content": None if tool_calls else text}
+        if tool_calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in tool_calls]
+        whole = {
+            **head,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        return Reply(200, "application/json", json.dumps({**whole, "usage": usage}).encode())
+    delta: dict[str, Any] = (
+        {"role": "assistant", "tool_calls": tool_calls} if tool_calls else {"role": "assistant", "content": text}
+    )
+    chunks: list[dict[str, Any]] = [
+        {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**head, "object": "chat.completion.chunk", "choices": [], "usage": usage},
+    ]
+    events = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+    return Reply(200, "text/event-stream", events + b"data: [DONE]\n\n")
+
+
+def gemini_reply(request: ModelRequest, parts: Sequence[Mapping[str, Any]]) -> Reply:
+    """A Gemini API ``GenerateContentResponse`` with ``parts``, as SSE for ``streamGenerateContent``.
+
+    Args:
+        request: the request answered (a path with ``:streamGenerateContent`` gets one
+            ``data:`` event; ``:generateContent`` gets the JSON object).
+        parts: ``{"text": ...}`` or ``{"functionCall": {"name": ..., "args": {...}}}`` parts.
+    """
+    response = {
+        "candidates": [{"content": {"role": "model", "parts": list(parts)}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "modelVersion": "scripted",
+    }
+    if ":streamGenerateContent" in request.path:
+        return Reply(200, "text/event-stream", f"data: {json.dumps(response)}\n\n".encode())
+    return Reply(200, "application/json", json.dumps(response).encode())
 
 
 @asynccontextmanager

@@ -117,6 +117,7 @@ __all__ = [
     "SQLITE_ROWS_MAX",
     "SQLITE_VALUE_MAX_BYTES",
     "SQLITE_WORKER_REPLY_MAX_BYTES",
+    "STDIO_BATCH_MAX_MESSAGES",
     "STDIO_CONNECTION_MAX_BYTES",
     "STDIO_FRAMES_PER_SECOND_MAX",
     "STDIO_FRAME_MAX_BYTES",
@@ -137,6 +138,11 @@ __all__ = [
 STDIO_FRAME_MAX_BYTES: Final = 1024 * 1024
 """Bytes in one incoming newline-delimited JSON-RPC frame, newline excluded (SRV-25).
 A longer line is refused without being buffered whole and the connection closes."""
+
+STDIO_BATCH_MAX_MESSAGES: Final = 64
+"""Messages in one JSON-RPC batch, served only on a connection that negotiated 2025-03-26
+(SRV-01, SRV-25). A longer batch gets one invalid-request error (-32600) naming this limit,
+nothing in it is served, and the connection stays open."""
 
 STDIO_CONNECTION_MAX_BYTES: Final = 32 * 1024 * 1024
 """Bytes a stdio connection may receive over its lifetime (SRV-25)."""
@@ -730,3 +736,34 @@ CLI_SHOWN_TEXT_MAX_CHARS: Final = 2000
 description, an error, one line of an answer or of command output) that a plain-text CLI view
 shows on one line, its control characters already made visible; a longer one is cut and ends
 in ``…``. ``--json`` output keeps every string whole (CW-04)."""
+
+# -- plugin bundles that contribute MCP servers (CW-12) --------------------------------------
+
+__all__ += [  # appended like the lists above
+    "PLUGIN_BUNDLE_BYTES_MAX",
+    "PLUGIN_BUNDLE_FILES_MAX",
+    "PLUGIN_NAME_MAX_BYTES",
+    "PLUGIN_SERVERS_MAX",
+    "PLUGIN_WATCH_INTERVAL_SECONDS",
+]
+
+PLUGIN_NAME_MAX_BYTES: Final = 32
+"""Bytes of a plugin's name, and of each server name in its manifest; a longer one is refused at
+review, naming the field (CW-12)."""
+
+PLUGIN_SERVERS_MAX: Final = 8
+"""MCP servers one plugin manifest may contribute; a manifest listing more is refused at review (CW-12)."""
+
+PLUGIN_BUNDLE_FILES_MAX: Final = 256
+"""Regular files one plugin bundle may hold, its manifest included, and sub-folders it may have:
+every file is part of the content digest taken at review and again before every dispatch; a
+bundle with more files or folders is refused (CW-12)."""
+
+PLUGIN_BUNDLE_BYTES_MAX: Final = 8 * 1024 * 1024
+"""Bytes all files of one plugin bundle may add up to; a larger bundle is refused before its digest
+is finished (CW-12)."""
+
+PLUGIN_WATCH_INTERVAL_SECONDS: Final = 0.5
+"""Seconds between two looks of a running Build task at the trust and grants of its plugins'
+servers: a disable or revoke withdraws the server (its call in flight cancelled, its process
+stopped) within this time, without waiting for the task's next call (CW-12)."""

@@ -60,7 +60,6 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.mcp.register", "mcp.register"),
     ("shadowcode.mcp.host_entries", "mcp.register"),
     ("shadowcode.mcp.client", "mcp.client"),
-    ("shadowcode.mcp.shared", "mcp.client"),
     ("shadowcode.cli", "cli"),
     ("shadowcode.agent", "agent"),
     ("shadowcode.project", "project"),

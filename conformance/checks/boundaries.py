@@ -26,17 +26,17 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from conformance.checks.delegation import McpSession, configure_model
-from conformance.context import LEGACY_REVISIONS, Context
-from conformance.processes import drain, tail
+from conformance.checks.delegation import McpSession, configure_model, open_session
+from conformance.context import Context
+from conformance.processes import tail
 from conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -61,25 +61,9 @@ _EDGE_DB = "data/edges.db"
 # --- helpers ----------------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def serve(ctx: Context, workspace: Path, *flags: str) -> AsyncGenerator[McpSession, None]:
+def serve(ctx: Context, workspace: Path, *flags: str) -> AbstractAsyncContextManager[McpSession]:
     """``<target> --workspace W mcp serve FLAGS`` after an ``initialize`` handshake, spoken to line by line."""
-    stderr = bytearray()
-    async with ctx.spawn(ctx.target_argv("mcp", "serve", *flags, workspace=workspace)) as proc:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drain, proc.stderr, stderr)
-            session = McpSession(proc, stderr)
-            info = {"name": "conformance-boundaries", "version": "1"}
-            init = {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}, "clientInfo": info}
-            try:
-                await session.request("initialize", init)
-                assert proc.stdin is not None
-                await proc.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-                yield session
-            finally:
-                await session.close_stdin()
-                await session.wait_exit(5.0)
-                tg.cancel_scope.cancel()
+    return open_session(ctx, *flags, workspace=workspace)
 
 
 async def call_raw(s: McpSession, tool: str, arguments: Mapping[str, Any]) -> tuple[bool, str, dict[str, Any]]:

@@ -23,7 +23,6 @@ The target is driven only through its command line, as in :mod:`conformance.chec
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from conformance.checks.external_servers import (
     _turns,
 )
 from conformance.context import Context
-from conformance.processes import drain, tail
+from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
@@ -174,16 +173,11 @@ async def timeouts(ctx: Context) -> CheckResult:
         _leftovers(events, [], problems)
         out = bytearray()
         async with ctx.spawn([_PY, str(server), "http", str(ctx.scratch)]) as proc, anyio.create_task_group() as tg:
-            tg.start_soon(drain, proc.stdout, out)
-            tg.start_soon(drain, proc.stderr, bytearray())
-            with anyio.move_on_after(30):
-                while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                    await anyio.sleep(0.05)
-            found = re.search(rb"PORT (\d+)", out)
-            if found is None:
+            port = await announced_port(proc, tg, out)
+            if port is None:
                 problems.append(f"the HTTP slow server did not start: {tail(out)}")
             else:
-                url = f"http://127.0.0.1:{found.group(1).decode()}/mcp"
+                url = f"http://127.0.0.1:{port}/mcp"
                 definition = {"name": "slowweb", "url": url, "call_timeout": 2, "timeout_sec": 60}
                 await _slow_task(ctx, "http", definition, ctx.scratch / "calls.log", problems)
             tg.cancel_scope.cancel()

@@ -236,14 +236,22 @@ class McpSession:
 
 
 @asynccontextmanager
-async def open_session(ctx: Context, *flags: str) -> AsyncGenerator[McpSession, None]:
-    """``<target> --workspace P mcp serve FLAGS`` after an ``initialize`` handshake (SRV-03).
+async def open_session(
+    ctx: Context, *flags: str, workspace: Path | None = None
+) -> AsyncGenerator[McpSession, None]:
+    """``<target> --workspace W mcp serve FLAGS`` after an ``initialize`` handshake (SRV-03).
+
+    Args:
+        ctx: the run's context.
+        flags: ``mcp serve`` flags.
+        workspace: the project to serve (default: the sample project).
 
     Raises:
         TimeoutError: the server did not answer the handshake in time.
     """
     stderr = bytearray()
-    async with ctx.spawn(ctx.serve_argv(*flags)) as proc, anyio.create_task_group() as tg:
+    argv = ctx.target_argv("mcp", "serve", *flags, workspace=workspace)
+    async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
         tg.start_soon(drain, proc.stderr, stderr)
         session = McpSession(proc, stderr)
         info = {"name": "conformance-delegation", "version": "1"}
@@ -564,11 +572,22 @@ async def pending_approval(ctx: Context, job_id: str) -> str:
     return next((str(a["id"]) for a in found if isinstance(a, dict) and a.get("task_id") == job_id), "")
 
 
-async def _detached_task(ctx: Context, problems: list[str]) -> tuple[str, str]:
-    """``run --detach`` a task and wait until it waits for approval; ``(job id, approval id)``."""
+async def detached_task(
+    ctx: Context, goal: str, problems: list[str], seconds: float = _WAIT_SECONDS
+) -> tuple[str, str]:
+    """``run --detach GOAL`` and wait until the task asks for approval.
+
+    Args:
+        ctx: the run's context.
+        goal: the task's goal (the scripted model picks its script by it).
+        problems: receives what went wrong.
+        seconds: how long to wait for the approval.
+
+    Returns:
+        ``(job id, approval id)``; either is "" when it did not come (a problem says why).
+    """
     detached = await ctx.run(
-        ctx.target_argv("--json", "run", "--detach", "conformance detached: look around, then run a command"),
-        timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
+        ctx.target_argv("--json", "run", "--detach", goal), timeout_seconds=_COMMAND_TIMEOUT_SECONDS
     )
     try:
         job_id = str(json.loads(detached.stdout.decode("utf-8"))["job_id"])
@@ -578,11 +597,11 @@ async def _detached_task(ctx: Context, problems: list[str]) -> tuple[str, str]:
         return "", ""
     approval = ""
     pause = Backoff()
-    with anyio.move_on_after(_WAIT_SECONDS):
+    with anyio.move_on_after(seconds):
         while not (approval := await pending_approval(ctx, job_id)):
             await pause.sleep()
     if not approval:
-        problems.append(f"the detached job {job_id} did not ask for approval within {_WAIT_SECONDS:g} s")
+        problems.append(f"the detached job {job_id} did not ask for approval within {seconds:g} s")
     return job_id, approval
 
 
@@ -609,7 +628,9 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
         async with headless_engine(ctx, problems) as engine:
             if engine is None:
                 return _result(problems, "")
-            job_id, approval = await _detached_task(ctx, problems)
+            job_id, approval = await detached_task(
+                ctx, "conformance detached: look around, then run a command", problems
+            )
             if not approval:
                 return _result(problems, "")
             await _sleep_task_then_eof(ctx, problems, "attached to the engine")

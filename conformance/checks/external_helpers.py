@@ -23,15 +23,13 @@ every approval must name exactly the expected kind and action (``mcp_call``,
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import anyio
 
-from conformance.checks.external_servers import _cli, _json, _leftovers, _model, _register, _trust, _turns
+from conformance.checks.external_servers import _cli, _leftovers, _model, _register, _run_task, _trust, _turns
 from conformance.context import Context
-from conformance.polling import Backoff
-from conformance.processes import drain, tail
+from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
@@ -49,47 +47,12 @@ def _outcome(problems: list[str], success: str) -> CheckResult:
 async def _task(
     ctx: Context, prompt: str, expected: list[tuple[str, dict[str, Any]]], problems: list[str]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run a Build task in the foreground, approving exactly ``expected`` (kind, action) pairs in order."""
-    out = bytearray()
-    approved = 0
-    argv = ctx.target_argv("--json", "run", "--level", "workspace", prompt, workspace=ctx.project)
-    with anyio.move_on_after(min(_TASK_SECONDS, ctx.remaining())) as scope:
-        async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
-            tg.start_soon(drain, proc.stdout, out)
-            tg.start_soon(drain, proc.stderr, bytearray())
-            pause = Backoff()
-            while proc.returncode is None:
-                pending = (await _json(ctx, "approvals", workspace=ctx.project))["approvals"]
-                if pending:
-                    pause.reset()
-                for approval in pending:
-                    want = expected[approved] if approved < len(expected) else None
-                    decision = "approve"
-                    if want is None or (approval["kind"], approval["action"]) != want:
-                        problems.append(
-                            f"unexpected approval {approval['kind']} {json.dumps(approval['action'])[:200]}"
-                        )
-                        decision = "deny"
-                    else:
-                        approved += 1
-                    await _cli(ctx, decision, approval["id"], workspace=ctx.project)
-                with anyio.move_on_after(pause.next()):
-                    await proc.wait()
-            await proc.wait()
-    if scope.cancelled_caught:
-        problems.append(f"the task {prompt!r} did not finish within {_TASK_SECONDS:.0f} s")
-    if approved != len(expected):
-        problems.append(f"{approved} of {len(expected)} expected approvals were asked for")
-    try:
-        job = json.loads(bytes(out).decode("utf-8") or "null")
-        shown = await _json(ctx, "jobs", str(job["id"]), workspace=ctx.project)
-    except (ValueError, TypeError, KeyError, RuntimeError) as exc:
-        problems.append(f"cannot read the task's outcome: {type(exc).__name__}: {tail(bytes(out))}")
-        return {}, []
-    if shown["job"].get("status") != "done":
-        problems.append(f"task ended {shown['job'].get('status')!r}: {shown['job'].get('error')}")
-    _leftovers(shown["events"], [], problems)
-    return shown["job"], shown["events"]
+    """Run a Build task in the foreground approving exactly ``expected`` (kind, action) pairs; it must end done."""
+    job, events = await _run_task(ctx, prompt, ctx.project, expected, problems)
+    if job and job.get("status") != "done":
+        problems.append(f"task ended {job.get('status')!r}: {job.get('error')}")
+    _leftovers(events, [], problems)
+    return job, events
 
 
 def _results(events: list[dict[str, Any]]) -> list[tuple[bool, str]]:
@@ -226,17 +189,12 @@ async def ttl(ctx: Context) -> CheckResult:
         out = bytearray()
         async with ctx.spawn([_PY, str(server), "http", "--ttl-ms", str(ttl_ms)]) as proc:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(drain, proc.stdout, out)
-                tg.start_soon(drain, proc.stderr, bytearray())
-                with anyio.move_on_after(30):
-                    while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                        await anyio.sleep(0.05)
-                found = re.search(rb"PORT (\d+)", out)
-                if found is None:
+                port = await announced_port(proc, tg, out)
+                if port is None:
                     tg.cancel_scope.cancel()
                     return CheckResult(False, f"the Python SDK server did not start: {tail(out)}")
                 name = f"ttl{i}"
-                url = f"http://127.0.0.1:{found.group(1).decode()}/mcp"
+                url = f"http://127.0.0.1:{port}/mcp"
                 try:
                     server_id = await _register(ctx, {"name": name, "url": url}, ctx.project, problems)
                     await _model(ctx, [{"match": name, "turns": _turns(("mcp_tools", {"server": name}))}])

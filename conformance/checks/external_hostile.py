@@ -36,12 +36,11 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import h11
-import httpx2
 
-from conformance.checks.external_oauth import _browser, _control
+from conformance.checks.external_oauth import FixtureDidNotStart, _browser, _control, oauth_fixture
 from conformance.checks.external_servers import _cli, _enable, _model, _register, _result, _run_task, _trust, _turns
 from conformance.context import Context
+from conformance.loopback_http import read_request
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
@@ -96,38 +95,20 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
     """Sign-in bombs are refused under 100 MiB; without metadata nothing goes to a guessed endpoint."""
     problems: list[str] = []
     peaks: dict[str, float] = {}
-    out = bytearray()
-    server = ctx.repo_root / "fixtures/servers/oauth_server.py"
-    async with ctx.spawn([helper_python(), str(server)]) as proc, anyio.create_task_group() as tg:
-        tg.start_soon(drain, proc.stdout, out)
-        tg.start_soon(drain, proc.stderr, bytearray())
-        with anyio.move_on_after(60):
-            while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                await anyio.sleep(0.05)
-        found = re.search(rb"PORT (\d+)", out)
-        if found is None:
-            tg.cancel_scope.cancel()
-            return CheckResult(False, f"the OAuth fixture did not start: {tail(out)}")
-        origin = f"http://127.0.0.1:{found.group(1).decode()}"
-        try:
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        await _control(origin)
-                        break
-                    except (OSError, httpx2.HTTPError):  # the fixture may print its port before it listens
-                        await anyio.sleep(0.1)
-            await _trust(ctx, ctx.project)
-            server_id = await _register(
-                ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
-            )
-        except (RuntimeError, TimeoutError, OSError) as exc:
-            tg.cancel_scope.cancel()
-            return CheckResult(False, f"set-up failed: {exc}")
-        if server_id is not None:
-            await _bombs(ctx, origin, peaks, problems)
-            await _guessed(ctx, origin, problems)
-        tg.cancel_scope.cancel()
+    try:
+        async with oauth_fixture(ctx) as origin:
+            try:
+                await _trust(ctx, ctx.project)
+                server_id = await _register(
+                    ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
+                )
+            except (RuntimeError, TimeoutError, OSError) as exc:
+                return CheckResult(False, f"set-up failed: {exc}")
+            if server_id is not None:
+                await _bombs(ctx, origin, peaks, problems)
+                await _guessed(ctx, origin, problems)
+    except FixtureDidNotStart as exc:
+        return CheckResult(False, str(exc))
     shown = ", ".join(f"{case} {mib:.0f} MiB" for case, mib in peaks.items())
     return _result(
         problems,
@@ -232,26 +213,13 @@ class _Strict:
         return self._head(400, json_head, json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode())
 
     async def serve_one(self, stream: anyio.abc.SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        head: h11.Request | None = None
-        body = bytearray()
         async with stream:
-            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError, h11.RemoteProtocolError):
-                while True:
-                    event = conn.next_event()
-                    if event is h11.NEED_DATA:
-                        conn.receive_data(await stream.receive())
-                    elif isinstance(event, h11.Request):
-                        head = event
-                    elif isinstance(event, h11.Data):
-                        body += event.data
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    else:
-                        return
-                assert head is not None
+            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                if (request := await read_request(stream)) is None:
+                    return
+                head, message = request
                 session = dict(head.headers).get(b"mcp-session-id", b"").decode()
-                reply = await self.reply(head.method.decode(), session, json.loads(body) if body else {})
+                reply = await self.reply(head.method.decode(), session, message)
                 if reply is not None:
                     await stream.send(reply)
 

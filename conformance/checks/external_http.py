@@ -32,12 +32,12 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import h11
 
 from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
 from conformance.checks.external_servers import _json as _cli_json
 from conformance.context import Context
-from conformance.processes import drain, tail
+from conformance.loopback_http import read_request
+from conformance.processes import announced_port, drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
@@ -59,16 +59,11 @@ async def python_sdk(ctx: Context) -> CheckResult:
     out = bytearray()
     async with ctx.spawn([helper_python(), str(server), "http-stateless"]) as proc:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(drain, proc.stdout, out)
-            tg.start_soon(drain, proc.stderr, bytearray())
-            with anyio.move_on_after(30):
-                while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                    await anyio.sleep(0.05)
-            found = re.search(rb"PORT (\d+)", out)
-            if found is None:
+            port = await announced_port(proc, tg, out)
+            if port is None:
                 tg.cancel_scope.cancel()
                 return CheckResult(False, f"the Python SDK server did not start: {tail(out)}")
-            url = f"http://127.0.0.1:{found.group(1).decode()}/mcp"
+            url = f"http://127.0.0.1:{port}/mcp"
             try:
                 await _trust(ctx, ctx.project)
                 server_id = await _register(ctx, {"name": "web", "url": url}, ctx.project, problems)
@@ -145,25 +140,11 @@ class _Hostile:
         )
 
     async def serve_one(self, stream: anyio.abc.SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        head: h11.Request | None = None
-        body = bytearray()
         async with stream:
-            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError, h11.RemoteProtocolError):
-                while True:
-                    event = conn.next_event()
-                    if event is h11.NEED_DATA:
-                        conn.receive_data(await stream.receive())
-                    elif isinstance(event, h11.Request):
-                        head = event
-                    elif isinstance(event, h11.Data):
-                        body += event.data
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    else:
-                        return
-                assert head is not None
-                message = json.loads(body) if body else {}
+            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                if (request := await read_request(stream)) is None:
+                    return
+                head, message = request
                 status, headers, payload = self.reply(head.method.decode(), message)
                 if payload:
                     headers = {"content-type": "application/json", **headers}

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -30,11 +32,11 @@ import httpx2
 
 from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
 from conformance.context import Context
-from conformance.processes import drain, tail
+from conformance.processes import announced_port, drain, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
-__all__ = ["sign_in"]
+__all__ = ["FixtureDidNotStart", "oauth_fixture", "sign_in"]
 
 _URL_LINE = re.compile(rb"authorization URL: (\S+)")
 _ADD = {"a": 20, "b": 22}
@@ -103,46 +105,66 @@ def _leaks(ctx: Context, tokens: list[str], outputs: list[str]) -> list[str]:
     return sorted(set(found))
 
 
+class FixtureDidNotStart(Exception):
+    """The OAuth fixture server did not start or did not answer its control endpoint."""
+
+
+@asynccontextmanager
+async def oauth_fixture(ctx: Context) -> AsyncIterator[str]:
+    """The loopback OAuth fixture server, listening and answering its control endpoint.
+
+    Yields:
+        Its origin, ``http://127.0.0.1:PORT``; the server stops when the block ends.
+
+    Raises:
+        FixtureDidNotStart: it printed no port, or its control endpoint did not answer, within
+            60 s each.
+    """
+    out = bytearray()
+    server = ctx.repo_root / "fixtures/servers/oauth_server.py"
+    async with ctx.spawn([helper_python(), str(server)]) as proc, anyio.create_task_group() as tg:
+        try:
+            port = await announced_port(proc, tg, out, 60)
+            if port is None:
+                raise FixtureDidNotStart(f"the OAuth fixture did not start: {tail(out)}")
+            origin = f"http://127.0.0.1:{port}"
+            try:
+                with anyio.fail_after(60):
+                    while True:
+                        try:
+                            await _control(origin)
+                            break
+                        except (OSError, httpx2.HTTPError):  # it may print its port before it listens
+                            await anyio.sleep(0.1)
+            except TimeoutError:
+                raise FixtureDidNotStart(f"the OAuth fixture did not answer at {origin}: {tail(out)}") from None
+            yield origin
+        finally:
+            tg.cancel_scope.cancel()
+
+
 @check("external_oauth:sign_in", covers=["CW-08"], timeout_seconds=900)
 async def sign_in(ctx: Context) -> CheckResult:
     """mcp login plays through a loopback OAuth server; tasks use, refresh and drop the sign-in as they must."""
     problems: list[str] = []
     seen: list[str] = []
-    out = bytearray()
-    server = ctx.repo_root / "fixtures/servers/oauth_server.py"
-    async with ctx.spawn([helper_python(), str(server)]) as proc, anyio.create_task_group() as tg:
-        tg.start_soon(drain, proc.stdout, out)
-        tg.start_soon(drain, proc.stderr, bytearray())
-        with anyio.move_on_after(60):
-            while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                await anyio.sleep(0.05)
-        found = re.search(rb"PORT (\d+)", out)
-        if found is None:
-            tg.cancel_scope.cancel()
-            return CheckResult(False, f"the OAuth fixture did not start: {tail(out)}")
-        origin = f"http://127.0.0.1:{found.group(1).decode()}"
-        try:
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        await _control(origin)
-                        break
-                    except httpx2.HTTPError:
-                        await anyio.sleep(0.1)
-            await _trust(ctx, ctx.project)
-            server_id = await _register(
-                ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
-            )
-            call = _turns(("mcp_call", {"server": "secure", "tool": "add", "arguments": _ADD}))
-            await _model(ctx, [{"match": f"call secure {n}", "turns": call} for n in range(1, 5)])
-        except (RuntimeError, TimeoutError) as exc:
-            tg.cancel_scope.cancel()
-            return CheckResult(False, f"set-up failed: {exc}")
-        if server_id is not None:
-            await _steps(ctx, origin, server_id, problems, seen)
-            issued = (await _control(origin))["issued"]
-            problems += _leaks(ctx, issued, seen)
-        tg.cancel_scope.cancel()
+    try:
+        async with oauth_fixture(ctx) as origin:
+            try:
+                await _trust(ctx, ctx.project)
+                server_id = await _register(
+                    ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
+                )
+                call = _turns(("mcp_call", {"server": "secure", "tool": "add", "arguments": _ADD}))
+                await _model(ctx, [{"match": f"call secure {n}", "turns": call} for n in range(1, 5)])
+            except (RuntimeError, TimeoutError) as exc:
+                return CheckResult(False, f"set-up failed: {exc}")
+            if server_id is not None:
+                await _steps(ctx, origin, server_id, problems, seen)
+                issued = (await _control(origin))["issued"]
+                problems += _leaks(ctx, issued, seen)
+    except FixtureDidNotStart as exc:
+        return CheckResult(False, str(exc))
     return _result(
         problems,
         "login by a played browser, an authenticated task call, refresh after expiry, logout and refusal "

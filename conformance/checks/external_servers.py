@@ -33,7 +33,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -121,13 +121,15 @@ async def _run_task(
     ctx: Context,
     prompt: str,
     workspace: Path,
-    expected: list[dict[str, Any]],
+    expected: Sequence[dict[str, Any] | tuple[str, dict[str, Any]]],
     problems: list[str],
     on_approval: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run a Build task in the foreground, approving exactly ``expected`` MCP actions in order.
+    """Run a Build task in the foreground, approving exactly ``expected`` actions in order.
 
-    ``on_approval`` runs with each pending approval before it is answered.
+    Each expected approval is an MCP call's action, or a ``(kind, action)`` pair for any other
+    kind; any other approval is denied and noted. ``on_approval`` runs with each pending
+    approval before it is answered.
 
     Returns:
         The finished job record and its events (empty when the task could not be read).
@@ -146,8 +148,9 @@ async def _run_task(
                     pause.reset()
                 for approval in pending:
                     want = expected[approved] if approved < len(expected) else None
+                    wanted = want if isinstance(want, tuple) else ("mcp_call", want)
                     decision = "approve"
-                    if approval["kind"] != "mcp_call" or approval["action"] != want:
+                    if (approval["kind"], approval["action"]) != wanted:
                         problems.append(
                             f"unexpected approval {approval['kind']} {json.dumps(approval['action'])[:200]}"
                         )

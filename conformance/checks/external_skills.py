@@ -21,7 +21,6 @@ Covers CW-09.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from conformance.checks.external_helpers import _expect, _outcome, _results, _ta
 from conformance.checks.external_servers import _model, _register, _trust, _turns
 from conformance.context import Context
 from conformance.official import Installed, failures, installed, run_server_scenario
-from conformance.processes import drain, tail
+from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, SubResult, check
 from conformance.resources import helper_python
 
@@ -140,16 +139,11 @@ async def _scenario(ctx: Context, tool: Installed, scenario: str, mode: str) -> 
     name = f"official:skills:{scenario}:{mode}"
     out = bytearray()
     async with ctx.spawn([helper_python(), str(_fixture(ctx)), mode]) as proc, anyio.create_task_group() as tg:
-        tg.start_soon(drain, proc.stdout, out)
-        tg.start_soon(drain, proc.stderr, bytearray())
-        with anyio.move_on_after(30):
-            while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                await anyio.sleep(0.05)
-        found = re.search(rb"PORT (\d+)", out)
-        if found is None:
+        port = await announced_port(proc, tg, out)
+        if port is None:
             tg.cancel_scope.cancel()
             return SubResult(name, ("CW-09",), False, f"the skills fixture did not start: {tail(out)}")
-        url = f"http://127.0.0.1:{found.group(1).decode()}/mcp"
+        url = f"http://127.0.0.1:{port}/mcp"
         run = await run_server_scenario(ctx, tool, url, scenario, _SCENARIO_SECONDS)
         tg.cancel_scope.cancel()
     shutil.rmtree(ctx.scratch / "official" / scenario, ignore_errors=True)  # the next mode's results go there

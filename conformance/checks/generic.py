@@ -22,16 +22,14 @@ findings of each check are listed in its detail.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 
-from conformance.checks.stdio_limits import _Session
+from conformance.checks.stdio_limits import _Session, raw_session
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.processes import drain
 from conformance.registry import CheckResult, check
 from conformance.verdicts import JSONRPC, Weight, spec
 
@@ -97,21 +95,9 @@ def _discover(ident: Any) -> bytes:
 _INITIALIZED = _frame({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
-@asynccontextmanager
-async def _server(ctx: Context) -> AsyncGenerator[_Session, None]:
+def _server(ctx: Context) -> AbstractAsyncContextManager[_Session]:
     """The target command exactly as given, spoken to raw."""
-    async with ctx.spawn(ctx.target) as proc, anyio.create_task_group() as tg:
-        session = _Session(proc)
-        tg.start_soon(drain, proc.stderr, session.stderr)
-        try:
-            yield session
-        finally:
-            if proc.stdin is not None:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await proc.stdin.aclose()
-            with anyio.move_on_after(_CLOSE_SECONDS):
-                await proc.wait()
-            tg.cancel_scope.cancel()
+    return raw_session(ctx, list(ctx.target), _CLOSE_SECONDS)
 
 
 @dataclass

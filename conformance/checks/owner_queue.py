@@ -25,11 +25,9 @@ import anyio
 import anyio.to_thread
 
 from conformance.checks.boundaries import call_raw, serve
-from conformance.checks.delegation import McpSession, configure_model, kill_commands, pending_approval
+from conformance.checks.delegation import McpSession, configure_model, detached_task, kill_commands, pending_approval
 from conformance.context import Context
 from conformance.engine import headless_engine
-from conformance.polling import Backoff
-from conformance.processes import tail
 from conformance.registry import CheckResult, check
 
 __all__ = ["SUBMISSIONS_MAX", "eof_cancels_queued_tasks"]
@@ -175,22 +173,8 @@ async def eof_cancels_queued_tasks(ctx: Context) -> CheckResult:
 
 
 async def _scenario(ctx: Context, log: Any, problems: list[str]) -> None:
-    detached = await ctx.run(
-        ctx.target_argv("--json", "run", "--detach", "conformance sleep: unrelated detached work"),
-        timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
-    )
-    try:
-        other = str(json.loads(detached.stdout.decode("utf-8"))["job_id"])
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-        problems.append(f"`run --detach` exited {detached.returncode}: {tail(detached.stderr)}")
-        return
-    approval = ""
-    pause = Backoff()
-    with anyio.move_on_after(_SETTLE_SECONDS):
-        while not (approval := await pending_approval(ctx, other)):
-            await pause.sleep()
+    other, approval = await detached_task(ctx, "conformance sleep: unrelated detached work", problems, _SETTLE_SECONDS)
     if not approval:
-        problems.append(f"the detached job {other} asked for no approval within {_SETTLE_SECONDS:g} s")
         return
     async with serve(ctx, ctx.project, "--allow-write") as s:
         parked, queued = await _fill(s)

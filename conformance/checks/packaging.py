@@ -22,7 +22,7 @@ from conformance.context import LEGACY_REVISIONS, Context
 from conformance.processes import Completed, drain, run_command, spawn, tail
 from conformance.registry import CheckResult, SubResult, check
 
-__all__ = ["bare_environment", "scrubbed_env"]
+__all__ = ["bare_environment", "frame", "response_to", "scrubbed_env"]
 
 _COMMAND_TIMEOUT_SECONDS = 60.0
 _EXPECTED_TOOL_COUNT = 17
@@ -33,11 +33,12 @@ def scrubbed_env(path: str, home: str) -> dict[str, str]:
     return {"PATH": path, "HOME": home}
 
 
-def _frame(obj: Mapping[str, Any]) -> bytes:
+def frame(obj: Mapping[str, Any]) -> bytes:
+    """``obj`` as one newline-delimited JSON-RPC frame."""
     return json.dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-async def _response(stream: ByteReceiveStream, buffer: bytearray, ident: int) -> dict[str, Any]:
+async def response_to(stream: ByteReceiveStream, buffer: bytearray, ident: int) -> dict[str, Any]:
     """Read stdout lines until the response with ``ident``; raises ``anyio.EndOfStream`` at EOF."""
     while True:
         while (cut := buffer.find(b"\n")) >= 0:
@@ -64,13 +65,13 @@ async def _serve_tools(ctx: Context, env: Mapping[str, str], bound: float) -> st
         buffer = bytearray()
         try:
             with anyio.fail_after(bound):
-                await proc.stdin.send(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
-                answer = await _response(proc.stdout, buffer, 1)
+                await proc.stdin.send(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+                answer = await response_to(proc.stdout, buffer, 1)
                 if "result" not in answer:
                     return f"initialize was refused: {json.dumps(answer)[:200]}"
-                await proc.stdin.send(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                await proc.stdin.send(_frame({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
-                tools = (await _response(proc.stdout, buffer, 2)).get("result", {}).get("tools")
+                await proc.stdin.send(frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                await proc.stdin.send(frame({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
+                tools = (await response_to(proc.stdout, buffer, 2)).get("result", {}).get("tools")
         except TimeoutError:
             return f"no answer within {bound:g} s (stderr: {tail(stderr)})"
         except (anyio.EndOfStream, anyio.BrokenResourceError, ValueError) as exc:

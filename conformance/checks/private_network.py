@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 import socket
 
 import anyio
@@ -26,7 +25,7 @@ import anyio
 from conformance.checks.external_helpers import _outcome, _results, _task
 from conformance.checks.external_servers import _model, _register, _trust, _turns
 from conformance.context import Context
-from conformance.processes import drain, tail
+from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
 
@@ -61,16 +60,11 @@ async def loopback_name(ctx: Context) -> CheckResult:
     out = bytearray()
     argv = [helper_python(), str(server), "http-stateless", "--allow-host", name]
     async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
-        tg.start_soon(drain, proc.stdout, out)
-        tg.start_soon(drain, proc.stderr, bytearray())
-        with anyio.move_on_after(30):
-            while not re.search(rb"PORT (\d+)", out) and proc.returncode is None:
-                await anyio.sleep(0.05)
-        found = re.search(rb"PORT (\d+)", out)
-        if found is None:
+        port = await announced_port(proc, tg, out)
+        if port is None:
             tg.cancel_scope.cancel()
             return CheckResult(False, f"the Python SDK server did not start: {tail(out)}")
-        url = f"http://{name}:{found.group(1).decode()}/mcp"
+        url = f"http://{name}:{port}/mcp"
         calls = [
             ("mcp_tools", {"server": "refused"}),
             ("mcp_call", {"server": "allowed", "tool": "echo", "arguments": {"text": "pinned"}}),

@@ -24,6 +24,7 @@ import anyio.to_thread
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from conformance.checks.packaging import frame, response_to
 from conformance.context import LEGACY_REVISIONS, Context
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, SubResult, check
@@ -431,22 +432,6 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-def _frame(obj: Mapping[str, Any]) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-async def _response(stream: Any, buffer: bytearray, ident: int) -> dict[str, Any]:
-    """Read stdout lines until the response with ``ident``; raises ``anyio.EndOfStream`` at EOF."""
-    while True:
-        while (cut := buffer.find(b"\n")) >= 0:
-            line = bytes(buffer[:cut])
-            del buffer[: cut + 1]
-            message = json.loads(line)
-            if isinstance(message, dict) and message.get("id") == ident:
-                return message
-        buffer.extend(await stream.receive())
-
-
 async def _raw_session(ctx: Context, problems: list[str]) -> None:
     """One handshake-era session: initialize, shadow_status, then stdin EOF; the server must exit 0."""
     stderr = bytearray()
@@ -458,12 +443,12 @@ async def _raw_session(ctx: Context, problems: list[str]) -> None:
             with anyio.fail_after(min(_CALL_TIMEOUT_SECONDS, ctx.remaining())):
                 init = {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}}
                 init["clientInfo"] = {"name": "conformance-isolation", "version": "1"}
-                await proc.stdin.send(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
-                await _response(proc.stdout, buffer, 1)
-                await proc.stdin.send(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                await proc.stdin.send(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+                await response_to(proc.stdout, buffer, 1)
+                await proc.stdin.send(frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
                 call = {"name": "shadow_status", "arguments": {}}
-                await proc.stdin.send(_frame({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
-                status = (await _response(proc.stdout, buffer, 2)).get("result", {}).get("structuredContent") or {}
+                await proc.stdin.send(frame({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
+                status = (await response_to(proc.stdout, buffer, 2)).get("result", {}).get("structuredContent") or {}
                 if _project(status).get("path") != str(ctx.project):
                     problems.append(f"shadow_status names {_project(status).get('path')!r}, not the project")
             await proc.stdin.aclose()

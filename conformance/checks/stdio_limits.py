@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from subprocess import PIPE
 from typing import Any, Final, cast
 
@@ -178,8 +178,17 @@ class _Session:
 
 
 @asynccontextmanager
-async def _serve(ctx: Context) -> AsyncGenerator[_Session, None]:
-    async with ctx.spawn(ctx.serve_argv()) as proc, anyio.create_task_group() as tg:
+async def raw_session(
+    ctx: Context, argv: list[str], close_seconds: float = _CLOSE_GRACE_SECONDS
+) -> AsyncGenerator[_Session, None]:
+    """``argv`` started and spoken to raw; on the way out its stdin is closed and its exit awaited.
+
+    Args:
+        ctx: the run's context (the process is the run's, swept at its end).
+        argv: the server command.
+        close_seconds: how long to wait for the exit after stdin closes (the run kills it after).
+    """
+    async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
         session = _Session(proc)
         tg.start_soon(drain, proc.stderr, session.stderr)
         try:
@@ -188,9 +197,13 @@ async def _serve(ctx: Context) -> AsyncGenerator[_Session, None]:
             if proc.stdin is not None:
                 with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     await proc.stdin.aclose()
-            with anyio.move_on_after(_CLOSE_GRACE_SECONDS):
+            with anyio.move_on_after(close_seconds):
                 await proc.wait()
             tg.cancel_scope.cancel()
+
+
+def _serve(ctx: Context) -> AbstractAsyncContextManager[_Session]:
+    return raw_session(ctx, ctx.serve_argv())
 
 
 async def _closed_with_reason(session: _Session, what: str) -> list[str]:

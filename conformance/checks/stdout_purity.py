@@ -35,18 +35,28 @@ def is_jsonrpc_message(line: bytes) -> bool:
         line: the raw bytes of the line.
 
     Returns:
-        True for a request, notification, result or error object with ``"jsonrpc": "2.0"``.
+        True for a request, notification, result or error object with ``"jsonrpc": "2.0"``, and
+        for a batch's answer: a non-empty array of result and error objects (JSON-RPC 2.0,
+        batch; MCP 2025-03-26 only).
     """
     try:
-        found = json.loads(line.decode("utf-8"))
+        obj: object = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return False
-    obj = cast("dict[str, Any]", found) if isinstance(found, dict) else None
-    if obj is None or obj.get("jsonrpc") != "2.0":
+    whole = obj  # kept as decoded: the checks below narrow obj
+    if isinstance(obj, list) and obj:
+        return all(_is_answer(member) for member in cast("list[object]", obj))
+    call = cast("dict[str, Any]", obj) if isinstance(obj, dict) else {}
+    is_call = call.get("jsonrpc") == "2.0" and isinstance(call.get("method"), str)
+    return is_call or _is_answer(whole)
+
+
+def _is_answer(obj: object) -> bool:
+    """Whether ``obj`` is one JSON-RPC 2.0 result or error object."""
+    answer = cast("dict[str, Any]", obj) if isinstance(obj, dict) else None
+    if answer is None or answer.get("jsonrpc") != "2.0":
         return False
-    if isinstance(obj.get("method"), str):
-        return True
-    return "id" in obj and (("result" in obj) != ("error" in obj))
+    return "method" not in answer and "id" in answer and (("result" in answer) != ("error" in answer))
 
 
 def frames(total: int = PURITY_FRAMES) -> list[tuple[int | None, bytes]]:

@@ -98,7 +98,12 @@ class ResourcePromptTools:
         return await self._prompt(env, self._server(str(args["server"])), str(args["prompt"]), args.get("arguments"))
 
     async def _live(self, server: ServerState) -> Connection:
-        """The server's ready connection, started now (no approval needed) when the task has none yet."""
+        """The server's ready connection, started now (no approval needed) when the task has none yet.
+
+        A plugin's server is checked again first (trust, grant, bundle digest), like a dispatch (CW-12).
+        """
+        if server.definition.scope == "plugin":
+            self._recheck(server)
         if server.lost is not None:
             raise server.unavailable_error(server.lost)
         if server.conn is None and server.unavailable is not None:

@@ -1,7 +1,7 @@
 """The external MCP tools of one Build task: tools, approvals, lazy connections.
 
 Implements CLI-04, CLI-07, CLI-08, CLI-09, CLI-10, CLI-11, CLI-14, CLI-15, CLI-16, CLI-19, CW-02, CW-05,
-CW-06, CW-07.
+CW-06, CW-07, CW-12.
 
 A :class:`TaskServers` is built from the snapshot of enabled servers taken when the task was
 submitted and lives exactly as long as the task's turn loop:
@@ -37,6 +37,14 @@ submitted and lives exactly as long as the task's turn loop:
   approval, or after it when the change came meanwhile); a removed tool can no longer run; a
   connection whose revalidation failed is lost like a failed one.
 - The resource and prompt helpers (CW-06) live in :mod:`shadowcode.agent.mcp_helpers`.
+- Plugin servers (CW-12) go through all of the above. Before each dispatch (before the
+  approval, after it, before a start, and before their tool list or resources are shown) their
+  plugin must still be trusted and enabled at the
+  task's digest and the bundle, hashed again, still hold that content; otherwise the server is
+  withdrawn (its connection closed, which cancels a call in flight and stops its process group;
+  ``mcp.plugin_withdrawn``) and the call refused before anything is sent. While a task runs, the
+  plugin's trust and grant are also looked up every PLUGIN_WATCH_INTERVAL_SECONDS, so a disable
+  or revoke withdraws the server without waiting for the next call.
 """
 
 from __future__ import annotations
@@ -54,12 +62,13 @@ from shadowcode.agent.mcp_auth import http_endpoint
 from shadowcode.agent.mcp_catalog import ServerState, check_arguments, list_server, list_servers
 from shadowcode.agent.mcp_definitions import read_project_definition
 from shadowcode.agent.mcp_helpers import HELPER_TOOLS, ResourcePromptTools
-from shadowcode.agent.ports import CatalogCache, EventLog, ServerSnapshot
+from shadowcode.agent.ports import CatalogCache, EventLog, PluginGate, ServerSnapshot
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
 from shadowcode.agent.toolbox import await_approval
 from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError, UpstreamServerError
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
+    PLUGIN_WATCH_INTERVAL_SECONDS,
 )
 from shadowcode.mcp.client.connection import CallRefused, CatalogChanged, Connection, ConnectionState
 from shadowcode.mcp.client.definitions import HttpSpec, StdioSpec
@@ -101,6 +110,8 @@ class TaskServers(ResourcePromptTools):
         task_id: the task, for events.
         records: the task's event log.
         inline_tools: at most this many tools are offered as first-class functions; 0 turns them off.
+        plugins: where a plugin server's trust, grant and bundle are checked again (CW-12); None:
+            the snapshot holds no plugin server.
     """
 
     def __init__(
@@ -112,6 +123,7 @@ class TaskServers(ResourcePromptTools):
         task_id: str,
         records: EventLog,
         inline_tools: int = MCP_INLINE_TOOLS_MAX,
+        plugins: PluginGate | None = None,
     ) -> None:
         self.project = snapshot.project
         self.catalog = catalog
@@ -119,6 +131,8 @@ class TaskServers(ResourcePromptTools):
         self.task_id = task_id
         self.records = records
         self.inline_tools = inline_tools
+        self.plugins = plugins
+        self._withdrawn: dict[str, str] = {}
         self._servers = {d.name: ServerState(d) for d in snapshot.servers}
         self._by_id = {s.definition.id: s for s in self._servers.values()}
         self._inline: dict[str, tuple[ServerState, str]] = {}
@@ -224,6 +238,8 @@ class TaskServers(ResourcePromptTools):
                     )
         self._choose_inline()
         assert self._tg is not None, "TaskServers is used outside its context"
+        if self.plugins is not None and any(s.definition.scope == "plugin" for s in self._servers.values()):
+            self._tg.start_soon(self._watch_plugins)
         for server in boot:
             server.starting = anyio.Event()  # "connecting" from now on, before the start is scheduled
             self._tg.start_soon(self._boot, server)
@@ -386,6 +402,8 @@ class TaskServers(ResourcePromptTools):
             if not args.get("server"):
                 return list_servers(list(self._servers.values()))
             server = self._server(str(args["server"]))
+            if server.definition.scope == "plugin":
+                self._recheck(server)  # a catalogue boundary: a plugin's server is checked again (CW-12)
             if server.tools is None and server.unavailable is None:
                 await self._ensure(server)  # its tool list is asked for: start a lazy one, wait for a booting one
                 self.refresh()
@@ -419,9 +437,60 @@ class TaskServers(ResourcePromptTools):
             raise ToolError(f"no enabled MCP server {key!r} for this task (enabled: {known})")
         return server
 
-    def _recheck(self, server: ServerState) -> None:
-        """Re-read a project definition and compare its hash with the task's snapshot (CLI-10)."""
+    async def _watch_plugins(self) -> None:
+        """Withdraw a plugin server whose plugin was disabled or revoked while the task runs (CW-12)."""
+        assert self.plugins is not None
+        while not self._closing:
+            await anyio.sleep(PLUGIN_WATCH_INTERVAL_SECONDS)
+            for server in self._servers.values():
+                if server.definition.scope != "plugin" or server.definition.id in self._withdrawn:
+                    continue
+                try:
+                    problem = self.plugins.plugin_problem(self.project, server.definition, check_bundle=False)
+                except ShadowcodeError:
+                    continue  # the store is busy: look again next time; every dispatch checks anyway
+                if problem is not None:
+                    self._withdraw(server, problem)
+
+    def _withdraw(self, server: ServerState, reason: str) -> None:
+        """Take a plugin server out of the task: no catalog, connection closed (a call in flight
+        is cancelled, its process group stopped), ``mcp.plugin_withdrawn`` recorded (CW-12)."""
         definition = server.definition
+        if definition.id in self._withdrawn:
+            return
+        self._withdrawn[definition.id] = reason
+        server.unavailable = reason
+        server.tools = None
+        self.records.event(
+            self.task_id,
+            "mcp.plugin_withdrawn",
+            {"server": definition.id, "plugin": definition.plugin, "reason": reason},
+        )
+        self._choose_inline()
+        conn = server.conn
+        if conn is not None and self._tg is not None:
+            conn.close()
+            self._tg.start_soon(self._closed_after_withdraw, server)
+
+    async def _closed_after_withdraw(self, server: ServerState) -> None:
+        assert server.conn is not None
+        await server.conn.wait_closed()
+        self._record_closed(server)
+
+    def _recheck(self, server: ServerState) -> None:
+        """Re-read a project definition and compare its hash with the task's snapshot (CLI-10); check a
+        plugin server's trust, grant and bundle again, withdrawing it on any change (CW-12)."""
+        definition = server.definition
+        if definition.scope == "plugin":
+            withdrawn = self._withdrawn.get(definition.id)
+            problem = withdrawn or (self.plugins.plugin_problem(self.project, definition) if self.plugins else None)
+            if problem is not None:
+                self._withdraw(server, problem)
+                raise PolicyError(
+                    f"{definition.id} can no longer be used by this task ({problem}); the call is refused and "
+                    "nothing was sent"
+                )
+            return
         if definition.scope != "project":
             return
         try:

@@ -21,6 +21,7 @@ __all__ = [
     "CatalogCache",
     "CommandOutcome",
     "EventLog",
+    "PluginGate",
     "Processes",
     "ServerSnapshot",
     "WriteLog",
@@ -132,3 +133,15 @@ class ServerSnapshot(Protocol):
     def project(self) -> Path: ...
     @property
     def servers(self) -> tuple[ServerDefinition, ...]: ...
+
+
+class PluginGate(Protocol):
+    """Whether a plugin's server may still be used by a running task (CW-12): part of the engine's MCP registry."""
+
+    def plugin_problem(self, project: Path, definition: ServerDefinition, *, check_bundle: bool = True) -> str | None:
+        """Why ``definition`` (a plugin's server) may no longer be used in ``project``, or None.
+
+        ``check_bundle`` hashes the bundle again (drift); without it only the plugin's trust and
+        grant are looked up.
+        """
+        ...

@@ -16,6 +16,7 @@ from shadowcode.cli import history as history_cli
 from shadowcode.cli import inspection as inspection_cli
 from shadowcode.cli import mcp as mcp_cli
 from shadowcode.cli import notes as notes_cli
+from shadowcode.cli import plugins as plugins_cli
 from shadowcode.cli import projects as projects_cli
 from shadowcode.cli import secrets as secrets_cli
 from shadowcode.cli import tasks as tasks_cli
@@ -57,6 +58,7 @@ testjob_cli.register(app)
 app.add_typer(notes_cli.goal_app, name="goal")
 app.add_typer(notes_cli.memory_app, name="memory")
 app.add_typer(mcp_cli.app, name="mcp")
+app.add_typer(plugins_cli.plugin_app, name="plugin")
 app.add_typer(engine_cli.engine_app, name="engine")
 app.add_typer(engine_cli.bg_app, name="bg")
 app.add_typer(engine_cli.models_app, name="models")

@@ -74,6 +74,10 @@ def _catalog_text(doc: McpCatalog) -> str:
             lines.append(f"      {visible(what)}")
         if env_names := server.get("env_names"):
             lines.append(f"      env: {visible(', '.join(env_names))}")
+        if plugin := server.get("plugin"):
+            lines.append(f"      from plugin {visible(plugin)}")
+        if shadowed_by := server.get("shadowed_by"):
+            lines.append(f"      left out of tasks: {visible(shadowed_by)} has the same name")
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from shadowcode.agent.mcp_definitions import project_definitions, read_definition_file
+from shadowcode.agent.mcp_plugins import bundle_digest
 from shadowcode.engine.api import McpCatalog, McpGrantChange, McpRemoval, McpServerInfo
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
@@ -29,6 +30,7 @@ from shadowcode.mcp.client.definitions import (
     parse_definition,
     sha256_hex,
 )
+from shadowcode.mcp.client.plugins import parse_manifest
 from shadowcode.store import Store
 from shadowcode.store.mcp_servers import McpDefinitionRecord
 
@@ -150,8 +152,73 @@ class McpRegistry:
     # -- what a project sees (CLI-03, CLI-05) ------------------------------------------
 
     def definitions(self, project: Path) -> list[ServerDefinition | DefinitionProblem]:
-        """Global definitions then the project's files, each by id."""
-        return [*self.globals(), *project_definitions(project)]
+        """Global definitions, the project's files, then the servers of trusted plugins, each by id (CW-12)."""
+        return [*self.globals(), *project_definitions(project), *self.plugin_definitions()]
+
+    # -- servers of trusted plugins (CW-12) ---------------------------------------------
+
+    def plugin_definitions(self, name: str | None = None) -> list[ServerDefinition | DefinitionProblem]:
+        """The servers of every trusted plugin (or of plugin ``name``), from its trusted snapshot (CW-12).
+
+        The bundle is hashed again now: when its content differs from the trusted digest (drift),
+        is gone or can no longer be read, each of its servers is a problem, never a definition.
+        """
+        found: list[ServerDefinition | DefinitionProblem] = []
+        for row in self._store.plugins.all():
+            if name is not None and row.name != name:
+                continue
+            manifest = parse_manifest(row.manifest, Path(row.root), f"plugin {row.name}")
+            ids = [f"plugin:{s.identity}" for s in manifest.servers]
+            try:
+                digest: str | None = bundle_digest(Path(row.root))[0]
+                problem = None if digest == row.digest else "its bundle changed since it was trusted (drift)"
+            except ConfigError as exc:
+                digest, problem = None, f"its bundle can no longer be read ({exc.message})"
+            if problem is None:
+                found.extend(manifest.definitions(row.digest))
+            else:
+                message = f"plugin {row.name}: {problem}; review it and trust it again, or revoke it"
+                found.extend(DefinitionProblem(i, row.root, digest, message) for i in ids)
+        return found
+
+    def plugin_problem(self, project: Path, definition: ServerDefinition, *, check_bundle: bool = True) -> str | None:
+        """Why a plugin server of a running task may no longer be used, or None (CW-12).
+
+        Checks that its plugin is still trusted at the task's digest, still enabled for
+        ``project`` at it, and (with ``check_bundle``) that the bundle's content is still that
+        digest. A definition that is not a plugin's gives None.
+        """
+        if definition.scope != "plugin" or definition.plugin is None:
+            return None
+        row = self._store.plugins.get(definition.plugin)
+        if row is None:
+            return f"the plugin {definition.plugin} was revoked"
+        if row.digest != definition.sha256:
+            return f"the plugin {definition.plugin} was trusted again with other content"
+        if self.grants(project).get(definition.id) != definition.sha256:
+            return f"the plugin {definition.plugin} was disabled for this project"
+        if check_bundle:
+            try:
+                digest = bundle_digest(Path(row.root))[0]
+            except ConfigError as exc:
+                return f"the bundle of plugin {definition.plugin} can no longer be read ({exc.message})"
+            if digest != definition.sha256:
+                return f"the bundle of plugin {definition.plugin} changed since it was trusted (drift)"
+        return None
+
+    @staticmethod
+    def shadowed(items: list[ServerDefinition | DefinitionProblem], grants: dict[str, str]) -> dict[str, str]:
+        """Plugin server id → the enabled global or project definition with the same name, which wins (CW-12)."""
+        winners = {
+            d.name: d.id
+            for d in items
+            if isinstance(d, ServerDefinition) and d.scope != "plugin" and grants.get(d.id) == d.sha256
+        }
+        return {
+            d.id: winners[d.name]
+            for d in items
+            if isinstance(d, ServerDefinition) and d.scope == "plugin" and d.name in winners
+        }
 
     def grants(self, project: Path) -> dict[str, str]:
         """The project's grants: definition id → granted hash."""
@@ -162,20 +229,27 @@ class McpRegistry:
 
         Returns:
             ``{"project", "trusted", "enabled_max", "servers": [describe() + {"grant": {"state",
-            "hash"}, "error"?}]}``. Grants whose definition is gone are listed as ``missing``.
+            "hash"}, "error"?, "shadowed_by"?}]}``. Grants whose definition is gone are listed as
+            ``missing``; a plugin server whose name an enabled global or project definition also
+            has names that winner in ``shadowed_by`` (CW-12).
         """
         grants = self.grants(project)
+        items = self.definitions(project)
+        shadowed = self.shadowed(items, grants)
         servers: list[dict[str, Any]] = []
-        for item in self.definitions(project):
+        for item in items:
             granted = grants.pop(item.id, None)
             if isinstance(item, DefinitionProblem):
-                doc: dict[str, Any] = {"id": item.id, "path": item.path, "scope": "project", "hash": item.sha256}
+                scope = "plugin" if item.id.startswith("plugin:") else "project"
+                doc: dict[str, Any] = {"id": item.id, "path": item.path, "scope": scope, "hash": item.sha256}
                 doc["error"] = item.error
                 state = "invalid" if granted else "disabled"
             else:
                 doc = item.describe()
                 state = "disabled" if granted is None else ("enabled" if granted == item.sha256 else "changed")
             doc["grant"] = {"state": state, "hash": granted}
+            if item.id in shadowed:
+                doc["shadowed_by"] = shadowed[item.id]
             servers.append(doc)
         for def_id, granted in sorted(grants.items()):
             servers.append({"id": def_id, "hash": None, "grant": {"state": "missing", "hash": granted}})
@@ -208,6 +282,11 @@ class McpRegistry:
         """
         if not trusted:
             raise PolicyError(f"enabling a server needs a trusted project: run `shadowcode trust {project}`")
+        if def_id.startswith("plugin:"):
+            raise ConfigError(
+                f"{def_id} belongs to a plugin: enable the plugin with `shadowcode plugin enable NAME`",
+                definition_id=def_id,
+            )
         definition = self._find(project, def_id)
         if definition.sha256 != sha256:
             raise ConflictError(
@@ -224,7 +303,12 @@ class McpRegistry:
                     definition_id=def_id,
                 )
             for item in self.definitions(project):
-                if isinstance(item, ServerDefinition) and item.id in others and item.name == definition.name:
+                if (
+                    isinstance(item, ServerDefinition)
+                    and item.scope != "plugin"  # a global or project entry wins over a plugin's (CW-12)
+                    and item.id in others
+                    and item.name == definition.name
+                ):
                     raise ConflictError(
                         f"{item.id} is enabled under the same name {definition.name!r}", definition_id=def_id
                     )
@@ -242,17 +326,27 @@ class McpRegistry:
         return McpGrantChange(id=def_id, project=str(project), state="disabled")
 
     def snapshot(self, project: Path) -> Snapshot:
-        """The enabled servers a new Build task gets, with notes on those left out (CLI-06)."""
+        """The enabled servers a new Build task gets, with notes on those left out (CLI-06).
+
+        A plugin's server is left out when its bundle drifted (CW-12), or when an enabled global or
+        project definition has the same name (that one wins).
+        """
         grants = self.grants(project)
         servers: list[ServerDefinition] = []
         notes: list[str] = []
         if not grants:
             return Snapshot(project, (), ())
-        for item in self.definitions(project):
+        items = self.definitions(project)
+        shadowed = self.shadowed(items, grants)
+        for item in items:
             granted = grants.pop(item.id, None)
             if granted is None:
                 continue
-            if isinstance(item, DefinitionProblem):
+            if item.id in shadowed:
+                notes.append(f"MCP server {item.id} is left out: {shadowed[item.id]} has the same name and wins")
+            elif isinstance(item, DefinitionProblem) and item.id.startswith("plugin:"):
+                notes.append(f"MCP server {item.id} is left out: {item.error}")
+            elif isinstance(item, DefinitionProblem):
                 notes.append(f"MCP server {item.id} is enabled but invalid; review or disable it")
             elif item.sha256 != granted:
                 notes.append(f"MCP server {item.id} changed since it was enabled; review it or disable it")
@@ -265,6 +359,7 @@ class McpRegistry:
 
     @staticmethod
     def _catalog_key(project: Path, definition: ServerDefinition) -> str:
+        """The project for a project definition, ``""`` for a global one or a plugin's."""
         return str(project) if definition.scope == "project" else ""
 
     def cached_tools(self, project: Path, definition: ServerDefinition) -> list[dict[str, Any]] | None:

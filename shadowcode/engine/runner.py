@@ -223,10 +223,12 @@ class JobRunner:
 
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,
                 # before _guarded records the outcome (CLI-19).
+                registry = McpRegistry(self.store)
                 env.mcp = await stack.enter_async_context(
                     TaskServers(
                         snapshot=servers,
-                        catalog=McpRegistry(self.store),
+                        catalog=registry,
+                        plugins=registry,
                         profile=self.profile,
                         task_id=task.id,
                         records=self.records,

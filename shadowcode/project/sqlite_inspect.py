@@ -69,29 +69,13 @@ _STDERR_KEPT_BYTES = 2048
 # --- statement checks ------------------------------------------------------------------
 
 
-def _skip_filler(sql: str, pos: int) -> int:
-    """Return the index of the first character at or after ``pos`` that is not whitespace,
-    a comment or a statement separator."""
+def _skip_filler(sql: str, pos: int, *, separators: bool = True) -> int:
+    """Return the index of the first character at or after ``pos`` that is not whitespace or a
+    comment, nor a statement separator (``;``) when ``separators`` is true."""
     length = len(sql)
     while pos < length:
         char = sql[pos]
-        if char.isspace() or char == ";":
-            pos += 1
-        elif sql.startswith("--", pos):
-            end = sql.find("\n", pos)
-            pos = length if end < 0 else end + 1
-        elif sql.startswith("/*", pos):
-            end = sql.find("*/", pos + 2)
-            pos = length if end < 0 else end + 2
-        else:
-            return pos
-    return pos
-
-
-def _skip_space_and_comments(sql: str, pos: int) -> int:
-    length = len(sql)
-    while pos < length:
-        if sql[pos].isspace():
+        if char.isspace() or (separators and char == ";"):
             pos += 1
         elif sql.startswith("--", pos):
             end = sql.find("\n", pos)
@@ -126,7 +110,7 @@ def _first_statement(sql: str) -> str:
 
 
 def _leading_word(statement: str, pos: int = 0) -> tuple[str, int]:
-    pos = _skip_space_and_comments(statement, pos)
+    pos = _skip_filler(statement, pos, separators=False)
     end = pos
     while end < len(statement) and (statement[end].isalnum() or statement[end] == "_"):
         end += 1

@@ -15,6 +15,7 @@ attribute              tables                                      module
 ``store.checkpoints``  checkpoints, changes, blobs                 :mod:`shadowcode.store.checkpoints`
 ``store.owners``       engines, owners                             :mod:`shadowcode.store.owners`
 ``store.mcp_servers``  mcp_definitions, mcp_grants, mcp_catalogs   :mod:`shadowcode.store.mcp_servers`
+``store.plugins``      plugins                                     :mod:`shadowcode.store.plugins`
 =====================  ==========================================  ==============================
 
 A repository returns None (or an empty list) for what is not there; the engine decides
@@ -33,6 +34,7 @@ from shadowcode.store.goals import GoalRepository
 from shadowcode.store.mcp_servers import McpServerRepository
 from shadowcode.store.memory import MemoryRepository
 from shadowcode.store.owners import OwnerRepository
+from shadowcode.store.plugins import PluginRepository
 from shadowcode.store.projects import ProjectRepository
 from shadowcode.store.tasks import TaskRepository
 
@@ -54,6 +56,7 @@ class Store(Database):
         checkpoints: checkpoints, changes and blobs (ENG-06).
         owners: engine instances and owners (SRV-21, SRV-22).
         mcp_servers: MCP registrations, grants and catalogs (CLI-01, CLI-02, CLI-08).
+        plugins: trusted plugin bundles (CW-12).
 
     Raises:
         StoreError: the file cannot be opened or migrated.
@@ -69,3 +72,4 @@ class Store(Database):
         self.checkpoints = CheckpointRepository(self)
         self.owners = OwnerRepository(self)
         self.mcp_servers = McpServerRepository(self)
+        self.plugins = PluginRepository(self)

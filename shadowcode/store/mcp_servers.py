@@ -99,6 +99,21 @@ class McpServerRepository:
             )
         )
 
+    def revoke_ids(self, definition_ids: list[str], project: Path | str | None = None) -> int:
+        """Delete the grants of these definition ids in ``project``, or in every project (with their
+        cached catalogs) when None (a plugin disabled or revoked, CW-12); returns the grants deleted."""
+        revoked = 0
+        with self._db.atomic():
+            for def_id in definition_ids:
+                if project is None:
+                    revoked += self._db.execute("DELETE FROM mcp_grants WHERE definition_id = ?", (def_id,))
+                    self._db.execute("DELETE FROM mcp_catalogs WHERE definition_id = ?", (def_id,))
+                else:
+                    revoked += self._db.execute(
+                        "DELETE FROM mcp_grants WHERE project = ? AND definition_id = ?", (str(project), def_id)
+                    )
+        return revoked
+
     # -- cached tool catalogs -----------------------------------------------------------
 
     def cached_tools(self, catalog_key: str, definition_id: str, sha256: str) -> list[dict[str, Any]] | None:

@@ -48,6 +48,9 @@ def test_jsonrpc_line_classifier_accepts_messages_and_rejects_anything_else() ->
     assert not is_jsonrpc_message(b'{"id":1,"result":{}}')
     assert not is_jsonrpc_message(b'{"jsonrpc":"2.0","id":1,"result":{},"error":{}}')
     assert not is_jsonrpc_message(b"[1, 2]")
+    assert is_jsonrpc_message(b'[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":null,"error":{}}]')
+    assert not is_jsonrpc_message(b"[]")
+    assert not is_jsonrpc_message(b'[{"jsonrpc":"2.0","method":"ping","id":1}]')  # a batch's answer holds no request
     assert not is_jsonrpc_message(b"\xff\xfe")
 
 

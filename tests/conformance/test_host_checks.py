@@ -1,4 +1,4 @@
-"""The host checks: the scripted model endpoint, how they read hosts' requests, and a real run."""
+"""The host checks: the scripted model endpoint, how they read hosts' requests, and real runs."""
 
 from __future__ import annotations
 
@@ -19,8 +19,17 @@ import pytest
 import conformance.scripted_model as scripted
 from conformance.checks.hosts import _HOST_ATTEMPTS, _claude_offered, _codex_tools, _first_turn, _status_in
 from conformance.checks.python_client import EXPECTED_TOOLS
+from conformance.host_wires import chat_offered, chat_result, gemini_offered, gemini_result, tool_named
 from conformance.registry import CheckResult
-from conformance.scripted_model import ModelRequest, Reply, messages_reply, responses_reply, scripted_model
+from conformance.scripted_model import (
+    ModelRequest,
+    Reply,
+    chat_reply,
+    gemini_reply,
+    messages_reply,
+    responses_reply,
+    scripted_model,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -256,7 +265,7 @@ def test_the_host_checks_pass_against_the_source_tree(tmp_path: Path) -> None:
     out, temporary = tmp_path / "out", tmp_path / "tmp"
     temporary.mkdir(mode=0o700)
     target = shlex.join([sys.executable, "-m", "shadowcode"])
-    argv = [sys.executable, "-m", "conformance", "--target", target, "--only", "hosts", "--out", str(out)]
+    argv = [sys.executable, "-m", "conformance", "--target", target, "--only", "hosts:*", "--out", str(out)]
     env = {**os.environ, "TMPDIR": str(temporary)}
     done = subprocess.run(
         argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=400, check=False
@@ -270,3 +279,202 @@ def test_the_host_checks_pass_against_the_source_tree(tmp_path: Path) -> None:
     assert all(c["status"] == "pass" for c in checks.values()), checks
     assert "offered all 17 ShadowCode tools" in checks["hosts:codex_first_turn"]["detail"]
     assert done.returncode == 0
+
+
+# --- the other hosts' wires (conformance/host_wires.py, hosts_headless) -------------------------
+
+
+def _data_events(body: bytes) -> list[Any]:
+    """The ``data:`` payloads of an SSE body without event names (Chat Completions, Gemini)."""
+    found: list[Any] = []
+    for block in body.decode("utf-8").split("\n\n"):
+        if block.strip():
+            data = block.removeprefix("data: ")
+            found.append(data if data == "[DONE]" else json.loads(data))
+    return found
+
+
+@pytest.mark.req("REG-08")
+def test_chat_replies_stream_chunks_then_done_only_when_asked() -> None:
+    call = {"id": "c1", "name": "shadowcode_shadow_status", "arguments": "{}"}
+    asked = ModelRequest("POST", "/v1/chat/completions", {}, {"stream": True, "model": "m"}, 0.0)
+    events = _data_events(chat_reply(asked, "x", calls=[call]).body)
+    assert events[-1] == "[DONE]"
+    assert events[0]["object"] == "chat.completion.chunk" and events[0]["model"] == "m"
+    assert events[0]["choices"][0]["delta"]["tool_calls"] == [
+        {
+            "index": 0,
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "shadowcode_shadow_status", "arguments": "{}"},
+        }
+    ]
+    assert events[1]["choices"][0]["finish_reason"] == "tool_calls"
+    plain = ModelRequest("POST", "/v1/chat/completions", {}, {"model": "m"}, 0.0)
+    whole = json.loads(chat_reply(plain, "x", text="done").body)
+    assert whole["object"] == "chat.completion"
+    assert whole["choices"][0]["message"] == {"role": "assistant", "content": "done"}
+    assert whole["choices"][0]["finish_reason"] == "stop"
+    called = json.loads(chat_reply(plain, "x", calls=[call]).body)["choices"][0]
+    assert called["finish_reason"] == "tool_calls" and called["message"]["tool_calls"][0]["id"] == "c1"
+
+
+@pytest.mark.req("REG-08")
+def test_gemini_replies_are_one_event_when_streamed_and_json_otherwise() -> None:
+    part = {"functionCall": {"name": "mcp_shadowcode_shadow_status", "args": {}}}
+    streamed = gemini_reply(ModelRequest("POST", "/v1beta/models/m:streamGenerateContent?alt=sse", {}, {}, 0.0), [part])
+    (event,) = _data_events(streamed.body)
+    assert streamed.content_type == "text/event-stream"
+    assert event["candidates"][0]["content"] == {"role": "model", "parts": [part]}
+    whole = gemini_reply(ModelRequest("POST", "/v1beta/models/m:generateContent", {}, {}, 0.0), [{"text": "hi"}])
+    assert json.loads(whole.body)["candidates"][0]["content"]["parts"] == [{"text": "hi"}]
+
+
+@pytest.mark.req("REG-08")
+def test_each_hosts_name_for_a_tool_is_read_and_others_are_not() -> None:
+    for name in (
+        "shadow_status",
+        "mcp__shadowcode__shadow_status",
+        "shadowcode_shadow_status",
+        "mcp_shadowcode_shadow_status",
+        "shadowcode__shadow_status",
+    ):
+        assert tool_named(name) == "shadow_status", name
+    for name in ("other_shadow_status", "shadow_statusx", "mcp__other__shadow_status", "read_file"):
+        assert tool_named(name) is None, name
+    chat = {"tools": [{"type": "function", "function": {"name": f"shadowcode_{t}"}} for t in EXPECTED_TOOLS]}
+    assert set(chat_offered(chat)) == set(EXPECTED_TOOLS)
+    assert chat_offered({"tools": [{"type": "function"}, "x"]}) == {} and chat_offered(None) == {}
+    gemini = {"tools": [{"functionDeclarations": [{"name": "mcp_shadowcode_shadow_why"}, {"name": "read_file"}]}]}
+    assert gemini_offered(gemini) == {"shadow_why": "mcp_shadowcode_shadow_why"}
+    assert gemini_offered({"tools": [{"googleSearch": {}}]}) == {}
+
+
+@pytest.mark.req("REG-01")
+def test_a_result_is_found_in_either_wire_and_its_status_read() -> None:
+    status = {"profile": "pinned", "project": {"trusted": True, "path": "/p"}}
+    chat = ModelRequest(
+        "POST",
+        "/v1/chat/completions",
+        {},
+        {
+            "messages": [
+                {"role": "assistant", "tool_calls": [{"id": "c1"}]},
+                {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": json.dumps(status)}]},
+            ]
+        },
+        0.0,
+    )
+    assert _status_in(chat_result([chat], "c1") or "") == status
+    assert chat_result([chat], "c2") is None
+    wrapped = {"output": "Project /p (trusted at workspace); profile pinned; engine temporary; tools 17"}
+    gemini = ModelRequest(
+        "POST",
+        "/v1beta/models/m:streamGenerateContent",
+        {},
+        {
+            "contents": [
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"name": "mcp_shadowcode_shadow_status", "response": wrapped}}],
+                }
+            ]
+        },
+        0.0,
+    )
+    seen = _status_in(gemini_result([gemini], "mcp_shadowcode_shadow_status") or "")
+    assert seen is not None and seen["profile"] == "pinned" and seen["project"]["level"] == "workspace"
+    assert gemini_result([gemini], "shadow_status") is None
+    as_string = ModelRequest(
+        "POST",
+        "/v1/chat/completions",
+        {},
+        {
+            "messages": [
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": json.dumps([{"type": "text", "text": wrapped["output"]}]),
+                },
+            ]
+        },
+        0.0,
+    )
+    assert (_status_in(chat_result([as_string], "c1") or "") or {}).get("profile") == "pinned"
+
+
+@pytest.mark.req("REG-08", "REG-01")
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.timeout(900)
+def test_the_other_hosts_pass_against_the_archive(tmp_path: Path) -> None:
+    """Gemini CLI, Qwen Code, Cline, opencode, Kilo and Continue CLI, side by side, against dist/shadowcode.pyz."""
+    if not (REPO_ROOT / "dist" / "shadowcode.pyz").is_file():
+        pytest.fail("build it first: bash ci/build")
+    out, temporary = tmp_path / "out", tmp_path / "tmp"
+    temporary.mkdir(mode=0o700)
+    argv = [
+        sys.executable,
+        "-m",
+        "conformance",
+        "--target",
+        "python3 dist/shadowcode.pyz",
+        "--only",
+        "hosts_headless",
+        "--out",
+        str(out),
+        "--jobs",
+        "3",
+    ]
+    env = {**os.environ, "TMPDIR": str(temporary), "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=880, check=False
+    )
+    assert sorted(p.name for p in temporary.iterdir()) == []
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    checks = {c["name"]: c for c in report["checks"]}
+    hosts = ("gemini", "qwen", "cline", "opencode", "kilo", "continue")
+    assert set(checks) == {f"hosts_headless:{h}_first_turn" for h in hosts}, done.stderr[-2000:]
+    assert all(c["status"] == "pass" for c in checks.values()), checks
+    assert all("offered all 17 ShadowCode tools" in c["detail"] for c in checks.values())
+    assert done.returncode == 0
+
+
+@pytest.mark.req("REG-08")
+def test_the_other_hosts_are_not_run_against_a_target_that_is_no_archive(tmp_path: Path) -> None:
+    target = shlex.join([sys.executable, "-m", "shadowcode"])
+    argv = [
+        sys.executable,
+        "-m",
+        "conformance",
+        "--target",
+        target,
+        "--only",
+        "hosts_headless:kilo*",
+        "--out",
+        str(tmp_path),
+    ]
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, capture_output=True, text=True, encoding="utf-8", timeout=120, check=False
+    )
+    (kilo,) = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["checks"]
+    assert kilo["status"] == "not_run" and "packaged archive" in kilo["detail"], kilo
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.req("REG-08")
+def test_the_sweep_finds_a_process_that_left_the_hosts_group_and_spares_none_that_ended(tmp_path: Path) -> None:
+    from conformance.checks.hosts_headless import _outliving
+
+    marker = f"HOME={tmp_path / 'host home'}"
+    env = {**os.environ, "HOME": str(tmp_path / "host home")}
+    ended = subprocess.Popen([sys.executable, "-c", "pass"], env=env)
+    ended.wait(timeout=30)
+    assert anyio.run(_outliving, marker) == []
+    escaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
+    try:
+        assert anyio.run(_outliving, marker) == [escaped.pid]
+        assert escaped.wait(timeout=30) == -9
+    finally:
+        escaped.kill()
+        escaped.wait(timeout=30)

@@ -66,6 +66,7 @@ REPOSITORIES = {
     "checkpoints": ("CheckpointRepository", {"checkpoints", "changes", "blobs"}),
     "owners": ("OwnerRepository", {"engines", "owners"}),
     "mcp_servers": ("McpServerRepository", {"mcp_definitions", "mcp_grants", "mcp_catalogs"}),
+    "plugins": ("PluginRepository", {"plugins"}),
 }
 
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -41,6 +41,12 @@ class Peer:
                     await anyio.wait_writable(self.write_fd)
 
     async def line(self) -> dict[str, Any]:
+        doc = await self.frame()
+        assert isinstance(doc, dict) and doc["jsonrpc"] == "2.0", doc
+        return cast("dict[str, Any]", doc)
+
+    async def frame(self) -> object:
+        """The next line the transport wrote, parsed: a message, or a batch's array."""
         with anyio.fail_after(5):
             while b"\n" not in self.buffer:
                 try:
@@ -51,9 +57,7 @@ class Peer:
                 assert chunk, "the transport's stdout reached EOF"
                 self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
-        doc = json.loads(line)
-        assert doc["jsonrpc"] == "2.0"
-        return doc
+        return json.loads(line)
 
     async def closed_within(self, seconds: float) -> bool:
         with anyio.move_on_after(seconds):

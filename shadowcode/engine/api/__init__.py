@@ -10,7 +10,7 @@ is asked (a request type) and who asks (a
 
 Each verb is declared once, as a method decorated with :func:`verb` in the module of its
 part (:mod:`.engine`, :mod:`.projects`, :mod:`.inspection`, :mod:`.notes`, :mod:`.jobs`,
-:mod:`.servers`, each beside its request and result types): its wire name (``noun/verb``), its
+:mod:`.servers`, :mod:`.plugins`, each beside its request and result types): its wire name (``noun/verb``), its
 request and result types (from the annotations) and its reply deadline.
 From these declarations come the verb table (:func:`verbs`), the daemon's dispatch
 (:mod:`shadowcode.engine.daemon`) and the remote client (:mod:`shadowcode.engine.remote`),
@@ -101,6 +101,16 @@ from shadowcode.engine.api.notes import (
     MemoryRef,
     MemoryReplace,
     NoteVerbs,
+)
+from shadowcode.engine.api.plugins import (
+    PluginChange,
+    PluginInfo,
+    PluginList,
+    PluginName,
+    PluginPath,
+    PluginReview,
+    PluginTrust,
+    PluginVerbs,
 )
 from shadowcode.engine.api.projects import (
     ModelAdd,
@@ -215,6 +225,14 @@ __all__ = [
     "NoteVerbs",
     "OwnerClosed",
     "OwnerHandle",
+    "PluginChange",
+    "PluginInfo",
+    "PluginList",
+    "PluginName",
+    "PluginPath",
+    "PluginReview",
+    "PluginTrust",
+    "PluginVerbs",
     "ProgressNote",
     "ProjectInfo",
     "ProjectMap",
@@ -255,7 +273,7 @@ __all__ = [
 ]
 
 
-class EngineApi(EngineVerbs, ProjectVerbs, InspectionVerbs, NoteVerbs, JobVerbs, ServerVerbs):
+class EngineApi(EngineVerbs, ProjectVerbs, InspectionVerbs, NoteVerbs, JobVerbs, ServerVerbs, PluginVerbs):
     """The engine as a frontend sees it: every verb of every part. Every verb takes ``(request, caller)``.
 
     Attributes:

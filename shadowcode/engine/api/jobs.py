@@ -128,17 +128,9 @@ class JobQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class JobView:
-    """A job's summary with its outcome (SRV-16)."""
+class JobView(JobSummary):
+    """A job's summary with its outcome: its answer and why it ended (SRV-16)."""
 
-    id: str
-    mode: TaskMode
-    status: TaskStatus
-    prompt: str
-    permission_level: PermissionLevel
-    model: str | None
-    created_at: int
-    finished_at: int | None
     answer: str | None
     error: str | None
 

@@ -60,7 +60,9 @@ class McpServerInfo(TypedDict):
     """A definition as the catalog shows it: everything but environment values (CLI-01, CLI-04).
 
     Transport-specific keys appear where they apply; ``grant`` only in a catalog; ``error``
-    for a project file that is not a usable definition.
+    for a project file (or a plugin's server) that is not a usable definition; ``plugin`` for a
+    server a plugin contributed and ``shadowed_by`` for one an enabled definition of the same
+    name wins over (CW-12).
     """
 
     id: str
@@ -89,6 +91,8 @@ class McpServerInfo(TypedDict):
     oauth_resource: NotRequired[str | None]
     error: NotRequired[str]
     grant: NotRequired[McpGrantState]
+    plugin: NotRequired[str]
+    shadowed_by: NotRequired[str]
 
 
 class McpCatalog(TypedDict):

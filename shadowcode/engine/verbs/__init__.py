@@ -12,11 +12,12 @@ Each handler is an ``async def verb(state, request, caller) -> result`` register
   SRV-18, ENG-07, ENG-08)
 - :mod:`.servers`: external MCP server definitions, grants, validate, tools, doctor (CLI-01, CLI-02,
   CLI-05, CW-03, CW-04)
+- :mod:`.plugins`: plugin bundles that contribute MCP servers (CW-12)
 """
 
 from __future__ import annotations
 
-from shadowcode.engine.verbs import engine, inspection, jobs, notes, projects, servers
+from shadowcode.engine.verbs import engine, inspection, jobs, notes, plugins, projects, servers
 from shadowcode.engine.verbs._registry import HANDLERS
 
-__all__ = ["HANDLERS", "engine", "inspection", "jobs", "notes", "projects", "servers"]
+__all__ = ["HANDLERS", "engine", "inspection", "jobs", "notes", "plugins", "projects", "servers"]

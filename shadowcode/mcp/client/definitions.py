@@ -421,18 +421,23 @@ class ServerDefinition:
     """A valid definition and where it came from.
 
     Attributes:
-        id: ``config:NAME`` or ``project:<relative path>``.
-        scope: ``"config"`` (global registration) or ``"project"`` (a project file).
+        id: ``config:NAME``, ``project:<relative path>`` or ``plugin:<identity>``.
+        scope: ``"config"`` (global registration), ``"project"`` (a project file) or
+            ``"plugin"`` (contributed by a trusted plugin bundle, CW-12).
         path: the project-relative file path for project definitions, else None.
-        sha256: hex SHA-256 of the definition's exact bytes.
-        spec: the validated content.
+        sha256: hex SHA-256 of the definition's exact bytes; for a plugin server, the content
+            digest of its whole bundle (CW-12).
+        spec: the validated content; a plugin server's name is its identity
+            ``plugin-<byte length of the plugin name>-<plugin>-<server>``.
+        plugin: the name of the plugin that contributed it, else None.
     """
 
     id: str
-    scope: Literal["config", "project"]
+    scope: Literal["config", "project", "plugin"]
     path: str | None
     sha256: str
     spec: StdioSpec | HttpSpec
+    plugin: str | None = None
 
     @property
     def name(self) -> str:
@@ -450,7 +455,7 @@ class ServerDefinition:
         Returns:
             ``{"id", "name", "scope", "path", "hash", "transport", "description", "timeout_sec",
             "enabled_tools", "disabled_tools", "connect_timeout", "call_timeout", "read_timeout",
-            "required", "lazy", "command" | "url", "env_names": [str], "env_refs": {var: reference name},
+            "required", "lazy", "plugin"?, "command" | "url", "env_names": [str], "env_refs": {var: reference name},
             "api_key_env", "bearer_token_env_var", "env_headers": {header: reference name},
             "header_names": [str], "oauth": {...} | None, "oauth_resource", "allow_private_network"}``
             (transport-specific keys only where they apply; literal header values are never shown).
@@ -473,6 +478,8 @@ class ServerDefinition:
             "required": spec.required,
             "lazy": spec.lazy,
         }
+        if self.plugin is not None:
+            doc["plugin"] = self.plugin
         if isinstance(spec, StdioSpec):
             doc["command"] = list(spec.command)
             doc["env_names"] = sorted(set(spec.env) | set(spec.env_refs))
@@ -491,11 +498,11 @@ class ServerDefinition:
 
 @dataclass(frozen=True)
 class DefinitionProblem:
-    """A project file that is not a usable definition.
+    """A project file, or a trusted plugin's server, that is not a usable definition.
 
     Attributes:
-        id: ``project:<relative path>``.
-        path: the project-relative path.
+        id: ``project:<relative path>`` or ``plugin:<identity>`` (CW-12).
+        path: the project-relative path, or the plugin bundle's folder.
         sha256: hash of its bytes, or None when they could not be read.
         error: why it is refused (names the file and field).
     """

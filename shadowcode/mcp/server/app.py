@@ -68,10 +68,10 @@ def _tool_list() -> tuple[types.Tool, ...]:
             output_schema=output_schema(t.name),
             annotations=types.ToolAnnotations(
                 title=t.name.removeprefix("shadow_").replace("_", " ").capitalize(),
-                read_only_hint=t.read_only,
-                destructive_hint=t.destructive,
-                idempotent_hint=t.idempotent,
-                open_world_hint=t.open_world,
+                read_only_hint=t.hints.read_only,
+                destructive_hint=t.hints.destructive,
+                idempotent_hint=t.hints.idempotent,
+                open_world_hint=t.hints.open_world,
             ),
         )
         for t in TOOLS

@@ -12,20 +12,39 @@ import json
 
 import mcp_types as types
 
-__all__ = ["invalid_request", "is_notification_with_id", "unusable_id_error"]
+__all__ = ["batch_refusal", "invalid_request", "is_notification_with_id", "unusable_id_error"]
 
 
-def invalid_request(request_id: str | int | None) -> types.JSONRPCError:
+def invalid_request(
+    request_id: str | int | None, message: str = "Invalid request: not a JSON-RPC 2.0 message"
+) -> types.JSONRPCError:
     """The invalid-request error (-32600) for a message that is not a JSON-RPC 2.0 message.
 
     Args:
         request_id: the message's id when it is usable (a string or an integer), else None.
+        message: the error's message.
     """
     return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=request_id,
-        error=types.ErrorData(code=types.INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message"),
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INVALID_REQUEST, message=message)
     )
+
+
+def batch_refusal(body: bytes) -> types.JSONRPCError | None:
+    """The error answering an HTTP request body that is a JSON array (a JSON-RPC batch) (GW-05).
+
+    The gateway serves one message a request; batches are served on stdio connections that
+    negotiated 2025-03-26 only (:mod:`shadowcode.mcp.server.batches`). Without this the SDK
+    answers an array with a validation error (-32602) quoting its own models.
+
+    Args:
+        body: the request body.
+
+    Returns:
+        The invalid-request error (-32600, id null) for an array, else None.
+    """
+    if body.lstrip()[:1] != b"[":
+        return None
+    return invalid_request(None, "Invalid request: the HTTP gateway serves one JSON-RPC message a request, no batch")
 
 
 def is_notification_with_id(message: types.JSONRPCMessage, raw: bytes) -> bool:

@@ -41,6 +41,7 @@ from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
 from shadowcode.json_values import json_object
+from shadowcode.mcp.server.batches import Batches, is_batch
 from shadowcode.mcp.server.direct_calls import Answer, DirectToolCalls
 from shadowcode.mcp.server.handover import MARK, Handover
 from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
@@ -236,8 +237,9 @@ def decode_frame(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRP
     included; JSON that is not a JSON-RPC 2.0 message gets an invalid-request error (-32600)
     carrying the frame's id when that id is usable. A frame with a method and an ``id`` member
     whose value is not a string or integer (null, a boolean, a fraction, an object) is an invalid
-    request too, never a silent notification. A batch (a JSON array) is refused as one invalid
-    request (SRV-01, SRV-25).
+    request too, never a silent notification. A batch (a JSON array) is refused here as one
+    invalid request (SRV-01, SRV-25); the transport serves one only on a connection that
+    negotiated 2025-03-26 (:mod:`shadowcode.mcp.server.batches`).
 
     Args:
         line: the frame's bytes, newline removed.
@@ -417,6 +419,7 @@ async def stdio_transport(
 
     unanswered = _Unanswered()
     calls = _CallTasks()
+    batches = Batches()
 
     async def read_loop(tg: anyio.abc.TaskGroup, writer: _Writer) -> None:
         try:
@@ -430,15 +433,24 @@ async def stdio_transport(
                         # and then waits costs a call's answer about 40 us on the critical path.
                         await asyncio.sleep(0)
                         continue
-                    message, error = decode_frame(line)
-                    if message is None:
-                        assert error is not None
-                        await out_send.send(SessionMessage(error))
-                        continue
-                    if isinstance(message, types.JSONRPCRequest):
-                        first_request.set()
-                        unanswered.add(message.id)
-                    await in_send.send(SessionMessage(message))
+                    if batches.accepted and is_batch(line):
+                        messages, now = batches.split(line, decode_frame)
+                        if now is not None:
+                            await writer.write(now, None)
+                    else:
+                        message, error = decode_frame(line)
+                        if message is None:
+                            assert error is not None
+                            await out_send.send(SessionMessage(error))
+                            continue
+                        messages = [message]
+                    for message in messages:
+                        if isinstance(message, types.JSONRPCRequest):
+                            first_request.set()
+                            unanswered.add(message.id)
+                        if (whole := batches.request_seen(message)) is not None:
+                            await writer.write(whole, None)
+                        await in_send.send(SessionMessage(message))
                 with anyio.move_on_after(lim.eof_drain_seconds):
                     await unanswered.drained()
         except _LimitCrossed as exc:
@@ -472,8 +484,12 @@ async def stdio_transport(
                     payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
                     if direct is not None:
                         direct.observe(message)
+                    held, whole = batches.take_answer(message, payload[:-1])
+                    if held and whole is None:
+                        unanswered.discard(getattr(message, "id", None))  # the batch's last answer is still to come
+                        continue
                     answer = isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
-                    if not await writer.write(payload, message.id if answer else None):
+                    if not await writer.write(whole or payload, message.id if answer else None):
                         return
         except anyio.ClosedResourceError:
             pass

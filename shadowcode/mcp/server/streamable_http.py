@@ -22,7 +22,8 @@ Every request passes :func:`shadowcode.mcp.server.http_guard.guard_head` before 
 sees it, and the Authorization header is removed from what the SDK receives. A body the SDK
 would take for a notification although it carries an ``id`` (null, a boolean, a fraction, an
 object, an array) is answered 400 with stdio's invalid-request error instead
-(:func:`shadowcode.mcp.server.jsonrpc.unusable_id_error`, GW-05).
+(:func:`shadowcode.mcp.server.jsonrpc.unusable_id_error`, GW-05), and so is a body that is a
+JSON array: the gateway serves no batch (:func:`shadowcode.mcp.server.jsonrpc.batch_refusal`).
 
 Each connection is an asyncio protocol (:mod:`shadowcode.mcp.server.http_connection`) that
 parses with ``h11`` and times the head and body with ``loop.call_later``; only a request that
@@ -71,7 +72,7 @@ from shadowcode.mcp.server.http_guard import (
     refusal_headers,
     response_bytes,
 )
-from shadowcode.mcp.server.jsonrpc import unusable_id_error
+from shadowcode.mcp.server.jsonrpc import batch_refusal, unusable_id_error
 
 __all__ = ["GatewayServer", "build_mcp_app"]
 
@@ -216,7 +217,7 @@ class GatewayServer:
         answer: bytes | None = None
         streamed = False
         try:
-            error = unusable_id_error(body)
+            error = batch_refusal(body) or unusable_id_error(body)
             if error is not None:  # the SDK would take it for a notification; stdio refuses it too (GW-05)
                 payload = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
                 answer = response_bytes(400, [(b"content-type", b"application/json")], payload)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 
@@ -22,11 +22,35 @@ from shadowcode.errors import ToolError
 from shadowcode.mcp.server import schemas as s
 from shadowcode.mcp.server.context import ServerContext
 
-__all__ = ["TOOLS", "ToolSpec", "tool_named"]
+__all__ = ["ACTS", "CHANGES", "READS", "READS_OUTSIDE", "RECORDS", "SAVES", "TOOLS", "Hints", "ToolSpec", "tool_named"]
 
 Handler = Callable[[ServerContext, Any], Awaitable[dict[str, Any]]]
 
 _EMPTY = m.Empty()
+
+
+@dataclass(frozen=True)
+class Hints:
+    """A tool's annotation hints (SRV-04): what a client may assume before it calls it."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+
+READS: Final = Hints(read_only=True, idempotent=True)
+"""Reads the project, profile or engine and changes nothing."""
+READS_OUTSIDE: Final = Hints(read_only=True, idempotent=True, open_world=True)
+"""Reads, and may contact a model provider when asked to."""
+SAVES: Final = Hints(idempotent=True)
+"""Changes nothing unless asked to save, and saving the same result again changes nothing more."""
+RECORDS: Final = Hints()
+"""Adds to the profile's own records (goals) without removing anything."""
+CHANGES: Final = Hints(destructive=True)
+"""May replace or remove what exists (notes, jobs, project files)."""
+ACTS: Final = Hints(destructive=True, open_world=True)
+"""Runs delegated work that may change the project and contact a model provider."""
 
 
 @dataclass(frozen=True)
@@ -37,17 +61,14 @@ class ToolSpec:
         name: the tool name (``shadow_*``).
         description: what it does, for the client's model.
         input: the pydantic model whose JSON Schema is the tool's ``inputSchema``.
-        read_only / destructive / idempotent / open_world: the truthful annotation hints.
+        hints: the truthful annotation hints.
         handler: the coroutine that runs it.
     """
 
     name: str
     description: str
     input: type[BaseModel]
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool
+    hints: Hints
     handler: Handler
 
 
@@ -172,50 +193,35 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Show the fixed project, its trust and permission level, the profile, the engine "
         "and this server's write/approval flags.",
         s.EmptyInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _status,
     ),
     ToolSpec(
         "shadow_models",
         "List the model providers configured in the profile and the default one (no secret values).",
         s.EmptyInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _models,
     ),
     ToolSpec(
         "shadow_sessions",
         "List this project's task sessions, newest first.",
         s.SessionsInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _sessions,
     ),
     ToolSpec(
         "shadow_review",
         "Summarize the project's uncommitted changes (git status and diff stats); changes nothing.",
         s.EmptyInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _review,
     ),
     ToolSpec(
         "shadow_tools",
         "List the native tools a delegated task can use and the permission level each needs.",
         s.EmptyInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _tools,
     ),
     ToolSpec(
@@ -223,10 +229,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Build a bounded map of the project: layout, languages, manifests, tests. "
         "Saves it as the project map only when save is true.",
         s.UnderstandInput,
-        False,
-        False,
-        True,
-        False,
+        SAVES,
         _understand,
     ),
     ToolSpec(
@@ -234,20 +237,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Run diagnostics on the project, profile and engine. Never repairs; contacts a "
         "model only when probe_model is true.",
         s.DoctorInput,
-        True,
-        False,
-        True,
-        True,
+        READS_OUTSIDE,
         _doctor,
     ),
     ToolSpec(
         "shadow_why",
         "Show the recorded change history of a path or a task (empty when nothing was recorded).",
         s.WhyInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _why,
     ),
     ToolSpec(
@@ -255,10 +252,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Read, append to, or replace the project note or a task's note. Replace needs "
         "the current hash; changes need write access.",
         s.MemoryInput,
-        False,
-        True,
-        False,
-        False,
+        CHANGES,
         _memory,
     ),
     ToolSpec(
@@ -266,80 +260,56 @@ TOOLS: tuple[ToolSpec, ...] = (
         "List the tables of a SQLite database inside the project, or run one bounded "
         "read-only query with bound parameters (sees live WAL data).",
         s.SqliteInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _sqlite,
     ),
     ToolSpec(
         "shadow_goal",
         "Create, list, inspect, advance or abandon durable project goals. Never starts a task.",
         s.GoalInput,
-        False,
-        False,
-        False,
-        False,
+        RECORDS,
         _goal,
     ),
     ToolSpec(
         "shadow_run",
         "Delegate a task to the engine for the fixed project; returns a job id at once (not a claim of completion).",
         s.RunInput,
-        False,
-        True,
-        False,
-        True,
+        ACTS,
         _run,
     ),
     ToolSpec(
         "shadow_jobs",
         "List this connection's jobs, inspect one (events, pending approvals) or cancel one.",
         s.JobsInput,
-        False,
-        True,
-        False,
-        False,
+        CHANGES,
         _jobs,
     ),
     ToolSpec(
         "shadow_approve",
         "Approve or deny one exact pending approval of a task this connection created.",
         s.ApproveInput,
-        False,
-        True,
-        False,
-        True,
+        ACTS,
         _approve,
     ),
     ToolSpec(
         "shadow_test",
         "Submit a test job that runs the project's test command (after exact approval) without a model.",
         s.TestInput,
-        False,
-        True,
-        False,
-        True,
+        ACTS,
         _test,
     ),
     ToolSpec(
         "shadow_checkpoint",
         "List the project's checkpoints, or inspect one (paths and content hashes).",
         s.CheckpointInput,
-        True,
-        False,
-        True,
-        False,
+        READS,
         _checkpoint,
     ),
     ToolSpec(
         "shadow_rollback",
         "Restore the files a task changed, after conflict checks; needs the exact task id and confirm: true.",
         s.RollbackInput,
-        False,
-        True,
-        False,
-        False,
+        CHANGES,
         _rollback,
     ),
 )

@@ -613,6 +613,18 @@ async def test_a_request_whose_id_is_not_a_string_or_integer_gets_stdios_invalid
         assert f.app.scopes == []
 
 
+@pytest.mark.req("GW-05", "SRV-01")
+@pytest.mark.parametrize("body", [b"[]", b' [{"jsonrpc":"2.0","id":1,"method":"ping"}]'])
+async def test_a_batch_gets_one_invalid_request_error_and_never_reaches_the_sdk(body: bytes) -> None:
+    async with front() as f:
+        status, answer = await exchange(f.port, request(f.port, body=body))
+        assert status == 400
+        error = _payload(answer)
+        assert error["id"] is None and error["error"]["code"] == -32600
+        assert "no batch" in error["error"]["message"]
+        assert f.app.scopes == []
+
+
 @asynccontextmanager
 async def mcp_front() -> AsyncIterator[int]:
     """The front with the SDK's own Streamable HTTP handler behind it (a bare server); yields the port."""

@@ -1,0 +1,138 @@
+"""What a host's model request offers and carries back, on the Chat Completions and Gemini wires (REG-08).
+
+The host checks read two things out of the requests a host sends its model: which of
+ShadowCode's tools the first request offers (and under which name the host calls each), and
+the result of the scripted ``shadow_status`` call as a later request carries it back. Hosts
+name an MCP tool each in their own way (``shadow_status``, ``mcp__shadowcode__shadow_status``,
+``shadowcode_shadow_status``, ``mcp_shadowcode_shadow_status``): a name counts as the tool
+when it is the tool's name, or ends with it after a separator and names the server before it.
+
+* Chat Completions (Qwen Code, Cline, opencode, Kilo, Continue): ``tools`` is a list of
+  ``{"type": "function", "function": {"name": ...}}``; a result comes back as a message with
+  ``role`` ``tool`` and the call's ``tool_call_id``.
+* Gemini (Gemini CLI): ``tools`` is a list of ``{"functionDeclarations": [{"name": ...}]}``; a
+  result comes back as a ``functionResponse`` part naming the function.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from conformance.checks.python_client import EXPECTED_TOOLS
+from conformance.scripted_model import ModelRequest
+
+__all__ = [
+    "chat_offered",
+    "chat_result",
+    "gemini_offered",
+    "gemini_result",
+    "is_chat",
+    "is_gemini",
+    "result_text",
+    "tool_named",
+]
+
+_SERVER = "shadowcode"
+
+
+def tool_named(name: str) -> str | None:
+    """The ShadowCode tool a host's function name stands for, or None."""
+    if name in EXPECTED_TOOLS:
+        return name
+    for tool in EXPECTED_TOOLS:
+        head = name[: -len(tool)]
+        if name.endswith(tool) and head[-1:] in ("_", "-", ".", "0") and _SERVER in head.lower():
+            return tool
+    return None
+
+
+def _offered(names: Iterable[object]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name in names:
+        if isinstance(name, str) and (tool := tool_named(name)) is not None:
+            found.setdefault(tool, name)
+    return found
+
+
+def is_chat(request: ModelRequest) -> bool:
+    """A Chat Completions request (``POST .../chat/completions``)."""
+    return request.method == "POST" and request.path.split("?")[0].endswith("/chat/completions")
+
+
+def is_gemini(request: ModelRequest) -> bool:
+    """A Gemini ``generateContent`` or ``streamGenerateContent`` request."""
+    path = request.path.split("?")[0]
+    return request.method == "POST" and path.endswith((":generateContent", ":streamGenerateContent"))
+
+
+def chat_offered(body: object) -> dict[str, str]:
+    """ShadowCode tools a Chat Completions request offers: tool name to the function name the host gave it."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return _offered(
+        (t.get("function") or {}).get("name") if isinstance(t, dict) and isinstance(t.get("function"), dict) else None
+        for t in (tools if isinstance(tools, list) else [])
+    )
+
+
+def gemini_offered(body: object) -> dict[str, str]:
+    """ShadowCode tools a Gemini request offers: tool name to the function name the host gave it."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    names: list[object] = []
+    for tool in tools if isinstance(tools, list) else []:
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        names += [d.get("name") for d in declarations or [] if isinstance(d, dict)]
+    return _offered(names)
+
+
+def result_text(value: object) -> str:
+    """A result as text: a string as is; else every string in it, one a line, then the value as JSON.
+
+    A host may carry the tool's text block, its structured content, or both, wrapped in its
+    own object (``{"output": ...}``) or as a string of JSON content blocks (Continue CLI); the
+    status reader finds the summary or the JSON in this.
+    """
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return result_text(parsed) if isinstance(parsed, (list, dict)) else value
+    strings: list[str] = []
+
+    def walk(part: Any) -> None:
+        if isinstance(part, str):
+            strings.append(part)
+        elif isinstance(part, list):
+            for item in part:
+                walk(item)
+        elif isinstance(part, dict):
+            for item in part.values():
+                walk(item)
+
+    walk(value)
+    return "\n".join(strings) + "\n" + json.dumps(value)
+
+
+def chat_result(requests: Iterable[ModelRequest], call_id: str) -> str | None:
+    """The text of the ``tool`` message answering ``call_id``, from any request."""
+    for request in requests:
+        messages = request.body.get("messages") if isinstance(request.body, dict) else None
+        for message in messages if isinstance(messages, list) else []:
+            if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+                return result_text(message.get("content"))
+    return None
+
+
+def gemini_result(requests: Iterable[ModelRequest], function: str) -> str | None:
+    """The ``functionResponse`` for ``function``, as text, from any request."""
+    for request in requests:
+        contents = request.body.get("contents") if isinstance(request.body, dict) else None
+        for content in contents if isinstance(contents, list) else []:
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for part in parts if isinstance(parts, list) else []:
+                answer = part.get("functionResponse") if isinstance(part, dict) else None
+                if isinstance(answer, dict) and answer.get("name") == function:
+                    return result_text(answer.get("response"))
+    return None
