@@ -36,7 +36,14 @@ from bench.http_client import (
     http_client_figures,
     pending_http_client_figures,
 )
-from bench.report import compute_ratios, render_table, summarize_target, temporary_engine_figure, write_results
+from bench.report import (
+    cold_first_call_figure,
+    compute_ratios,
+    render_table,
+    summarize_target,
+    temporary_engine_figure,
+    write_results,
+)
 from bench.runner import BenchOptions, Samples, run_rounds
 from bench.targets import ATTACHED_TARGETS, Layout, Target, base_python, build_targets, engine_argv
 
@@ -374,6 +381,7 @@ def _results(
         "pyz": {"path": None, "size_bytes": pyz_size},
         "targets": entries,
         "engine": engine,
+        "cold_first_call": cold_first_call_figure(entries),
         "temporary_engine": temporary_engine_figure(entries),
         "gateway": gateway,
         "ratios": ratios,
