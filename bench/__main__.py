@@ -37,6 +37,7 @@ from bench.http_client import (
     pending_http_client_figures,
 )
 from bench.report import (
+    PRIMARY_TARGET,
     cold_first_call_figure,
     compute_ratios,
     render_table,
@@ -312,7 +313,7 @@ def _stdio_figures(
     """
     attached = [t for t in targets if t.name in ATTACHED_TARGETS and t.unavailable is None]
     argv = engine_argv(layout)
-    if layout.pyz.is_file() and any(t.env.get("SHIV_ROOT") == str(layout.shiv_warm) for t in targets):
+    if layout.pyz.is_file() and any(t.name == PRIMARY_TARGET and t.unavailable is None for t in targets):
         _warm_cache(layout, env, root, options.timeout_seconds)
     engine: dict[str, Any] = {"command": layout.display(argv), "started": False, "reason": None}
     if not attached:
