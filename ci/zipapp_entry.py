@@ -285,9 +285,9 @@ def _verified(folder, tag):
             return False
         try:
             found = stat(join(folder, parts[3]))
-        except OSError:
-            return False
-        if found.st_size != int(parts[1]) or found.st_mtime_ns != int(parts[2]):
+            if found.st_size != int(parts[1]) or found.st_mtime_ns != int(parts[2]):
+                return False
+        except (OSError, ValueError):
             return False
     return True
 
@@ -302,8 +302,8 @@ def _compile_later(folder):
     """
     import subprocess
 
-    if os.path.isfile(os.path.join(folder, _BYTECODE)):
-        return
+    if os.path.isfile(os.path.join(folder, _BYTECODE)) or not os.access(folder, os.W_OK):
+        return  # compiled, or a copy made read-only since: used as it is
     try:
         subprocess.Popen(
             [sys.executable, "-I", "-c", _COMPILER, folder, str(os.getpid())],

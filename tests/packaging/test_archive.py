@@ -299,6 +299,23 @@ def test_the_record_holds_every_unpacked_file_and_a_changed_one_is_unpacked_agai
     assert again.returncode == 0, again.stderr
     assert "no longer matches its record; unpacking again" in again.stderr
     assert (folder / target).read_bytes() == data
+    # A record rewritten with its marker (the marker matches, a line does not parse) is no
+    # reason for a traceback either: the copy is unpacked again.
+    garbled = (folder / "record.sha256").read_text(encoding="utf-8").replace(f" {len(data)} ", " many ", 1)
+    (folder / "record.sha256").write_text(garbled, encoding="utf-8")
+    digest = hashlib.sha256(garbled.encode("utf-8")).hexdigest()
+    (folder / "complete").write_text(digest + "\n", encoding="ascii")
+
+    third = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert third.returncode == 0, third.stderr
+    assert "Traceback" not in third.stderr and "unpacking again" in third.stderr
+
+    def files(text: bytes) -> list[tuple[str, str, str]]:  # digest, size and path: the times are new
+        rows = [line.split(" ", 3) for line in text.decode("utf-8").splitlines()[1:]]
+        return [(digest, size, path) for digest, size, _mtime, path in rows]
+
+    assert files((folder / "record.sha256").read_bytes()) == files(record)
 
 
 def test_an_unwritable_cache_folder_gets_one_clear_line(tmp_path: Path) -> None:
