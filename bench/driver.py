@@ -119,16 +119,18 @@ def run_startup(
 
     Returns:
         One dict per timed spawn: ``spawn_to_tools_list_ms``, ``spawn_to_initialize_ms``
-        (floats, ms), ``tool_count``, ``rss_hwm_kib``, ``rss_kib``, ``tree_rss_hwm_kib``
-        (ints, KiB, or None where /proc is unreadable), ``descendants`` (int).
+        (floats, ms), ``spawn_to_first_call_ms`` (float, ms: spawn → the answer of the checking
+        call, sent after the memory was read; None without ``target.expect_text``), ``tool_count``,
+        ``rss_hwm_kib``, ``rss_kib``, ``tree_rss_hwm_kib`` (ints, KiB, or None where /proc is
+        unreadable), ``descendants`` (int).
 
     Raises:
         BenchError: the server failed to start or answer, answered the check without
             ``target.expect_text``, or the deadline passed.
     """
     args = ["startup", "--runs", str(runs), "--warmup", str(warmup), *_check_args(target)]
-    if target.fresh_dir_env:
-        args += ["--fresh-dir-env", target.fresh_dir_env]
+    for name in target.fresh_dir_env:
+        args += ["--fresh-dir-env", name]
     return list(_run(repo, node, args, target, env, timeout)["runs"])
 
 
