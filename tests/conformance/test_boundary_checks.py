@@ -41,7 +41,7 @@ def _run(fn, target: list[str], factory=stand_in_project, cwd: Path | None = Non
     async def go():
         with anyio.fail_after(chk.timeout_seconds + 30):
             return await run_one(
-                chk, target=target, cwd=cwd or Path.cwd(), repo_root=REPO_ROOT, project_factory=factory
+                chk, target=target, cwd=cwd or Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=factory
             )
 
     records, _ = anyio.run(go)
