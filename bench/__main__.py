@@ -146,9 +146,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _make_sample_project(dest: Path) -> Path:
-    spec = importlib.util.spec_from_file_location("shadowcode_bench_sample", REPO / "fixtures" / "sample_project.py")
+    spec = importlib.util.spec_from_file_location(
+        "shadowcode_bench_sample", REPO / "conformance/fixtures/sample_project.py"
+    )
     if spec is None or spec.loader is None:
-        raise RuntimeError("fixtures/sample_project.py cannot be loaded")
+        raise RuntimeError("conformance/fixtures/sample_project.py cannot be loaded")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return Path(module.make_sample_project(dest))
