@@ -12,7 +12,7 @@ by cumulative and by own time (``pstats``). Three paths:
 * ``attached``: the headless engine under ``cProfile`` (``python -m cProfile -m shadowcode
   engine``), the same calls through ``mcp serve``'s relay, then ``shadowcode engine stop``;
 * ``gateway``: ``mcp serve --http 127.0.0.1:0`` under ``cProfile``, loaded by
-  ``node_probes/bench/http_load.mjs`` as the gateway figure loads it (8 callers, one POST per
+  ``conformance/node_probes/bench/http_load.mjs`` as the gateway figure loads it (8 callers, one POST per
   connection, paced under GW-07), then SIGINT.
 
 Each profile starts after the server is up (SIGUSR1 after the first, untimed call; before the
@@ -55,7 +55,7 @@ _PROTOCOL: Final = "2025-06-18"
 
 
 def _sample_project(dest: Path) -> Path:
-    sys.path.insert(0, str(REPO / "fixtures"))
+    sys.path.insert(0, str(REPO / "conformance/fixtures"))
     try:
         from sample_project import make_sample_project
     finally:
@@ -224,7 +224,7 @@ def _gateway(root: Path, env: dict[str, str], workspace: Path, out: Path, calls:
     try:
         url = _wait_line(root / "gateway.stderr", r"shadowcode gateway ready: (http://\S+)", server).group(1)
         load = [
-            shutil.which("node") or "node", str(REPO / "node_probes/bench/http_load.mjs"), "--url", url,
+            shutil.which("node") or "node", str(REPO / "conformance/node_probes/bench/http_load.mjs"), "--url", url,
             "--token-env", token, "--tool", "shadow_status", "--args", "{}", "--requests", str(calls),
             "--warmup", "8", "--callers", "8", "--window-requests", "120", "--window-ms", "1050",
         ]  # fmt: skip

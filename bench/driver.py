@@ -1,4 +1,4 @@
-"""Runs the Node driver (``node_probes/bench/driver.mjs``) and returns its JSON report.
+"""Runs the Node driver (``conformance/node_probes/bench/driver.mjs``) and returns its JSON report.
 
 The driver is a TypeScript SDK 1.x client: it spawns the server, times the handshake and
 the calls, reads the server's memory from /proc and prints one JSON document. This module
@@ -21,7 +21,7 @@ from shadowcode.errors import ShadowcodeError
 
 __all__ = ["BenchError", "CallOptions", "run_calls", "run_startup"]
 
-DRIVER: Final = Path("node_probes") / "bench" / "driver.mjs"
+DRIVER: Final = Path("conformance/node_probes") / "bench" / "driver.mjs"
 """The driver script, relative to the repository root."""
 
 _KILL_WAIT_SECONDS: Final = 10.0
@@ -119,16 +119,18 @@ def run_startup(
 
     Returns:
         One dict per timed spawn: ``spawn_to_tools_list_ms``, ``spawn_to_initialize_ms``
-        (floats, ms), ``tool_count``, ``rss_hwm_kib``, ``rss_kib``, ``tree_rss_hwm_kib``
-        (ints, KiB, or None where /proc is unreadable), ``descendants`` (int).
+        (floats, ms), ``spawn_to_first_call_ms`` (float, ms: spawn → the answer of the checking
+        call, sent after the memory was read; None without ``target.expect_text``), ``tool_count``,
+        ``rss_hwm_kib``, ``rss_kib``, ``tree_rss_hwm_kib`` (ints, KiB, or None where /proc is
+        unreadable), ``descendants`` (int).
 
     Raises:
         BenchError: the server failed to start or answer, answered the check without
             ``target.expect_text``, or the deadline passed.
     """
     args = ["startup", "--runs", str(runs), "--warmup", str(warmup), *_check_args(target)]
-    if target.fresh_dir_env:
-        args += ["--fresh-dir-env", target.fresh_dir_env]
+    for name in target.fresh_dir_env:
+        args += ["--fresh-dir-env", name]
     return list(_run(repo, node, args, target, env, timeout)["runs"])
 
 

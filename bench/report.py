@@ -21,6 +21,7 @@ __all__ = [
     "PRIMARY_TARGET",
     "PYZ_ONE_INTERPRETER_BYTES",
     "REQUIRED_RATIOS",
+    "cold_first_call_figure",
     "compute_ratios",
     "render_table",
     "summarize_target",
@@ -50,11 +51,15 @@ REQUIRED_RATIOS: Final = (
     "startup_attached_ratio_vs_floor",
     "rss_front_ratio_vs_bare",
     "rss_front_attached_ratio_vs_bare",
+    "first_call_ratio_vs_ts",
 )
 """Ratio keys every results document holds (null when not measurable)."""
 
+COLD_FIRST_CALL_TARGET_MS: Final = 2000.0
+"""Issue 32's bound on the cold first call: spawn → first tool result under a new HOME, warm disk."""
+
 COLD_TARGET: Final = "shadowcode_pyz_cold"
-"""The variant the empty-cache ratios use: the archive with a new, empty shiv cache each spawn."""
+"""The variant the empty-cache ratios use: the archive under a new HOME (empty shiv cache, new profile) each spawn."""
 
 FLOOR_TARGET: Final = "floor"
 """The no-SDK floor server: the start-up figure issue 15's targets are stated against."""
@@ -124,8 +129,9 @@ def summarize_target(target: Target, samples: Samples | None, display: list[str]
     Returns:
         ``{"label", "command", "tool", "unavailable": str | None, "errors": [str],
         "startup": {...} | None, "calls": {...} | None}``. ``startup`` holds
-        ``spawn_to_tools_list_ms`` / ``spawn_to_initialize_ms`` / ``rss_hwm_kib`` spreads
-        (median, min, max, n) and ``samples``; ``calls`` holds ``p50_ms``, ``p99_ms``,
+        ``spawn_to_tools_list_ms`` / ``spawn_to_initialize_ms`` / ``spawn_to_first_call_ms`` (the
+        checking call's answer; null without one) / ``rss_hwm_kib`` spreads (median, min, max, n)
+        and ``samples``; ``calls`` holds ``p50_ms``, ``p99_ms``,
         ``calls_per_second``, ``spawn_to_first_call_ms`` (spawn → the answer of the untimed
         first call, which waits for a server still starting behind the front),
         ``rss_hwm_kib`` (the spawned process alone: the front or the
@@ -148,6 +154,7 @@ def summarize_target(target: Target, samples: Samples | None, display: list[str]
         entry["startup"] = {
             "spawn_to_tools_list_ms": spread(_field(samples.startup, "spawn_to_tools_list_ms")),
             "spawn_to_initialize_ms": spread(_field(samples.startup, "spawn_to_initialize_ms")),
+            "spawn_to_first_call_ms": spread(_field(samples.startup, "spawn_to_first_call_ms")),
             "rss_hwm_kib": spread(_field(samples.startup, "rss_hwm_kib")),
             "tree_rss_hwm_kib": spread(_field(samples.startup, "tree_rss_hwm_kib")),
             "samples": samples.startup,
@@ -205,15 +212,19 @@ def compute_ratios(
         ``startup_attached_source_ratio_vs_ts``, ``startup_attached_ratio_vs_bare``,
         ``call_p50_attached_ratio_vs_bare``, ``call_p99_attached_ratio_vs_bare``,
         ``gateway_p99_ratio_vs_bare``, ``http_client_p50_ratio_vs_ts``,
-        ``http_client_p99_ratio_vs_ts``) to a float or None; ``reasons`` maps each None key
-        to a sentence. The ``*_vs_floor`` ratios are spawn → first ``tools/list`` over the
-        no-SDK floor's (issue 15). The ``rss`` ratios use the peak RSS after the call rounds
-        (after start-up for a row without calls): ``rss_ratio_vs_bare`` is the whole
+        ``http_client_p99_ratio_vs_ts``, ``cold_first_call_ratio_vs_ts``) to a float or None;
+        ``reasons`` maps each None key to a sentence. The ``*_vs_floor`` ratios are spawn →
+        first ``tools/list`` over the no-SDK floor's (issue 15). The ``rss`` ratios use the
+        peak RSS after the call rounds (after start-up for a row without calls): ``rss_ratio_vs_bare`` is the whole
         in-process session (the stdio front and its temporary engine, summed);
         ``rss_front_ratio_vs_bare`` and ``rss_front_attached_ratio_vs_bare`` the spawned
         process alone (the front without an engine, the relay with one: the per-session
         cost); ``rss_attached_ratio_vs_bare`` is the relay as well (kept from issue 7). The
         temporary engine's own figure is :func:`temporary_engine_figure`.
+        ``first_call_ratio_vs_ts`` is spawn → first tool result of the warm archive without an
+        engine over server-everything's (issue 32; both from the call rounds), and
+        ``cold_first_call_ratio_vs_ts`` the same for the archive under a new HOME (from its
+        start-up spawns, see :func:`cold_first_call_figure`).
     """
     t = targets.get
     p = PRIMARY_TARGET
@@ -282,6 +293,16 @@ def compute_ratios(
         "startup_attached_ratio_vs_floor": (_median(t(a), *spawn), floor_spawn, (a, f)),
         "rss_front_ratio_vs_bare": (_own_rss(t(p)), _own_rss(t("bare")), (p, "bare")),
         "rss_front_attached_ratio_vs_bare": (_own_rss(t(a)), _own_rss(t("bare")), (a, "bare")),
+        "first_call_ratio_vs_ts": (
+            _median(t(p), "calls", "spawn_to_first_call_ms"),
+            _median(t("everything"), "calls", "spawn_to_first_call_ms"),
+            (p, "everything"),
+        ),
+        "cold_first_call_ratio_vs_ts": (
+            _median(t(c), "startup", "spawn_to_first_call_ms"),
+            _median(t("everything"), "calls", "spawn_to_first_call_ms"),
+            (c, "everything"),
+        ),
     }
     ratios: dict[str, Any] = {}
     reasons: dict[str, str] = {}
@@ -335,6 +356,33 @@ def temporary_engine_figure(targets: dict[str, dict[str, Any]]) -> dict[str, Any
     return figure
 
 
+def cold_first_call_figure(targets: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The cold first call (issue 32): spawn → first tool result of the archive under a new HOME.
+
+    Each start-up spawn of the cold row runs with ``HOME`` and ``SHADOWCODE_HOME`` at a new
+    empty folder (no shiv cache, no profile), and its checking ``tools/call`` waits for the
+    unpack and the full server behind the front; the page cache is warm (the same archive ran
+    before).
+
+    Args:
+        targets: results entries by name (see :func:`summarize_target`).
+
+    Returns:
+        ``{"target", "spawn_to_first_call_ms": spread | None, "bound_ms", "reason": str | None}``;
+        ``reason`` says why the spread is null.
+    """
+    spawns = _median(targets.get(COLD_TARGET), "startup", "spawn_to_first_call_ms")
+    figure: dict[str, Any] = {
+        "target": COLD_TARGET,
+        "spawn_to_first_call_ms": ((targets.get(COLD_TARGET) or {}).get("startup") or {}).get("spawn_to_first_call_ms"),
+        "bound_ms": COLD_FIRST_CALL_TARGET_MS,
+        "reason": None,
+    }
+    if spawns is None:
+        figure["reason"] = _why(targets, COLD_TARGET) + " (no timed cold spawn: --cold-rounds 0?)"
+    return figure
+
+
 def _fmt_spread(s: dict[str, Any] | None, scale: float = 1.0, digits: int = 0) -> str:
     if not s:
         return "null"
@@ -371,7 +419,11 @@ def render_table(results: dict[str, Any]) -> str:
             (
                 entry["label"],
                 _fmt_spread((startup or {}).get("spawn_to_tools_list_ms")),
-                _fmt_spread(calls.get("spawn_to_first_call_ms")) if calls else "-",
+                _fmt_spread(calls.get("spawn_to_first_call_ms"))
+                if calls
+                else _fmt_spread(startup.get("spawn_to_first_call_ms"))
+                if startup and startup.get("spawn_to_first_call_ms")
+                else "-",
                 _fmt_spread((calls or {}).get("p50_ms"), digits=3) if calls else "-",
                 _fmt_spread((calls or {}).get("p99_ms"), digits=3) if calls else "-",
                 _fmt_spread((calls or {}).get("calls_per_second")) if calls else "-",
@@ -385,6 +437,7 @@ def render_table(results: dict[str, Any]) -> str:
         " ShadowCode) after the call rounds (after start-up otherwise); spawn->1st call is spawn to the answer"
         " of the call round's first, untimed tools/call"
     )
+    lines.append(_cold_first_call_line(results.get("cold_first_call")))
     lines.append(_engine_line(results.get("engine")))
     lines.append(_temporary_engine_line(results.get("temporary_engine")))
     size = results["pyz"]["size_bytes"]
@@ -417,6 +470,14 @@ def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
+
+
+def _cold_first_call_line(figure: dict[str, Any] | None) -> str:
+    title = "cold first call, new HOME (shadowcode.pyz, spawn -> first tool result, empty cache and profile)"
+    if not figure or not figure.get("spawn_to_first_call_ms"):
+        return f"{title}: null ({(figure or {}).get('reason') or 'not measured'})"
+    shown = _fmt_spread(figure["spawn_to_first_call_ms"])
+    return f"{title}: {shown} ms (issue 32's bound: {figure['bound_ms']:.0f} ms)"
 
 
 def _engine_line(engine: dict[str, Any] | None) -> str:

@@ -27,6 +27,7 @@ from typing import Any, Final
 __all__ = [
     "ATTACHED_EXPECT_TEXT",
     "ATTACHED_TARGETS",
+    "COLD_DIR_ENV",
     "ECHO_TOOL",
     "FRONT_FORBIDDEN_MAPPING",
     "IN_PROCESS_EXPECT_TEXT",
@@ -54,6 +55,10 @@ IN_PROCESS_EXPECT_TEXT: Final = "engine temporary"
 
 FRONT_FORBIDDEN_MAPPING: Final = RELAY_FORBIDDEN_MAPPING
 """What the stdio front never maps either: the SDK loads in its child, never in the front."""
+
+COLD_DIR_ENV: Final = ("HOME", "SHADOWCODE_HOME")
+"""What the cold row points at a new empty folder per spawn: a HOME the archive never ran in (so
+an empty ``~/.shiv``, ``SHIV_ROOT`` being unset) and a new profile root, as a sandboxed host starts it."""
 
 STATUS_TOOL: Final = "shadow_status"
 """ShadowCode's cheapest read-only tool, the one timed on ShadowCode."""
@@ -124,8 +129,8 @@ class Target:
         tool: the tool timed in the call figures.
         tool_args: its arguments (a JSON object).
         env: variables added to the benchmark's environment for this server.
-        fresh_dir_env: a variable pointed at a new empty folder for every spawn (an empty
-            zipapp cache), or None.
+        fresh_dir_env: variables pointed at one new empty folder for every spawn (``HOME``
+            and ``SHADOWCODE_HOME``: a user the archive never ran for); empty for none.
         measure_calls: False when only start-up is measured (the cold zipapp and the
             attached source entry: their calls are those of the warm archive's rows).
         expect_text: text the timed tool's first answer must contain (checked once per spawn,
@@ -141,7 +146,7 @@ class Target:
     tool: str = ECHO_TOOL
     tool_args: dict[str, Any] = field(default_factory=lambda: dict(_ECHO_ARGS))
     env: dict[str, str] = field(default_factory=dict)
-    fresh_dir_env: str | None = None
+    fresh_dir_env: tuple[str, ...] = ()
     measure_calls: bool = True
     expect_text: str | None = None
     forbid_mapped: str | None = None
@@ -224,7 +229,8 @@ def build_targets(layout: Layout) -> list[Target]:
         ``shadowcode_pyz_attached``, ``shadowcode_source_attached``, ``bare``, ``everything``,
         ``floor``.
     """
-    everything = layout.repo / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    modules = layout.repo / "conformance" / "node_probes" / "node_modules"
+    everything = modules / "@modelcontextprotocol/server-everything/dist/index.js"
     pyz_argv = (str(layout.pyz_python), str(layout.pyz), *_serve_args(layout))
     return [
         Target(
@@ -238,11 +244,11 @@ def build_targets(layout: Layout) -> list[Target]:
         ),
         Target(
             name="shadowcode_pyz_cold",
-            label="shadowcode.pyz, empty shiv cache",
+            label="shadowcode.pyz, new HOME",
             argv=pyz_argv,
             tool=STATUS_TOOL,
             tool_args={},
-            fresh_dir_env="SHIV_ROOT",
+            fresh_dir_env=COLD_DIR_ENV,
             measure_calls=False,
             expect_text=IN_PROCESS_EXPECT_TEXT,
             forbid_mapped=FRONT_FORBIDDEN_MAPPING,

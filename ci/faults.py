@@ -109,14 +109,19 @@ def runner_env() -> dict[str, str]:
 
 
 def export_suite(commit: str) -> Path:
-    """The suite as of ``commit`` (conformance/, fixtures/, node_probes/) in a temporary folder."""
+    """The suite as of ``commit`` in a temporary folder: ``conformance/`` (and, before they moved into it,
+    ``fixtures/`` and ``node_probes/``), with the checkout's installed Node peers linked in."""
     folder = Path(tempfile.mkdtemp(prefix="faults-suite-"))
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", commit, "conformance", "fixtures", "node_probes"],
-        capture_output=True, check=True,
-    )  # fmt: skip
+    paths = ["conformance"] + [
+        old
+        for old in ("fixtures", "node_probes")
+        if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{commit}:{old}"], capture_output=True).returncode
+        == 0
+    ]
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *paths], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    (folder / "node_probes" / "node_modules").symlink_to(REPO / "node_probes" / "node_modules")
+    probes = folder / ("node_probes" if "node_probes" in paths else "conformance/node_probes")
+    (probes / "node_modules").symlink_to(REPO / "conformance" / "node_probes" / "node_modules")
     return folder
 
 

@@ -49,9 +49,9 @@ T = TypeVar("T")
 
 __all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_target"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-"""The folder holding ``conformance/``, ``fixtures/`` and ``node_probes/`` in a checkout; a run
-reads them from :func:`conformance.resources.resource_root`, which is this folder only there."""
+REPO_ROOT = Path(__file__).resolve().parent
+"""This package's folder, holding ``fixtures/`` and ``node_probes/``; a run reads them from
+:func:`conformance.resources.resource_root`, which is this folder only in the source folder."""
 
 DEFAULT_EXPECTED_FAILURES = Path(__file__).resolve().parent / "expected_failures.yml"
 """ShadowCode's own baseline, used unless ``--expected-failures`` or ``--no-expected-failures`` is given."""

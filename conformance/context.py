@@ -54,7 +54,7 @@ class Context:
         scratch: a private directory for anything else; removed after the check.
         env: the complete environment for started processes.
         cwd: working directory for started processes (where relative target paths resolve).
-        repo_root: the folder holding ``conformance/``, ``node_probes/`` and ``fixtures/``.
+        repo_root: the folder holding ``node_probes/`` and ``fixtures/`` (:func:`conformance.resources.resource_root`).
         deadline: ``time.monotonic()`` value at which the check is cut off.
         engine: :attr:`EngineMode.ATTACHED` when the runner started ``<target> engine`` in
             ``home`` before the check and keeps it running until the check ends;

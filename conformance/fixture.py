@@ -1,7 +1,7 @@
 """Loading the sample-project factory: ``make_sample_project(dest) -> Path`` from a file.
 
-By default the factory is ``fixtures/sample_project.py`` under the run's resource root (the
-checkout, or the installed package's bundled copy: see :mod:`conformance.resources`); another
+By default the factory is ``fixtures/sample_project.py`` under the run's resource root (this
+package's source folder, or the installed package's cached copy: see :mod:`conformance.resources`); another
 file defining the same function can be given with ``--fixture``. The file is imported by path,
 so it need not be on ``sys.path``.
 """

@@ -99,8 +99,8 @@ class Installed:
 
 
 def install_command(repo_root: Path) -> str:
-    """:data:`INSTALL_COMMAND` in a checkout; in an installed package's root, ``npm ci`` in its ``node_probes/``."""
-    if (repo_root / "ci" / "setup").is_file():
+    """:data:`INSTALL_COMMAND` in a checkout (``repo_root`` is its ``conformance/``), else ``npm ci`` there."""
+    if (repo_root.parent / "ci" / "setup").is_file():
         return INSTALL_COMMAND
     return f"cd {shlex.quote(str(repo_root / 'node_probes'))} && {' '.join(NODE_SETUP_ARGV)}"
 

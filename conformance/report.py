@@ -145,23 +145,26 @@ class ExpectedFailure:
         reason: why it is known to fail or warn, for a person.
         weight: the weight of the broken rule as the baseline states it (``"must"``,
             ``"should"``, ``"robustness"``), or ``""`` when it states none.
+        racy: the failure is a race in the target: it fails most runs but may pass, and a pass
+            is reported as ``passed_this_time`` instead of stale.
     """
 
     check: str
     reason: str
     weight: str = ""
+    racy: bool = False
 
 
-_ENTRY_KEYS = frozenset({"check", "reason", "weight"})
+_ENTRY_KEYS = frozenset({"check", "reason", "weight", "racy"})
 
 
 def load_expected_failures(path: Path) -> list[ExpectedFailure]:
-    """Read a baseline file: a YAML list of ``{check: str, reason: str, weight: str}`` (CONF-01).
+    """Read a baseline file: a YAML list of ``{check: str, reason: str, weight: str, racy: bool}`` (CONF-01).
 
     An empty file (or ``[]``) is an empty baseline. Each entry needs ``check`` and ``reason``
     as non-empty strings and may state ``weight`` (``must``, ``should`` or ``robustness``: the
-    weight of the broken rule, held against the check's own); nothing else. A check may be
-    listed once.
+    weight of the broken rule, held against the check's own) and ``racy`` (true for a failure
+    that depends on a race in the target); nothing else. A check may be listed once.
 
     Args:
         path: the YAML file.
@@ -194,9 +197,12 @@ def load_expected_failures(path: Path) -> list[ExpectedFailure]:
         extra = sorted(str(k) for k in item if k not in _ENTRY_KEYS)
         if extra:
             raise UsageError(
-                f"{where}: unknown key(s) {', '.join(extra)}; only 'check', 'reason' and 'weight' are allowed"
+                f"{where}: unknown key(s) {', '.join(extra)}; only 'check', 'reason', 'weight' and 'racy' are allowed"
             )
         name, reason, weight = item.get("check"), item.get("reason"), item.get("weight", "")
+        racy = item.get("racy", False)
+        if not isinstance(racy, bool):
+            raise UsageError(f"{where}: 'racy' must be true or false, not {racy!r}")
         if weight not in ("", *Weight):
             raise UsageError(f"{where}: 'weight' must be one of {', '.join(Weight)}, not {weight!r}")
         if not isinstance(name, str) or not name.strip():
@@ -206,7 +212,7 @@ def load_expected_failures(path: Path) -> list[ExpectedFailure]:
         if name in seen:
             raise UsageError(f"{where}: {name!r} is listed twice")
         seen.add(name)
-        entries.append(ExpectedFailure(name.strip(), " ".join(reason.split()), str(weight)))
+        entries.append(ExpectedFailure(name.strip(), " ".join(reason.split()), str(weight), racy))
     return entries
 
 
@@ -300,7 +306,8 @@ def build_report(
         ``"not_applicable"`` or ``"not_run"``; its ``status`` is the verdict, or
         ``"expected_fail"`` / ``"expected_warn"`` (with the baseline ``reason``) when the
         baseline lists it. An ``outcome`` is ``"failed_as_expected"``, ``"warned_as_expected"``,
-        ``"stale"`` (the check passed or was not applicable), ``"wrong_weight"`` (the entry's
+        ``"stale"`` (the check passed or was not applicable), ``"passed_this_time"`` (the check
+        passed and its entry is ``racy``), ``"wrong_weight"`` (the entry's
         weight is not the check's) or ``"unknown"`` (no check of that name ran). A check that
         was not run counts for no id, and its baseline entry is left out; one that was not
         applicable counts for no id either. ``summary`` counts ids, ``verdicts`` checks.
@@ -374,13 +381,13 @@ def _outcome(record: CheckRecord, entry: ExpectedFailure | None) -> str:
     """A baseline entry's outcome for the record of its check (see :func:`build_report`)."""
     verdict = record.judged
     if verdict not in (Verdict.FAIL, Verdict.WARN):
-        return "stale"
+        return "passed_this_time" if entry is not None and entry.racy and verdict == Verdict.PASS else "stale"
     if entry is not None and entry.weight and entry.weight != record.weight:
         return "wrong_weight"
     return "failed_as_expected" if verdict == Verdict.FAIL else "warned_as_expected"
 
 
-_EXPECTED_OUTCOMES = ("failed_as_expected", "warned_as_expected")
+_EXPECTED_OUTCOMES = ("failed_as_expected", "warned_as_expected", "passed_this_time")
 
 
 def report_failed(report: Mapping[str, Any]) -> bool:
@@ -417,6 +424,7 @@ _CHECK_MARK = {
 _OUTCOME = {
     "failed_as_expected": "failed as expected",
     "warned_as_expected": "warned as expected",
+    "passed_this_time": "passed this time (a racy entry: the target fails it in most runs)",
     "stale": "**STALE**: it passed or did not apply, remove it from the baseline",
     "wrong_weight": "**WRONG WEIGHT**: the check's weight differs, fix the entry",
     "unknown": "**UNKNOWN**: no check of this name ran, fix or remove the entry",

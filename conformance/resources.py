@@ -2,15 +2,16 @@
 
 Checks read ``<root>/fixtures/...`` (the sample project, the helper servers, client configs,
 scripted model replies) and ``<root>/node_probes/...`` (the TypeScript SDK probes and the
-pinned Node peers in ``node_modules``). The root is one of:
+pinned Node peers in ``node_modules``). Both folders live inside this package. The root is one of:
 
-* **the checkout**: run from the ShadowCode source tree (``python -m conformance``), the
-  folder holding ``conformance/``, ``fixtures/`` and ``node_probes/``. Its Node peers are set
-  up by ``bash ci/setup``; this module never installs into the source tree.
-* **the installed package** (``pip install ./conformance`` or ``dist/conformance.pyz``): the
-  build copies ``fixtures/`` and the Node manifest, lock file and probe scripts of
-  ``node_probes/`` into ``conformance/_bundle/``. That folder may be read-only, so a run copies
-  it once into a cache folder keyed by its content,
+* **the source folder**: run from ``conformance/`` itself (in the ShadowCode checkout, or that
+  folder copied anywhere), recognised by its ``pyproject.toml``; the root is the folder. Its
+  Node peers are set up by ``npm ci`` in ``node_probes/`` (``bash ci/setup`` in the checkout);
+  this module never installs into a source folder.
+* **the installed package** (``pip install ./conformance`` or ``conformance.pyz``): the build
+  takes ``fixtures/`` and the Node manifest, lock file and probe scripts of ``node_probes/`` as
+  package data. That folder may be read-only, so a run copies them once into a cache folder
+  keyed by their content,
   ``$SHADOWCODE_CONFORMANCE_CACHE`` (default ``$XDG_CACHE_HOME/shadowcode-conformance`` or
   ``~/.cache/shadowcode-conformance``) ``/root-<sha256 prefix>``, and uses that copy. When a
   selected check needs the Node probes and ``node_modules`` is missing there, it runs
@@ -49,10 +50,8 @@ __all__ = [
 ]
 
 PACKAGE = Path(__file__).resolve().parent
-CHECKOUT = PACKAGE.parent
-"""The folder holding ``conformance/`` when this is the source tree."""
-BUNDLE = PACKAGE / "_bundle"
-"""``fixtures/`` and ``node_probes/`` copied in by the build of the installed package."""
+DATA = ("fixtures", "node_probes")
+"""The folders of this package the checks read; an installed copy's are copied into the cache root."""
 BASELINES = PACKAGE / "baselines"
 """Baselines of known failures of other MCP servers under ``--profile generic``."""
 
@@ -88,19 +87,22 @@ def cache_dir() -> Path:
     return Path(base) / "shadowcode-conformance"
 
 
-def _in_checkout() -> bool:
-    return (CHECKOUT / "fixtures").is_dir() and (CHECKOUT / "node_probes").is_dir() and not BUNDLE.is_dir()
+def _in_source() -> bool:
+    """Whether this is the source folder (its ``pyproject.toml`` is not package data)."""
+    return (PACKAGE / "pyproject.toml").is_file()
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+def _files() -> list[Path]:
+    """The data files an installed copy carries, ``node_modules`` and bytecode left out."""
+    skip = {"__pycache__", "node_modules"}
+    return sorted(p for name in DATA for p in (PACKAGE / name).rglob("*") if p.is_file() and not skip & set(p.parts))
 
 
 @cache
 def _bundle_key() -> str:
     digest = hashlib.sha256()
-    for path in _files(BUNDLE):
-        digest.update(path.relative_to(BUNDLE).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    for path in _files():
+        digest.update(path.relative_to(PACKAGE).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -120,13 +122,13 @@ def _locked(folder: Path, work: Callable[[], None]) -> None:
 
 
 def _copy_bundle(root: Path) -> None:
-    """Copy the bundle into ``root`` once; an interrupted copy is redone (temporary folder, then rename)."""
+    """Copy the data folders into ``root`` once; an interrupted copy is redone (temporary folder, then rename)."""
     if (root / _COMPLETE).is_file():
         return
     partial = root.with_name(root.name + ".tmp")
     shutil.rmtree(partial, ignore_errors=True)
-    for path in _files(BUNDLE):
-        target = partial / path.relative_to(BUNDLE)
+    for path in _files():
+        target = partial / path.relative_to(PACKAGE)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     (partial / _COMPLETE).write_text(_bundle_key() + "\n", encoding="utf-8")
@@ -137,7 +139,7 @@ def _copy_bundle(root: Path) -> None:
 def _node_ready(probes: Path) -> bool:
     """Whether ``npm ci`` completed in ``probes``: npm writes its hidden lock file last.
 
-    The cache root is keyed by the bundle, lock file included, so what is installed there
+    The cache root is keyed by the data files, lock file included, so what is installed there
     always matches the pinned versions.
     """
     return (probes / "node_modules" / ".package-lock.json").is_file()
@@ -192,22 +194,26 @@ def resource_root(groups: Iterable[str] = (), say: Callable[[str], None] | None 
         say: where notes for a person go (default: a ``conformance:`` line on stderr).
 
     Returns:
-        The checkout, or the cache copy of the installed package's bundle.
+        The source folder, or the cache copy of the installed package's data folders.
 
     Raises:
-        ConformanceError: the installed package has no bundle, or the cache cannot be written.
+        ConformanceError: the installed package has no fixtures, or the cache cannot be written.
     """
     tell: Callable[[str], object] = say or (lambda line: sys.stderr.write(f"conformance: {line}\n"))
     needing = sorted(set(groups) & NODE_GROUPS)
-    if _in_checkout():
-        if needing and not (CHECKOUT / "node_probes" / "node_modules").exists():
+    if _in_source():
+        if needing and not (PACKAGE / "node_probes" / "node_modules").exists():
+            setup = PACKAGE.parent / "ci" / "setup"
+            command = f"bash {_quote(setup)}" if setup.is_file() else _setup_command(PACKAGE / "node_probes")
             tell(
                 f"node_probes/node_modules is missing: checks needing it will fail ({', '.join(needing)}); "
-                f"set it up with: bash {_quote(CHECKOUT / 'ci' / 'setup')}"
+                f"set it up with: {command}"
             )
-        return CHECKOUT
-    if not BUNDLE.is_dir():
-        raise ConformanceError(f"this installation has no fixtures: {BUNDLE} is missing (reinstall the package)")
+        return PACKAGE
+    if not (PACKAGE / "fixtures").is_dir():
+        raise ConformanceError(
+            f"this installation has no fixtures: {PACKAGE / 'fixtures'} is missing (reinstall the package)"
+        )
     root = _cache_root()
     try:
         _locked(root, lambda: _copy_bundle(root))
@@ -224,7 +230,7 @@ def resource_root(groups: Iterable[str] = (), say: Callable[[str], None] | None 
 
 def _finds_dependencies_itself() -> bool:
     """Whether a plain ``sys.executable`` child imports this package and its dependencies without help."""
-    if _in_checkout():
+    if _in_source():
         return True
     home = str(PACKAGE.parent)
     return home in {*site.getsitepackages(), site.getusersitepackages()}

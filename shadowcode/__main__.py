@@ -20,11 +20,87 @@ _FAST_FLAGS = ("--allow-write", "--allow-approvals", "--approve-in-host", "--app
 def main() -> None:
     """Run the ``shadowcode`` command line; exits the process with the command's status."""
     status = attached_fast_path(sys.argv[1:])
+    if status is None:
+        status = front_child(sys.argv[1:])
     if status is not None:
         sys.exit(status)
     from shadowcode.cli import run
 
     run()
+
+
+def _serve_argv(argv: list[str]) -> tuple[dict[str, str], list[str]] | None:
+    """``({"--profile": P, "--workspace": W}, flags)`` for ``[--profile P] [--workspace W] mcp serve [FLAG ...]``.
+
+    None for any other command line, or a flag outside ``--allow-write``, ``--allow-approvals``,
+    ``--approve-in-host`` and ``--approval-page`` (the latter only with ``--approve-in-host``).
+    """
+    options: dict[str, str] = {}
+    rest = list(argv)
+    while rest and rest[0] in ("--profile", "--workspace"):
+        if len(rest) < 2:
+            return None
+        options[rest[0]] = rest[1]
+        rest = rest[2:]
+    if rest[:2] != ["mcp", "serve"]:
+        return None
+    flags = rest[2:]
+    if any(f not in _FAST_FLAGS for f in flags) or ("--approval-page" in flags and "--approve-in-host" not in flags):
+        return None  # the full CLI refuses --approval-page without --approve-in-host
+    return options, flags
+
+
+def front_child(argv: list[str]) -> int | None:
+    """Serve as the stdio front's child without loading the full CLI (issue 32).
+
+    The front (:mod:`shadowcode.mcp.server.front`) starts ``mcp serve`` again, with the same
+    arguments, as its child; the child's first tool answer waits for every module it imports,
+    and the full CLI (typer and every command's module) is not needed to serve. So the child
+    calls :func:`shadowcode.mcp.server.launch.serve_stdio` itself with what the front parsed,
+    and reports an error before serving as the CLI would: ``shadowcode: <message>`` on stderr
+    and the error's exit status (2 for a bad workspace or profile).
+
+    Returns:
+        None (the full CLI runs) unless this process is the front's child and ``argv`` is a
+        command line the front serves; else the exit status, when serving failed before it began
+        (a served session ends the process itself, SRV-07).
+    """
+    import os
+
+    from shadowcode.mcp.server import READY_FD_ENV
+
+    parsed = _serve_argv(argv)
+    if parsed is None or not os.environ.get(READY_FD_ENV):
+        return None
+    options, flags = parsed
+    from pathlib import Path
+
+    from shadowcode.errors import ShadowcodeError
+
+    try:
+        workspace = Path(options["--workspace"]) if "--workspace" in options else Path.cwd()
+    except OSError:
+        return None  # the working directory is gone: the full CLI says so
+    from shadowcode.mcp.server.launch import serve_stdio
+
+    try:
+        serve_stdio(
+            workspace=workspace,
+            profile=options.get("--profile"),
+            allow_write="--allow-write" in flags,
+            allow_approvals="--allow-approvals" in flags,
+            approve_in_host="--approve-in-host" in flags,
+            approval_page="--approval-page" in flags,
+        )
+    except ShadowcodeError as exc:
+        from shadowcode.inert_text import inert
+
+        message = inert(exc.message, "\n\t")  # as the full CLI writes it
+        sys.stderr.write(f"shadowcode: {message}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0
 
 
 def attached_fast_path(argv: list[str]) -> int | None:
@@ -43,18 +119,10 @@ def attached_fast_path(argv: list[str]) -> int | None:
         The exit status, or None to run the full CLI (any other argv, bad values, the front
         turned off): the full CLI then reports errors exactly as usual.
     """
-    options: dict[str, str] = {}
-    rest = list(argv)
-    while rest and rest[0] in ("--profile", "--workspace"):
-        if len(rest) < 2:
-            return None
-        options[rest[0]] = rest[1]
-        rest = rest[2:]
-    if rest[:2] != ["mcp", "serve"]:
+    parsed = _serve_argv(argv)
+    if parsed is None:
         return None
-    flags = rest[2:]
-    if any(f not in _FAST_FLAGS for f in flags) or ("--approval-page" in flags and "--approve-in-host" not in flags):
-        return None  # the full CLI refuses --approval-page without --approve-in-host
+    options, flags = parsed
     import os
 
     from shadowcode.mcp.server import READY_FD_ENV

@@ -21,7 +21,7 @@ BOTTOM = {"errors", "limits", "enums", "version", "parent_death", "inert_text", 
 
 ALLOWED: dict[str, set[str]] = {
     # part: the parts it may import (BOTTOM is always allowed)
-    "entry": {"cli", "mcp.relay", "profile_paths"},
+    "entry": {"cli", "mcp.server", "mcp.relay", "profile_paths"},  # mcp.server: the front's child
     "cli": {"mcp.server", "mcp.register", "engine.api", "engine.front", "profile", "profile_paths", "secrets"},
     "mcp.register": {"project", "profile", "profile_paths"},
     "mcp.server": {"mcp.relay", "engine.api", "engine.front", "profile", "profile_paths", "secrets", "ndjson"},

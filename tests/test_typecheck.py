@@ -8,10 +8,12 @@ tree keeps one ignore dialect: no ``# type: ignore`` (pyright reads none of them
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -57,12 +59,22 @@ def test_the_same_module_with_a_real_name_passes(tmp_path: Path) -> None:
     assert (status, rules) == (0, [])
 
 
+def _excluded() -> list[str]:
+    """The paths pyproject.toml leaves out of the check (modules not yet at zero, and pyright's defaults)."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    return list(config["tool"]["pyright"]["exclude"])
+
+
 def test_the_checked_tree_speaks_one_ignore_dialect_and_names_each_rule() -> None:
+    excluded = _excluded()
     stray: list[str] = []
     for top in CHECKED:
         for path in sorted((REPO / top).rglob("*.py")):
+            relative = path.relative_to(REPO).as_posix()
+            if "node_modules" in path.parts or any(fnmatch.fnmatch(relative, p) for p in excluded):
+                continue  # not checked (yet): held to the rule when it leaves the exclude list
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                where = f"{path.relative_to(REPO)}:{number}"
+                where = f"{relative}:{number}"
                 if re.search(r"#\s*type:\s*ignore", line):
                     stray.append(f"{where}: a `# type: ignore` (pyright reads none: use `# pyright: ignore[rule]`)")
                 for found in re.finditer(r"#\s*pyright:\s*ignore(\[[^\]]+\])?", line):

@@ -45,7 +45,7 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc"),
 ]
 
-EVERYTHING = REPO / "node_probes" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+EVERYTHING = REPO / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 TOKEN = "gw-bearer-6f0d2c9a8e7b4d1f-0123456789abcdef"
 
 
@@ -195,7 +195,7 @@ async def test_a_wrong_bearer_gets_a_clear_authentication_error_and_no_login(
 
 
 @pytest.mark.req("CLI-16", "CLI-18")
-@pytest.mark.skipif(shutil.which("node") is None or not EVERYTHING.is_file(), reason="needs node and node_probes")
+@pytest.mark.skipif(shutil.which("node") is None or not EVERYTHING.is_file(), reason="needs node and the Node peers")
 async def test_a_build_task_calls_server_everything_over_streamable_http(
     engine: LocalEngine, project_dir: Path, tmp_path: Path
 ) -> None:

@@ -40,8 +40,9 @@ def _node_skip_reason() -> str | None:
     if NODE is None:
         return "node is not on PATH"
     for pkg in ("sdk", "server-everything"):
-        if not (REPO_ROOT / "node_probes/node_modules/@modelcontextprotocol" / pkg / "package.json").is_file():
-            return f"node_probes/node_modules lacks @modelcontextprotocol/{pkg}; run `npm ci` in node_probes"
+        modules = REPO_ROOT / "conformance" / "node_probes" / "node_modules"
+        if not (modules / "@modelcontextprotocol" / pkg / "package.json").is_file():
+            return f"{modules} lacks @modelcontextprotocol/{pkg}; run `npm ci` in conformance/node_probes"
     return None
 
 
@@ -287,6 +288,46 @@ def test_the_table_prints_the_temporary_engine_on_its_own_line_issue15(bench_mod
     assert "rss_front_ratio_vs_bare" in table and "startup_ratio_vs_floor" in table
 
 
+def test_the_cold_first_call_and_the_first_call_ratio_come_from_a_new_home_and_the_call_rounds_issue32(
+    bench_modules: None,
+) -> None:
+    from bench.gateway import pending_gateway_figures
+    from bench.report import REQUIRED_RATIOS, cold_first_call_figure, compute_ratios, render_table
+    from bench.targets import COLD_DIR_ENV, Layout, build_targets
+
+    cold = _figures(135.0)
+    cold["startup"]["spawn_to_first_call_ms"] = {"median": 1800.0, "min": 1700.0, "max": 1900.0, "n": 3}
+    warm, everything = _figures(90.0, own_kib=16_000.0), _figures(300.0, own_kib=70_000.0)
+    warm["calls"]["spawn_to_first_call_ms"] = {"median": 450.0, "min": 440.0, "max": 470.0, "n": 1}
+    everything["calls"]["spawn_to_first_call_ms"] = {"median": 360.0, "min": 350.0, "max": 380.0, "n": 1}
+    targets = {"shadowcode_pyz_cold": cold, "shadowcode_pyz_warm": warm, "everything": everything}
+    gateway = pending_gateway_figures("left out")
+    ratios, reasons = compute_ratios(targets, gateway)
+
+    assert "first_call_ratio_vs_ts" in REQUIRED_RATIOS
+    assert ratios["first_call_ratio_vs_ts"] == pytest.approx(450.0 / 360.0)
+    assert ratios["cold_first_call_ratio_vs_ts"] == pytest.approx(1800.0 / 360.0)
+    figure = cold_first_call_figure(targets)
+    assert figure["spawn_to_first_call_ms"]["median"] == 1800.0 and figure["reason"] is None
+    results = {
+        "targets": targets, "engine": None, "temporary_engine": None, "cold_first_call": figure,
+        "pyz": {"size_bytes": None}, "gateway": gateway, "ratios": ratios, "ratio_reasons": reasons,
+    }  # fmt: skip
+    line = next(ln for ln in render_table(results).splitlines() if ln.startswith("cold first call, new HOME"))
+    assert "1800 (1700-1900)" in line and "2000 ms" in line
+    # Without a timed cold spawn the figure is null and says why.
+    missing = cold_first_call_figure({"shadowcode_pyz_cold": _figures(135.0)})
+    assert missing["spawn_to_first_call_ms"] is None and "--cold-rounds" in missing["reason"]
+    # The cold row runs under a new HOME and a new profile root, never a shared shiv cache.
+    layout = Layout(
+        repo=Path("/r"), workspace=Path("/w"), home=Path("/h"), attached_home=Path("/a"), shiv_warm=Path("/s"),
+        pyz=Path("/x.pyz"), venv_python=Path("/v"), pyz_python=Path("/p"), node="node",
+    )  # fmt: skip
+    row = next(t for t in build_targets(layout) if t.name == "shadowcode_pyz_cold")
+    assert row.fresh_dir_env == COLD_DIR_ENV == ("HOME", "SHADOWCODE_HOME")
+    assert "SHIV_ROOT" not in row.env
+
+
 def test_importtime_parser_reads_self_cumulative_and_depth_issue7(bench_modules: None) -> None:
     from bench.importtime import parse_importtime, top_imports
 
@@ -427,7 +468,7 @@ def test_a_figure_fails_when_the_server_that_answered_is_not_the_expected_one_is
     from bench.driver import BenchError, run_startup
     from bench.targets import ATTACHED_EXPECT_TEXT, RELAY_FORBIDDEN_MAPPING, STATUS_TOOL, Target
 
-    sys.path.insert(0, str(REPO_ROOT / "fixtures"))
+    sys.path.insert(0, str(REPO_ROOT / "conformance/fixtures"))
     from sample_project import make_sample_project
 
     workspace = make_sample_project(tmp_path / "project")

@@ -41,7 +41,7 @@ def _run(fn, target: list[str], factory=stand_in_project, cwd: Path | None = Non
     async def go():
         with anyio.fail_after(chk.timeout_seconds + 30):
             return await run_one(
-                chk, target=target, cwd=cwd or Path.cwd(), repo_root=REPO_ROOT, project_factory=factory
+                chk, target=target, cwd=cwd or Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=factory
             )
 
     records, _ = anyio.run(go)
@@ -106,7 +106,7 @@ FAULTS = {
 @pytest.mark.req("SRV-12", "SRV-13", "SRV-19")
 @pytest.mark.slow
 def test_notes_sqlite_map_passes_the_source_tree_and_catches_injected_faults(tmp_path: Path) -> None:
-    factory = load_project_factory(default_fixture_path(REPO_ROOT))
+    factory = load_project_factory(default_fixture_path(REPO_ROOT / "conformance"))
     good = {r.name: r for r in _run(notes_sqlite_map, [sys.executable, "-m", "shadowcode"], factory, cwd=REPO_ROOT)}
     assert all(r.ok for r in good.values()), {n: r.detail for n, r in good.items()}
     assert len(good) == 4

@@ -31,7 +31,11 @@ def _run_named(fn, target: list[str]):
     async def go():
         with anyio.fail_after(chk.timeout_seconds + 10):
             return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=stand_in_project
+                chk,
+                target=target,
+                cwd=Path.cwd(),
+                repo_root=REPO_ROOT / "conformance",
+                project_factory=stand_in_project,
             )
 
     records, revisions = anyio.run(go)

@@ -78,7 +78,7 @@ def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports(tmp_pat
         "--out",
         str(out),
     ]
-    if not (REPO_ROOT / "fixtures" / "sample_project.py").is_file():
+    if not (REPO_ROOT / "conformance/fixtures" / "sample_project.py").is_file():
         argv += ["--fixture", str(_stand_in_fixture(tmp_path))]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=150, encoding="utf-8")

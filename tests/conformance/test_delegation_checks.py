@@ -157,14 +157,14 @@ def test_attach_check_fails_a_server_that_reports_no_temporary_engine(lying_targ
 
 
 def _node_ready() -> bool:
-    return shutil.which("node") is not None and (REPO_ROOT / "node_probes" / "node_modules").is_dir()
+    return shutil.which("node") is not None and (REPO_ROOT / "conformance/node_probes" / "node_modules").is_dir()
 
 
 @pytest.mark.req("CONF-02")
-@pytest.mark.skipif(not _node_ready(), reason="node or node_probes/node_modules is missing")
+@pytest.mark.skipif(not _node_ready(), reason="node or conformance/node_probes/node_modules is missing")
 @pytest.mark.parametrize("probe", ["jobs_sdk1", "jobs_sdk2"])
 def test_jobs_probe_refuses_bad_usage_with_exit_2(probe: str) -> None:
-    script = REPO_ROOT / "node_probes" / "probes" / f"{probe}.mjs"
+    script = REPO_ROOT / "conformance/node_probes" / "probes" / f"{probe}.mjs"
     done = subprocess.run(
         ["node", str(script), "--request-log"],
         capture_output=True,
@@ -178,7 +178,7 @@ def test_jobs_probe_refuses_bad_usage_with_exit_2(probe: str) -> None:
 
 
 @pytest.mark.req("CONF-02", "SRV-17")
-@pytest.mark.skipif(not _node_ready(), reason="node or node_probes/node_modules is missing")
+@pytest.mark.skipif(not _node_ready(), reason="node or conformance/node_probes/node_modules is missing")
 def test_jobs_probe_fails_a_target_that_never_asks_for_approval(lying_target: list[str]) -> None:
     records = _run("delegation:jobs_sdk1", lying_target)
     assert not records[0].ok
@@ -213,7 +213,7 @@ def _settled(tmp_path: Path, reads: int, seconds: float) -> tuple[str, int]:
         scratch=tmp_path,
         env={**os.environ, "SHADOWCODE_HOME": str(home), "READS": str(reads)},
         cwd=tmp_path,
-        repo_root=REPO_ROOT,
+        repo_root=REPO_ROOT / "conformance",
         deadline=time.monotonic() + 60,
     )
     status = anyio.run(settled_status, ctx, "task_1", seconds)

@@ -1,9 +1,10 @@
 """The conformance suite as its own distribution: what it declares, finds and bundles (CONF-01).
 
 ``conformance/pyproject.toml`` must name exactly the third-party packages ``conformance/``
-imports, and nothing of the implementation it checks. From the checkout the suite reads the
-checkout's ``fixtures/`` and ``node_probes/``; installed, it copies the bundle the build put
-into ``conformance/_bundle/`` into a cache folder (see ``conformance/resources.py``).
+imports, and nothing of the implementation it checks. From its source folder the suite reads its
+own ``fixtures/`` and ``node_probes/``; installed, it copies the ones the build took as package
+data into a cache folder (see ``conformance/resources.py``). The build names no path outside
+``conformance/``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ DISTRIBUTIONS = {"anyio": "anyio", "h11": "h11", "httpx2": "httpx2", "mcp": "mcp
 def _imported_top_levels() -> set[str]:
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
-        if "build" in path.relative_to(PACKAGE).parts:
+        if {"build", *resources.DATA} & set(path.relative_to(PACKAGE).parts):  # fixtures bring their own
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
@@ -53,7 +54,7 @@ def test_the_distribution_declares_exactly_what_the_suite_imports() -> None:
 
 
 def test_from_the_checkout_the_suite_reads_the_checkout_and_runs_helpers_with_this_interpreter() -> None:
-    assert resources.resource_root(["cli_usage"], say=pytest.fail) == REPO
+    assert resources.resource_root(["cli_usage"], say=pytest.fail) == PACKAGE
     assert resources.helper_python() == sys.executable
 
 
@@ -68,14 +69,13 @@ def test_a_bundled_baseline_is_found_by_name_and_a_path_stays_a_path(tmp_path: P
 def test_an_installed_copy_uses_its_bundle_from_the_cache_and_says_how_to_set_up_node(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bundle = tmp_path / "site" / "conformance" / "_bundle"
-    (bundle / "fixtures").mkdir(parents=True)
-    (bundle / "fixtures" / "sample_project.py").write_text("def make_sample_project(dest): ...\n", encoding="utf-8")
-    (bundle / "node_probes").mkdir()
+    package = tmp_path / "site" / "conformance"
+    (package / "fixtures").mkdir(parents=True)
+    (package / "fixtures" / "sample_project.py").write_text("def make_sample_project(dest): ...\n", encoding="utf-8")
+    (package / "node_probes" / "node_modules").mkdir(parents=True)  # an earlier install here is never copied
     for name in ("package.json", "package-lock.json"):
-        (bundle / "node_probes" / name).write_text("{}\n", encoding="utf-8")
-    monkeypatch.setattr(resources, "BUNDLE", bundle)
-    monkeypatch.setattr(resources, "PACKAGE", bundle.parent)
+        (package / "node_probes" / name).write_text("{}\n", encoding="utf-8")
+    monkeypatch.setattr(resources, "PACKAGE", package)
     monkeypatch.setattr(resources, "_bundle_key", lambda: "k")
     monkeypatch.setenv("SHADOWCODE_CONFORMANCE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # neither node nor npm
@@ -85,10 +85,18 @@ def test_an_installed_copy_uses_its_bundle_from_the_cache_and_says_how_to_set_up
 
     assert root == tmp_path / "cache" / "root-k"
     assert (root / "fixtures" / "sample_project.py").is_file()
+    assert (root / "node_probes" / "package.json").is_file() and not (root / "node_probes" / "node_modules").exists()
     assert len(said) == 1 and "node and npm are not on PATH" in said[0] and "(node_stdio)" in said[0]
     assert said[0].endswith(f"cd {root / 'node_probes'} && npm ci --no-audit --no-fund --loglevel=error")
     wrapper = Path(resources.helper_python())
-    assert wrapper.parent == root / "bin" and str(bundle.parent.parent) in wrapper.read_text(encoding="utf-8")
+    assert wrapper.parent == root / "bin" and str(package.parent) in wrapper.read_text(encoding="utf-8")
 
     said.clear()  # a second run reuses the copy and says nothing when no selected check needs Node
     assert resources.resource_root(["cli_usage"], say=said.append) == root and said == []
+
+
+def test_the_build_names_no_path_outside_its_folder() -> None:
+    with (PACKAGE / "pyproject.toml").open("rb") as f:
+        setuptools = tomllib.load(f)["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"conformance": "."}
+    assert not [p for globs in setuptools["package-data"].values() for p in globs if ".." in p or "node_modules" in p]

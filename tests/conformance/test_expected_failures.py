@@ -19,6 +19,7 @@ from conformance.report import (
     render_markdown,
     report_failed,
 )
+from conformance.verdicts import Verdict
 
 HTTP_CHECK = "registration:claude_http_connected"
 
@@ -88,6 +89,18 @@ def test_a_listed_check_that_passes_is_stale_and_fails_the_run() -> None:
     assert _status(report, "REG-06") == "pass"
     assert report_failed(report)
     assert "remove it from the baseline" in render_markdown(report)
+
+
+@pytest.mark.req("CONF-01")
+def test_a_racy_entry_that_passes_is_no_stale_entry_but_one_not_applicable_still_is() -> None:
+    racy = [ExpectedFailure(HTTP_CHECK, "a race in the target", racy=True)]
+    report = build_report(["t"], [_rec(HTTP_CHECK, ("REG-06",), True)], {}, 1, expected_failures=racy)
+    assert report["expected_failures"][0]["outcome"] == "passed_this_time"
+    assert not report_failed(report) and "passed this time" in render_markdown(report)
+    failing = build_report(["t"], [_rec(HTTP_CHECK, ("REG-06",), False)], {}, 1, expected_failures=racy)
+    assert failing["expected_failures"][0]["outcome"] == "failed_as_expected" and not report_failed(failing)
+    skipped = CheckRecord(HTTP_CHECK, ("REG-06",), True, "elsewhere", 0.1, verdict=Verdict.NOT_APPLICABLE)
+    assert build_report(["t"], [skipped], {}, 1, expected_failures=racy)["expected_failures"][0]["outcome"] == "stale"
 
 
 @pytest.mark.req("CONF-01")
@@ -192,6 +205,7 @@ def test_a_baseline_file_loads_in_order_and_an_empty_one_is_empty(tmp_path: Path
         ("- check: a:b\n  reason: '  '\n", "'reason' must be a non-empty string"),
         ("- check: a:b\n  reason: why\n  reasn: typo\n", "unknown key(s) reasn"),
         ("- check: a:b\n  reason: x\n- check: a:b\n  reason: y\n", "entry 2: 'a:b' is listed twice"),
+        ("- check: a:b\n  reason: why\n  racy: sometimes\n", "'racy' must be true or false"),
     ],
 )
 def test_a_malformed_baseline_is_a_usage_error_naming_the_problem(tmp_path: Path, text: str, message: str) -> None:

@@ -15,7 +15,7 @@ from conformance.report import load_expected_failures
 from conformance.runner import run_one
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-EVERYTHING = REPO_ROOT / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+EVERYTHING = REPO_ROOT / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 BASELINE = REPO_ROOT / "conformance/baselines/server-everything.yml"
 
 
@@ -64,7 +64,9 @@ def _run(fn, target: list[str]):
 
     async def go():
         with anyio.fail_after(chk.timeout_seconds + 10):
-            return await run_one(chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=_project)
+            return await run_one(
+                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=_project
+            )
 
     return anyio.run(go)[0][0]
 

@@ -48,7 +48,7 @@ TARGET = f"{sys.executable} -m shadowcode"
 READY_SECONDS = 60.0
 SERVER_STOP_SECONDS = 30.0
 PORT_ATTEMPTS = 3
-EVERYTHING = REPO_ROOT / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+EVERYTHING = REPO_ROOT / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 NODE_LOOPBACK = REPO_ROOT / "tests/support/node_loopback.cjs"
 GATEWAY_TOKEN_ENV = "CONFORMANCE_GATEWAY_TOKEN"
 GATEWAY_TOKEN = "conformance-gateway-token-7c1e9b3a5d2f4e6a8b0c"
@@ -77,18 +77,20 @@ def test_not_run_checks_prove_nothing_and_only_unavailable_ones_fail_the_run() -
 
 @pytest.mark.req("CONF-01")
 def test_official_checks_without_the_package_are_not_run_naming_the_install_command(tmp_path: Path) -> None:
-    # An installed package's root (no ci/setup) names npm ci in its node_probes; a checkout names ci/setup.
-    assert "npm ci" in str(installed(tmp_path))
+    # An installed package's root (no ci/setup) names npm ci; a checkout's conformance/ names ci/setup.
+    root = tmp_path / "conformance"
+    root.mkdir()
+    assert "npm ci" in str(installed(root))
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "setup").write_text("", encoding="utf-8")
-    assert isinstance(installed(tmp_path), str)
+    assert isinstance(installed(root), str)
     load_checks()
     chk = CHECKS["official:server:ping"]
 
     async def go() -> list[CheckRecord]:
         with anyio.fail_after(60):
             records, _ = await run_one(
-                chk, target=TARGET.split(), cwd=REPO_ROOT, repo_root=tmp_path, project_factory=_project
+                chk, target=TARGET.split(), cwd=REPO_ROOT, repo_root=root, project_factory=_project
             )
             return records
 
@@ -112,7 +114,7 @@ def test_official_checks_are_selected_only_with_official(capsys: pytest.CaptureF
 @pytest.mark.node
 @pytest.mark.timeout(600)
 def test_official_scenarios_fold_into_one_report_and_junit(tmp_path: Path) -> None:
-    if isinstance(found := installed(REPO_ROOT), str):
+    if isinstance(found := installed(REPO_ROOT / "conformance"), str):
         pytest.fail(found)
     out, junit = tmp_path / "out", tmp_path / "junit.xml"
     only = "official:server:ping,official:client:initialize"
@@ -220,7 +222,7 @@ def everything_http_server(tmp_path: Path) -> Iterator[str]:
     ``tests/support/node_loopback.cjs``, on a free port (picked again if taken meanwhile); its URL."""
     node = shutil.which("node")
     if node is None or not EVERYTHING.is_file():
-        pytest.fail("needs node and server-everything: (cd node_probes && npm ci)")
+        pytest.fail("needs node and server-everything: (cd conformance/node_probes && npm ci)")
     for attempt in range(PORT_ATTEMPTS):
         port = _free_port()
         argv = [node, "--require", str(NODE_LOOPBACK), str(EVERYTHING), "streamableHttp"]

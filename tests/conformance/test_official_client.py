@@ -3,7 +3,7 @@
 The adapter runs as the package runs it (a separate process, the URL last, the scenario in
 ``MCP_CONFORMANCE_SCENARIO``) against loopback peers that answer as the package's
 ``initialize`` and ``tools_call`` scenario servers do, so it is tested without Node or the
-network; the real package's scenarios run too, from ``node_probes/node_modules`` where
+network; the real package's scenarios run too, from ``conformance/node_probes/node_modules`` where
 ``bash ci/setup`` pins it with Node 22 (or a folder named by ``OFFCONF_DIR``).
 
 Covers CLI-16.
@@ -132,7 +132,7 @@ async def test_a_tool_that_never_answers_right_fails_the_adapter(tmp_path: Path)
 
 def _official() -> tuple[str, str] | None:
     """(node 22+, the package's entry) when the package is installed locally, else None."""
-    for root in (os.environ.get("OFFCONF_DIR"), str(REPO / "node_probes")):
+    for root in (os.environ.get("OFFCONF_DIR"), str(REPO / "conformance/node_probes")):
         if not root:
             continue
         entry = Path(root) / "node_modules/@modelcontextprotocol/conformance/dist/index.js"

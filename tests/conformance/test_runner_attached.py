@@ -105,7 +105,7 @@ def _run(checks: list[Check], target: list[str], engine: EngineMode = EngineMode
                 checks,
                 target=target,
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT,
+                repo_root=REPO_ROOT / "conformance",
                 project_factory=stand_in_project,
                 jobs=jobs,
                 engine=engine,

@@ -37,7 +37,7 @@ def _run(checks: list[Check], jobs: int = 2):
                 checks,
                 target=["true"],
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT,
+                repo_root=REPO_ROOT / "conformance",
                 project_factory=stand_in_project,
                 jobs=jobs,
             )
@@ -127,7 +127,7 @@ def test_a_run_cancelled_from_outside_still_sweeps_each_started_check() -> None:
                         [_check("stopped", leaks_then_hangs, timeout=60)],
                         target=["true"],
                         cwd=Path.cwd(),
-                        repo_root=REPO_ROOT,
+                        repo_root=REPO_ROOT / "conformance",
                         project_factory=stand_in_project,
                         jobs=1,
                     )
@@ -175,7 +175,11 @@ def test_a_broken_project_factory_fails_the_check_with_its_reason() -> None:
     async def go():
         with anyio.fail_after(30):
             return await run_one(
-                _check("x", never), target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=broken
+                _check("x", never),
+                target=["true"],
+                cwd=Path.cwd(),
+                repo_root=REPO_ROOT / "conformance",
+                project_factory=broken,
             )
 
     records, _ = anyio.run(go)

@@ -210,7 +210,9 @@ def test_the_runner_records_a_checks_own_verdict_and_gives_sub_checks_its_weight
 
     async def go():
         with anyio.fail_after(30):
-            return await run_one(chk, target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=_project)
+            return await run_one(
+                chk, target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=_project
+            )
 
     records, _ = anyio.run(go)
     assert [(r.name, r.judged, r.weight, r.source) for r in records] == [

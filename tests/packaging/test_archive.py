@@ -12,12 +12,14 @@ line, and takes two interpreters starting at once.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -227,17 +229,93 @@ def test_an_interrupted_first_run_is_unpacked_again_never_imported(tmp_path: Pat
     assert not (folder / "site-packages" / "stray.py").exists()
 
 
-def test_the_first_run_compiles_every_module_once_even_with_bytecode_writing_off(tmp_path: Path) -> None:
-    # Many container images set PYTHONDONTWRITEBYTECODE: without bytecode written at unpack,
-    # every later start would compile each module it imports again.
+def test_the_bytecode_is_compiled_beside_the_first_run_even_with_bytecode_writing_off(tmp_path: Path) -> None:
+    # Many container images set PYTHONDONTWRITEBYTECODE: without bytecode written once for the
+    # whole copy, every later start would compile each module it imports again. It is written
+    # by a low-priority child of the first run, not before its first answer.
     shiv_root = tmp_path / "shiv"
-    done = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home", PYTHONDONTWRITEBYTECODE="1")
-    assert done.returncode == 0, done.stderr
-    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    project = tmp_path / "project"
+    project.mkdir()
+    server = subprocess.Popen(
+        [sys.executable, str(_built()), "--workspace", str(project), "mcp", "serve"],
+        env=dict(cli_env(tmp_path / "home"), SHIV_ROOT=str(shiv_root), PYTHONDONTWRITEBYTECODE="1"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    try:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps(initialize).encode("utf-8") + b"\n")  # a session kept open meanwhile
+        server.stdin.flush()
+        deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
+        while not list(shiv_root.glob("*/bytecode")) and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)
+        compiled = list(shiv_root.glob("*/bytecode"))
+    finally:
+        _out, err = server.communicate(timeout=RUN_TIMEOUT_SECONDS)  # closes stdin: the session ends
+    assert server.returncode == 0, err
+    assert len(compiled) == 1, err
+    folder = compiled[0].parent
     sources = list((folder / "site-packages").rglob("*.py"))
     assert len(sources) > 1000
     missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
     assert missing == []
+
+
+def test_the_record_holds_every_unpacked_file_and_a_changed_one_is_unpacked_again(tmp_path: Path) -> None:
+    shiv_root = tmp_path / "shiv"
+    first = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+    assert first.returncode == 0, first.stderr
+    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    record = (folder / "record.sha256").read_bytes()
+    assert (folder / "complete").read_text(encoding="ascii").strip() == hashlib.sha256(record).hexdigest()
+    tag, *lines = record.decode("utf-8").splitlines()
+    assert tag == _folder_tag(folder)
+    listed = {}
+    for line in lines:
+        digest, size, _mtime, path = line.split(" ", 3)
+        listed[path] = (digest, int(size))
+    unpacked = {
+        p.relative_to(folder).as_posix()
+        for p in (folder / "site-packages").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert set(listed) == unpacked
+    target = "site-packages/pydantic/__init__.py"
+    data = (folder / target).read_bytes()
+    assert listed[target] == (hashlib.sha256(data).hexdigest(), len(data))
+    # A module rewritten after the unpack (same size, so only the time and digest differ) is
+    # never imported: the copy is unpacked again, with one line saying so.
+    (folder / target).write_bytes(b"raise SystemExit('a changed copy was imported')\n".ljust(len(data), b"#"))
+
+    again = _run(sys.executable, "--workspace", str(tmp_path), "status", shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert again.returncode == 0, again.stderr
+    assert "no longer matches its record; unpacking again" in again.stderr
+    assert (folder / target).read_bytes() == data
+    # A record rewritten with its marker (the marker matches, a line does not parse) is no
+    # reason for a traceback either: the copy is unpacked again.
+    garbled = (folder / "record.sha256").read_text(encoding="utf-8").replace(f" {len(data)} ", " many ", 1)
+    (folder / "record.sha256").write_text(garbled, encoding="utf-8")
+    digest = hashlib.sha256(garbled.encode("utf-8")).hexdigest()
+    (folder / "complete").write_text(digest + "\n", encoding="ascii")
+
+    third = _run(sys.executable, "--help", shiv_root=shiv_root, home=tmp_path / "home")
+
+    assert third.returncode == 0, third.stderr
+    assert "Traceback" not in third.stderr and "unpacking again" in third.stderr
+
+    def files(text: bytes) -> list[tuple[str, str, str]]:  # digest, size and path: the times are new
+        rows = [line.split(" ", 3) for line in text.decode("utf-8").splitlines()[1:]]
+        return [(digest, size, path) for digest, size, _mtime, path in rows]
+
+    assert files((folder / "record.sha256").read_bytes()) == files(record)
 
 
 def test_an_unwritable_cache_folder_gets_one_clear_line(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def stand_in_project(dest: Path) -> Path:
 
 def sample_project(dest: Path) -> Path:
     """The real sample project's files (no database needed here)."""
-    shutil.copytree(REPO_ROOT / "fixtures" / "projects" / "sample", dest)
+    shutil.copytree(REPO_ROOT / "conformance/fixtures" / "projects" / "sample", dest)
     return dest.resolve()
 
 
@@ -46,7 +46,7 @@ def run_check(
     async def go() -> tuple[list[CheckRecord], dict[str, str]]:
         with anyio.fail_after(bound):
             return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT, project_factory=project_factory
+                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=project_factory
             )
 
     records, _ = anyio.run(go)

@@ -269,9 +269,9 @@ def headless_engine(home: Path, *, ready: bool = True) -> Iterator[HeadlessEngin
 
 @contextmanager
 def openai_server(*args: str, timeout: float = 30.0) -> Iterator[str]:
-    """Run ``fixtures/openai_server.py ARGS`` on a free loopback port; yields its base URL; always stopped."""
+    """Run the fixtures' ``openai_server.py ARGS`` on a free loopback port; yields its base URL; always stopped."""
     proc = subprocess.Popen(
-        [PY, str(REPO / "fixtures" / "openai_server.py"), "--port", "0", *args],
+        [PY, str(REPO / "conformance/fixtures" / "openai_server.py"), "--port", "0", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

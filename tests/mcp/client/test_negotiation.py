@@ -31,7 +31,7 @@ pytestmark = [
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-EVERYTHING = REPO / "node_probes" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+EVERYTHING = REPO / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@
 //   --runs N             startup: timed spawns (default 5)
 //   --warmup N           startup: untimed spawns first (default 1)
 //   --fresh-dir-env VAR  startup: point VAR at a new empty temporary folder for every spawn
+//                        (repeatable: every VAR named points at the same new folder)
 //                        (removed afterwards), e.g. SHIV_ROOT for an empty zipapp cache
 //   --tool NAME          the tool to call (default echo)
 //   --args JSON          its arguments (default {})
@@ -69,7 +70,7 @@ function parse(argv) {
     mode,
     runs: 5,
     warmup: 1,
-    freshDirEnv: undefined,
+    freshDirEnv: [],
     tool: "echo",
     args: {},
     expectText: undefined,
@@ -100,7 +101,7 @@ function parse(argv) {
       const n = Number(value);
       if (!Number.isInteger(n) || n < 0) throw new UsageError(`${flag} needs a non-negative integer`);
       o[ints[flag]] = n;
-    } else if (flag === "--fresh-dir-env") o.freshDirEnv = value;
+    } else if (flag === "--fresh-dir-env") o.freshDirEnv.push(value);
     else if (flag === "--tool") o.tool = value;
     else if (flag === "--args") o.args = JSON.parse(value);
     else if (flag === "--expect-text") o.expectText = value;
@@ -225,16 +226,22 @@ async function startup(opts) {
   for (let i = 0; i < opts.warmup + opts.runs; i++) {
     const env = baseEnv();
     let fresh;
-    if (opts.freshDirEnv) {
+    if (opts.freshDirEnv.length) {
       fresh = mkdtempSync(path.join(tmpdir(), "shadowcode-bench-"));
-      env[opts.freshDirEnv] = fresh;
+      for (const name of opts.freshDirEnv) env[name] = fresh;
     }
     try {
       const h = await open(opts, env);
       const memory = memoryReport(h.pid);
+      let spawnToFirstCallMs = null;
       try {
         checkUnmapped(h.pid, opts.forbidMapped);
-        if (opts.expectText !== undefined) expectText(await callOnce(h, opts), opts);
+        if (opts.expectText !== undefined) {
+          // Sent once the memory was read: spawn -> its answer includes that read (about a ms).
+          const result = await callOnce(h, opts);
+          spawnToFirstCallMs = performance.now() - h.spawnedAt;
+          expectText(result, opts);
+        }
       } catch (error) {
         error.stderrTail = tail(h.stderr);
         throw error;
@@ -245,6 +252,7 @@ async function startup(opts) {
         runs.push({
           spawn_to_tools_list_ms: h.toolsListMs,
           spawn_to_initialize_ms: h.initializeMs,
+          spawn_to_first_call_ms: spawnToFirstCallMs,
           tool_count: h.toolCount,
           ...memory,
         });
