@@ -189,7 +189,8 @@ def _serve(home: Path, project: Path, shiv_root: Path, python: str = sys.executa
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    # JSON-RPC answers in any order: the tool call may be answered before the listing.
+    answers = sorted((json.loads(line) for line in done.stdout.splitlines()), key=lambda a: str(a.get("id")))
     assert [a.get("id") for a in answers] == [1, 2, 3], done.stdout
     return answers
 
