@@ -1,6 +1,6 @@
 """``shadowcode mcp import [FILE] [--from HOST] [--dry-run] [--json]`` (CW-01).
 
-Thin: the engine reads, parses and registers (:mod:`shadowcode.engine.mcp_import`). Without
+Thin: the engine reads, parses and registers (:mod:`shadowcode.engine.mcp.config_import`). Without
 FILE the well-known config files of each host for this user and the ``--workspace`` project
 are listed first (a dry run), then imported. Exit status: 0 when every server entry was
 imported or is unchanged, 1 when one was skipped (the report is still printed), 2 for a file

@@ -24,15 +24,15 @@ __all__ = ["mcp_sign_in", "mcp_sign_out", "open_engine", "open_headless", "run_h
 
 
 async def mcp_sign_in(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """``mcp login``: see :func:`shadowcode.engine.mcp_login.sign_in` (CW-08)."""
-    from shadowcode.engine.mcp_login import sign_in
+    """``mcp login``: see :func:`shadowcode.engine.mcp.login.sign_in` (CW-08)."""
+    from shadowcode.engine.mcp.login import sign_in
 
     return await sign_in(*args, **kwargs)
 
 
 def mcp_sign_out(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """``mcp logout``: see :func:`shadowcode.engine.mcp_login.sign_out` (CW-08)."""
-    from shadowcode.engine.mcp_login import sign_out
+    """``mcp logout``: see :func:`shadowcode.engine.mcp.login.sign_out` (CW-08)."""
+    from shadowcode.engine.mcp.login import sign_out
 
     return sign_out(*args, **kwargs)
 

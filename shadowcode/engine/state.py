@@ -31,7 +31,7 @@ from shadowcode.project.paths import canonical_project
 from shadowcode.store import Store
 
 if TYPE_CHECKING:
-    from shadowcode.engine.mcp_servers import McpRegistry
+    from shadowcode.engine.mcp.registry import McpRegistry
 
 __all__ = ["EngineState", "require_write"]
 
@@ -104,7 +104,7 @@ class EngineState:
     @property
     def mcp_servers(self) -> McpRegistry:
         """External MCP server definitions and per-project grants (CLI-01, CLI-02, CLI-05)."""
-        from shadowcode.engine.mcp_servers import McpRegistry  # its parser loads with the first use
+        from shadowcode.engine.mcp.registry import McpRegistry  # its parser loads with the first use
 
         return McpRegistry(self.store)
 

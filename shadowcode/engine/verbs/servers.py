@@ -3,9 +3,9 @@
 Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-01, CW-03, CW-04.
 
 Only ``mcp_validate`` and ``mcp_server_tools`` start servers, each once, under its launch grant
-and exactly as a Build task would (:mod:`shadowcode.engine.mcp_probes`). The others start
+and exactly as a Build task would (:mod:`shadowcode.engine.mcp.live_reports`). The others start
 nothing and contact nothing: they read definition files and change registrations and grants
-in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp_doctor`).
+in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp.doctor`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ async def mcp_add(state: EngineState, request: McpAdd, caller: Caller) -> McpSer
 
 @handles(EngineApi.mcp_import)
 async def mcp_import(state: EngineState, request: McpImport, caller: Caller) -> McpImportReport:
-    from shadowcode.engine.mcp_import import import_configs
+    from shadowcode.engine.mcp.config_import import import_configs
     from shadowcode.project.paths import canonical_project
 
     if not caller.access.allow_write:
@@ -88,7 +88,7 @@ def _may_start_servers(caller: Caller) -> None:
 
 @handles(EngineApi.mcp_server_tools)
 async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: Caller) -> McpServerTools:
-    from shadowcode.engine.mcp_probes import server_tools
+    from shadowcode.engine.mcp.live_reports import server_tools
 
     _may_start_servers(caller)
     return await server_tools(state.mcp_servers, state.project(caller), state.profile, request.server)
@@ -96,7 +96,7 @@ async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: 
 
 @handles(EngineApi.mcp_validate)
 async def mcp_validate(state: EngineState, request: McpValidate, caller: Caller) -> McpValidation:
-    from shadowcode.engine.mcp_probes import validate
+    from shadowcode.engine.mcp.live_reports import validate
 
     _may_start_servers(caller)
     return await validate(state.mcp_servers, state.project(caller), state.profile, request.server)
@@ -104,6 +104,6 @@ async def mcp_validate(state: EngineState, request: McpValidate, caller: Caller)
 
 @handles(EngineApi.mcp_doctor)
 async def mcp_doctor(state: EngineState, request: Empty, caller: Caller) -> McpDoctorReport:
-    from shadowcode.engine.mcp_doctor import doctor
+    from shadowcode.engine.mcp.doctor import doctor
 
     return doctor(state.mcp_servers, state.project(caller), state.profile)

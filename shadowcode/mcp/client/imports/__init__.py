@@ -1,7 +1,7 @@
 """Other MCP hosts' configs as ShadowCode definitions: parsing and conversion only (CW-01).
 
 Nothing here reads a file, starts a server or contacts anything: bytes go in, definition bytes
-and per-server reasons come out. :mod:`shadowcode.engine.mcp_import` reads the files and
+and per-server reasons come out. :mod:`shadowcode.engine.mcp.config_import` reads the files and
 registers the definitions.
 
 - :mod:`~shadowcode.mcp.client.imports.formats`: the hosts' files → server entries.

@@ -7,7 +7,7 @@ named by the catalog document the engine API gives (:class:`~shadowcode.engine.a
 of the server, announcing the authorization URL through ``announce`` and opening a browser only
 when asked to and one is available (``open`` on macOS, ``xdg-open`` with a display elsewhere;
 never through a shell, and only an URL :func:`~shadowcode.mcp.client.oauth.check_browser_url`
-accepts). The result is stored by :class:`~shadowcode.agent.mcp_oauth.ProfileSignIns`.
+accepts). The result is stored by :class:`~shadowcode.engine.mcp.sign_ins.ProfileSignIns`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from shadowcode.agent.mcp_oauth import ProfileSignIns, login_lock
-from shadowcode.agent.mcp_tools import network_hosts_setting
+from shadowcode.engine.mcp.sign_ins import ProfileSignIns, login_lock
+from shadowcode.engine.mcp.task_servers import network_hosts_setting
 from shadowcode.errors import UsageError
 from shadowcode.limits import MCP_OAUTH_LOGIN_SECONDS
 from shadowcode.mcp.client.oauth import OAuthSettings, check_browser_url, login
