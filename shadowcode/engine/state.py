@@ -19,6 +19,7 @@ from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.engine.goals import Goals
 from shadowcode.engine.history import History
+from shadowcode.engine.mcp.pending_logins import PendingLogins
 from shadowcode.engine.memory import MemoryNotes
 from shadowcode.engine.owners import Owners
 from shadowcode.engine.projects import Project, ProjectRegistry
@@ -72,6 +73,7 @@ class EngineState:
         runner: the job queue and the running jobs.
         approval_states: the states signed for hosts asked to approve (SRV-29); its key lives
             and dies with this engine.
+        logins: the OAuth sign-ins started and not yet taken (CW-08).
     """
 
     profile: Profile
@@ -85,6 +87,7 @@ class EngineState:
     owners: Owners
     runner: JobRunner
     approval_states: ApprovalStates = field(default_factory=ApprovalStates)
+    logins: PendingLogins = field(default_factory=PendingLogins)
 
     @property
     def projects(self) -> ProjectRegistry:

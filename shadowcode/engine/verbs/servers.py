@@ -1,11 +1,13 @@
 """Handlers: external MCP server definitions, their per-project grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-01, CW-03, CW-04.
+Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-01, CW-03, CW-04, CW-08.
 
 Only ``mcp_validate`` and ``mcp_server_tools`` start servers, each once, under its launch grant
 and exactly as a Build task would (:mod:`shadowcode.engine.mcp.live_reports`). The others start
 nothing and contact nothing: they read definition files and change registrations and grants
 in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp.doctor`).
+``mcp_sign_in`` / ``mcp_sign_in_wait`` sign in to an HTTP server and ``mcp_sign_out`` forgets
+the sign-in (:mod:`shadowcode.engine.mcp.login`): only for the person's own command line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from shadowcode.engine.api import (
     McpServerInfo,
     McpServerQuery,
     McpServerTools,
+    McpSignedIn,
+    McpSignedOut,
+    McpSignIn,
+    McpSignInRef,
+    McpSignInStarted,
     McpValidate,
     McpValidation,
 )
@@ -107,3 +114,35 @@ async def mcp_doctor(state: EngineState, request: Empty, caller: Caller) -> McpD
     from shadowcode.engine.mcp.doctor import doctor
 
     return doctor(state.mcp_servers, state.project(caller), state.profile)
+
+
+def _signs_in(caller: Caller) -> None:
+    """A sign-in is the person's own act: only an unconfined frontend allowed to write may ask for it (CW-08)."""
+    if caller.confined or not caller.access.allow_write:
+        raise PolicyError("signing in to an MCP server is done with `shadowcode mcp login` at the command line")
+
+
+@handles(EngineApi.mcp_sign_in)
+async def mcp_sign_in(state: EngineState, request: McpSignIn, caller: Caller) -> McpSignInStarted:
+    from shadowcode.engine.mcp.login import find_server
+
+    _signs_in(caller)
+    project = state.project(caller)
+    server = find_server(state.mcp_servers.catalog(project.path, trusted=project.trusted), request.server)
+    return await state.logins.start(state.profile, server, request)
+
+
+@handles(EngineApi.mcp_sign_in_wait)
+async def mcp_sign_in_wait(state: EngineState, request: McpSignInRef, caller: Caller) -> McpSignedIn:
+    _signs_in(caller)
+    return await state.logins.wait(request.sign_in)
+
+
+@handles(EngineApi.mcp_sign_out)
+async def mcp_sign_out(state: EngineState, request: McpServerQuery, caller: Caller) -> McpSignedOut:
+    from shadowcode.engine.mcp.login import find_server, sign_out
+
+    _signs_in(caller)
+    project = state.project(caller)
+    server = find_server(state.mcp_servers.catalog(project.path, trusted=project.trusted), request.server)
+    return sign_out(state.profile, server)
