@@ -1,4 +1,4 @@
-"""The small closed vocabularies every layer shares: permission levels, task modes and states.
+"""The small closed vocabularies every layer shares: permission levels, task modes and states, import hosts.
 
 Each is a ``StrEnum``, so a member compares equal to its wire and database spelling
 (``PermissionLevel.READ_ONLY == "read_only"``) and serializes as that string.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["ApprovalStatus", "EngineMode", "PermissionLevel", "TaskMode", "TaskStatus"]
+__all__ = ["ApprovalStatus", "EngineMode", "ImportHost", "PermissionLevel", "TaskMode", "TaskStatus"]
 
 
 class PermissionLevel(StrEnum):
@@ -75,3 +75,47 @@ class EngineMode(StrEnum):
     TEMPORARY = "temporary"
     HEADLESS = "headless"
     ATTACHED = "attached"
+
+
+class ImportHost(StrEnum):
+    """The MCP hosts whose config files ``mcp import`` reads, in ``--from`` order (CW-01).
+
+    One table for the parser (:mod:`shadowcode.mcp.client.imports.formats`) and the command
+    that prints its report (:mod:`shadowcode.cli.mcp_import`), which may not import each other.
+    """
+
+    CLAUDE = "claude"
+    CURSOR = "cursor"
+    CODEX = "codex"
+    VSCODE = "vscode"
+    GEMINI = "gemini"
+    QWEN = "qwen"
+    CLINE = "cline"
+    OPENCODE = "opencode"
+    KILO = "kilo"
+    CONTINUE = "continue"
+    ZED = "zed"
+    WINDSURF = "windsurf"
+    GENERIC = "generic"
+
+    @property
+    def label(self) -> str:
+        """How reports name the host (``VS Code``; ``mcp.json`` for any mcp.json-style file)."""
+        return _IMPORT_HOST_LABELS[self]
+
+
+_IMPORT_HOST_LABELS: dict[ImportHost, str] = {
+    ImportHost.CLAUDE: "Claude Code",
+    ImportHost.CURSOR: "Cursor",
+    ImportHost.CODEX: "Codex",
+    ImportHost.VSCODE: "VS Code",
+    ImportHost.GEMINI: "Gemini CLI",
+    ImportHost.QWEN: "Qwen Code",
+    ImportHost.CLINE: "Cline",
+    ImportHost.OPENCODE: "opencode",
+    ImportHost.KILO: "Kilo",
+    ImportHost.CONTINUE: "Continue",
+    ImportHost.ZED: "Zed",
+    ImportHost.WINDSURF: "Windsurf",
+    ImportHost.GENERIC: "mcp.json",
+}

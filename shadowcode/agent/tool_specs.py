@@ -5,8 +5,8 @@ model reads (``description``), the one line a person reads in the ``shadow_tools
 (``summary``) and the JSON schema of its arguments (``parameters``). The native tools
 (files, commands, tests, background processes), the two compact MCP tools (``mcp_tools``,
 ``mcp_call``) and the resource and prompt helpers (``mcp_resources``, ``mcp_read_resource``,
-``mcp_get_prompt``, CW-06) live here; the toolbox, the ``shadow_tools`` listing and the agent's MCP tools
-all read this table, in this order.
+``mcp_get_prompt``, CW-06) live here; the toolbox, the ``shadow_tools`` listing and a Build task's
+MCP tools (:mod:`shadowcode.engine.mcp.task_servers`) all read this table, in this order.
 """
 
 from __future__ import annotations

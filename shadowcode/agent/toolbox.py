@@ -61,7 +61,11 @@ def tool_schemas(names: tuple[str, ...], mcp: McpTools | None = None) -> list[di
 
 
 class McpTools(Protocol):
-    """The external MCP tools of one Build task (CLI-07, CLI-09): :class:`shadowcode.agent.mcp_tools.TaskServers`."""
+    """The external MCP tools of one Build task (CLI-07, CLI-09).
+
+    The engine implements them (:class:`shadowcode.engine.mcp.task_servers.TaskServers`), with the
+    grants, approvals and catalog they need; the agent never imports it.
+    """
 
     async def prepare(self, env: TaskEnv) -> None:
         """Load the servers' catalogs once, before the first model turn."""

@@ -1,6 +1,6 @@
 """``shadowcode mcp import [FILE] [--from HOST] [--dry-run] [--json]`` (CW-01).
 
-Thin: the engine reads, parses and registers (:mod:`shadowcode.engine.mcp_import`). Without
+Thin: the engine reads, parses and registers (:mod:`shadowcode.engine.mcp.config_import`). Without
 FILE the well-known config files of each host for this user and the ``--workspace`` project
 are listed first (a dry run), then imported. Exit status: 0 when every server entry was
 imported or is unchanged, 1 when one was skipped (the report is still printed), 2 for a file
@@ -18,34 +18,30 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from shadowcode.cli.context import Globals, emit, globals_of, with_engine
+from shadowcode.enums import ImportHost
 
 if TYPE_CHECKING:
     from shadowcode.engine.api import McpImport, McpImportReport
 
 __all__ = ["import_"]
 
-_LABELS = {
-    "claude": "Claude Code",
-    "cursor": "Cursor",
-    "codex": "Codex",
-    "vscode": "VS Code",
-    "gemini": "Gemini CLI",
-    "qwen": "Qwen Code",
-    "cline": "Cline",
-    "opencode": "opencode",
-    "kilo": "Kilo",
-    "continue": "Continue",
-    "zed": "Zed",
-    "windsurf": "Windsurf",
-    "generic": "mcp.json",
-}
+*_FIRST, _LAST = ImportHost
+_FROM_HELP = f"{', '.join(_FIRST)} or {_LAST}; default: from the name."
+
+
+def _label(host: str) -> str:
+    """How the report names ``host``: its label, or the value itself when it is none of ours."""
+    try:
+        return ImportHost(host).label
+    except ValueError:
+        return host
 
 
 def _files_text(doc: McpImportReport) -> str:
     if not doc.files:
         return "no MCP config of a known host found for this user and project"
     lines = [f"{len(doc.files)} MCP config files found:"]
-    lines += [f"  {f.path}  ({_LABELS.get(f.host, f.host)}, {f.scope}, {f.servers} servers)" for f in doc.files]
+    lines += [f"  {f.path}  ({_label(f.host)}, {f.scope}, {f.servers} servers)" for f in doc.files]
     return "\n".join(lines)
 
 
@@ -55,7 +51,7 @@ def _report_text(doc: McpImportReport) -> str:
     for entry in doc.servers:
         if entry.file != current:
             current = entry.file
-            lines.append(f"{entry.file} ({_LABELS.get(entry.host, entry.host)}):")
+            lines.append(f"{entry.file} ({_label(entry.host)}):")
         if entry.outcome == "skipped":
             lines.append(f"  {entry.source_name}: skipped: {entry.reason}")
         else:
@@ -81,8 +77,7 @@ def import_(
         str | None,
         typer.Option(
             "--from",
-            help="claude, cursor, codex, vscode, gemini, qwen, cline, opencode, kilo, continue, zed, windsurf or "
-            "generic; default: from the name.",
+            help=_FROM_HELP,
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would be imported; write nothing.")] = False,

@@ -10,19 +10,22 @@ resource; stdout carries one line (or one JSON document with ``--json``) and nev
 ``logout`` forgets the stored sign-in; the provider may keep its grant until it is revoked there.
 Exit status: 0 signed in / out, 1 the sign-in failed (the reason on stderr, nothing stored),
 2 bad usage (an unknown server, not an HTTP server, a login of it already running).
+Thin: the engine finds the server, signs in and stores (``signin/start``, ``signin/wait``,
+``signin/remove``); with the profile's headless engine running, it listens for the redirect and
+opens the browser.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from shadowcode.cli.context import Globals, emit, globals_of, with_engine
+from shadowcode.cli.context import emit, globals_of, with_engine
 
 if TYPE_CHECKING:
-    from shadowcode.engine.api import McpServerInfo
+    from shadowcode.engine.api import EngineApi, McpSignedIn, McpSignInStarted
 
 __all__ = ["register"]
 
@@ -33,32 +36,13 @@ def register(app: typer.Typer) -> None:
     app.command("logout")(logout)
 
 
-def _server(g: Globals, name: str) -> McpServerInfo:
-    """The catalog entry named ``name`` (an id, or a unique name); UsageError otherwise."""
-    from shadowcode.engine.api import Empty
-    from shadowcode.errors import UsageError
-
-    doc = with_engine(g, lambda api: api.mcp_catalog(Empty(), g.caller()))
-    found = [s for s in doc["servers"] if s["id"] == name] or [s for s in doc["servers"] if s.get("name") == name]
-    if not found:
-        raise UsageError(f"no MCP server {name!r} is registered for this project; see `shadowcode mcp`")
-    if len(found) > 1:
-        raise UsageError(f"several servers are named {name!r}; give the id: {', '.join(s['id'] for s in found)}")
-    if error := found[0].get("error"):
-        raise UsageError(f"{found[0]['id']} is not a usable definition: {error}")
-    return found[0]
-
-
-def _announce(server_id: str, seconds: float) -> Any:
-    def announce(url: str, callback: str) -> None:
-        sys.stderr.write(
-            f"Sign in to {server_id} in your browser.\n"
-            f"authorization URL: {url}\n"
-            f"waiting up to {seconds:g} s for the sign-in to reach {callback} ...\n"
-        )
-        sys.stderr.flush()
-
-    return announce
+def _announce(started: McpSignInStarted) -> None:
+    sys.stderr.write(
+        f"Sign in to {started.server} in your browser.\n"
+        f"authorization URL: {started.authorization_url}\n"
+        f"waiting up to {started.seconds:g} s for the sign-in to reach {started.callback_url} ...\n"
+    )
+    sys.stderr.flush()
 
 
 def login(
@@ -72,22 +56,19 @@ def login(
     ] = False,
 ) -> None:
     """Sign in to an HTTP server with OAuth and store the sign-in in the profile's secret store (CW-08)."""
-    import anyio
-
-    from shadowcode.engine import mcp_sign_in
-    from shadowcode.limits import MCP_OAUTH_LOGIN_SECONDS
-    from shadowcode.profile import Profile
+    from shadowcode.engine.api import McpSignIn, McpSignInRef
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    info = _server(g, server)
-    profile = Profile.select(g.profile)
-    announce = _announce(info["id"], MCP_OAUTH_LOGIN_SECONDS)
+    request = McpSignIn(server=server, scopes=list(scope or ()), browser=not no_browser)
 
-    async def main() -> dict[str, Any]:
-        return await mcp_sign_in(profile, info, scopes=tuple(scope or ()), announce=announce, browser=not no_browser)
+    async def work(api: EngineApi) -> McpSignedIn:
+        started = await api.mcp_sign_in(request, g.caller())
+        _announce(started)
+        return await api.mcp_sign_in_wait(McpSignInRef(started.sign_in), g.caller())
 
-    doc = anyio.run(main)
-    emit(g, doc, f"signed in to {doc['server']} (issuer {doc['issuer']}, resource {doc['resource']})")
+    done = with_engine(g, work)
+    emit(g, to_json(done), f"signed in to {done.server} (issuer {done.issuer}, resource {done.resource})")
 
 
 def logout(
@@ -95,11 +76,10 @@ def logout(
     server: Annotated[str, typer.Argument(metavar="SERVER", help="An HTTP server's id (config:NAME) or name.")],
 ) -> None:
     """Forget the stored sign-in of an HTTP server; the provider may keep its grant (CW-08)."""
-    from shadowcode.engine import mcp_sign_out
-    from shadowcode.profile import Profile
+    from shadowcode.engine.api import McpServerQuery
+    from shadowcode.engine.wire import to_json
 
     g = globals_of(ctx)
-    info = _server(g, server)
-    doc = mcp_sign_out(Profile.select(g.profile), info)
-    text = f"signed out of {doc['server']}" if doc["removed"] else f"{doc['server']} had no stored sign-in"
-    emit(g, doc, text + " (the provider may keep its grant until you revoke it there)")
+    done = with_engine(g, lambda api: api.mcp_sign_out(McpServerQuery(server), g.caller()))
+    text = f"signed out of {done.server}" if done.removed else f"{done.server} had no stored sign-in"
+    emit(g, to_json(done), text + " (the provider may keep its grant until you revoke it there)")

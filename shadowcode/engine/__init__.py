@@ -13,28 +13,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from shadowcode.engine.api import EngineApi
     from shadowcode.engine.daemon import AttachHandler
     from shadowcode.profile import Profile
 
-__all__ = ["mcp_sign_in", "mcp_sign_out", "open_engine", "open_headless", "run_headless"]
-
-
-async def mcp_sign_in(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """``mcp login``: see :func:`shadowcode.engine.mcp_login.sign_in` (CW-08)."""
-    from shadowcode.engine.mcp_login import sign_in
-
-    return await sign_in(*args, **kwargs)
-
-
-def mcp_sign_out(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """``mcp logout``: see :func:`shadowcode.engine.mcp_login.sign_out` (CW-08)."""
-    from shadowcode.engine.mcp_login import sign_out
-
-    return sign_out(*args, **kwargs)
+__all__ = ["open_engine", "open_headless", "run_headless"]
 
 
 def run_headless(profile: Profile, *, attach: AttachHandler | None = None) -> None:

@@ -94,7 +94,7 @@ class LocalEngine(EngineApi):
         state.store.owners.engine_started(state.id, os.getpid(), state.mode)
         state.records.sweep_orphans()
         try:
-            async with state.runner.running():
+            async with state.runner.running(), state.logins.running():
                 try:
                     yield self
                 finally:

@@ -15,7 +15,7 @@ The life of a bundle:
 - **disable** deletes those grants for the project; **revoke** forgets the snapshot and deletes
   its grants in every project with its cached catalogs.
 
-From then on the servers are ordinary definitions of :class:`~shadowcode.engine.mcp_servers.McpRegistry`
+From then on the servers are ordinary definitions of :class:`~shadowcode.engine.mcp.registry.McpRegistry`
 (one manager, one approval system, one network policy). A running task re-checks a plugin
 server before every dispatch (its bundle hashed again) and watches its grant, so disable,
 revoke or drift stops its connection, and the next call is refused before anything is sent.
@@ -26,9 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shadowcode.agent.mcp_plugins import bundle_digest, read_bundle
 from shadowcode.engine.api import PluginChange, PluginInfo, PluginReview
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.mcp.bundles import bundle_digest, read_bundle
+from shadowcode.engine.mcp.registry import McpRegistry
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import HttpSpec, StdioSpec

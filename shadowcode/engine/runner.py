@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from shadowcode.agent.toolbox import TaskEnv
     from shadowcode.engine.approvals import Approvals
     from shadowcode.engine.checkpoints import Checkpoints
-    from shadowcode.engine.mcp_servers import Snapshot
+    from shadowcode.engine.mcp.registry import Snapshot
     from shadowcode.engine.tasks import TaskRecords
     from shadowcode.profile import ModelSettings, Profile
     from shadowcode.store import Store
@@ -218,8 +218,8 @@ class JobRunner:
             if servers is not None and servers.servers:
                 # Imported here: the MCP client stack costs seconds to import, and a command-line
                 # verb's temporary engine that runs no MCP task should not pay for it.
-                from shadowcode.agent.mcp_tools import TaskServers, inline_tools_setting
-                from shadowcode.engine.mcp_servers import McpRegistry
+                from shadowcode.engine.mcp.registry import McpRegistry
+                from shadowcode.engine.mcp.task_servers import TaskServers, inline_tools_setting
 
                 # Leaving the stack closes the task's MCP connections and waits for their cleanup,
                 # before _guarded records the outcome (CLI-19).

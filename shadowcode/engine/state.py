@@ -19,6 +19,7 @@ from shadowcode.engine.approvals import Approvals
 from shadowcode.engine.checkpoints import Checkpoints
 from shadowcode.engine.goals import Goals
 from shadowcode.engine.history import History
+from shadowcode.engine.mcp.pending_logins import PendingLogins
 from shadowcode.engine.memory import MemoryNotes
 from shadowcode.engine.owners import Owners
 from shadowcode.engine.projects import Project, ProjectRegistry
@@ -31,7 +32,7 @@ from shadowcode.project.paths import canonical_project
 from shadowcode.store import Store
 
 if TYPE_CHECKING:
-    from shadowcode.engine.mcp_servers import McpRegistry
+    from shadowcode.engine.mcp.registry import McpRegistry
 
 __all__ = ["EngineState", "require_write"]
 
@@ -72,6 +73,7 @@ class EngineState:
         runner: the job queue and the running jobs.
         approval_states: the states signed for hosts asked to approve (SRV-29); its key lives
             and dies with this engine.
+        logins: the OAuth sign-ins started and not yet taken (CW-08).
     """
 
     profile: Profile
@@ -85,6 +87,7 @@ class EngineState:
     owners: Owners
     runner: JobRunner
     approval_states: ApprovalStates = field(default_factory=ApprovalStates)
+    logins: PendingLogins = field(default_factory=PendingLogins)
 
     @property
     def projects(self) -> ProjectRegistry:
@@ -104,7 +107,7 @@ class EngineState:
     @property
     def mcp_servers(self) -> McpRegistry:
         """External MCP server definitions and per-project grants (CLI-01, CLI-02, CLI-05)."""
-        from shadowcode.engine.mcp_servers import McpRegistry  # its parser loads with the first use
+        from shadowcode.engine.mcp.registry import McpRegistry  # its parser loads with the first use
 
         return McpRegistry(self.store)
 

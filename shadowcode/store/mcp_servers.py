@@ -5,7 +5,7 @@ A registration keeps the exact bytes of a global definition file (``config:NAME`
 a project, a definition id and the SHA-256 reviewed; a catalog is the JSON array of (already
 redacted) tools one definition hash last listed, keyed by project (``""`` for a global
 definition), definition id and hash, decoded here. Parsing and policy live in
-:mod:`shadowcode.engine.mcp_servers`.
+:mod:`shadowcode.engine.mcp.registry`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Plugin bundles (engine/plugins.py, agent/mcp_plugins.py): review, trust, enable, disable, revoke,
+"""Plugin bundles (engine/plugins.py, engine/mcp/bundles.py): review, trust, enable, disable, revoke,
 drift, the bundle's limits and name-collision precedence.
 
 Covers CW-12.
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from shadowcode.agent.mcp_plugins import bundle_digest, read_bundle
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.mcp.bundles import bundle_digest, read_bundle
+from shadowcode.engine.mcp.registry import McpRegistry
 from shadowcode.engine.plugins import PluginRegistry
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel

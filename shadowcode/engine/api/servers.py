@@ -1,6 +1,6 @@
 """The engine API: external MCP server definitions, their grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-05, CW-01, CW-03, CW-04.
+Covers CLI-01, CLI-02, CLI-05, CW-01, CW-03, CW-04, CW-08.
 
 The request and result types of this part, and its verbs as :class:`ServerVerbs` declares them;
 their in-process handlers are in :mod:`shadowcode.engine.verbs.servers`.
@@ -15,7 +15,7 @@ from pydantic import JsonValue
 from typing_extensions import TypedDict
 
 from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
-from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, MCP_TIMEOUT_MAX_SECONDS
+from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, MCP_OAUTH_LOGIN_SECONDS, MCP_TIMEOUT_MAX_SECONDS
 
 __all__ = [
     "PROBE_DEADLINE_SECONDS",
@@ -38,6 +38,11 @@ __all__ = [
     "McpServerInfo",
     "McpServerQuery",
     "McpServerTools",
+    "McpSignIn",
+    "McpSignInRef",
+    "McpSignInStarted",
+    "McpSignedIn",
+    "McpSignedOut",
     "McpTool",
     "McpValidate",
     "McpValidation",
@@ -358,6 +363,74 @@ class McpImportReport:
     servers: list[McpImportEntry]
 
 
+@dataclass(frozen=True, slots=True)
+class McpSignIn:
+    """Start signing in with OAuth to an HTTP server of the caller's project (CW-08).
+
+    Attributes:
+        server: the server's id (``config:NAME``) or its unique name.
+        scopes: scopes to ask for; empty: the definition's.
+        browser: open the user's browser when one is available where the engine runs.
+    """
+
+    server: str
+    scopes: list[str] = field(default_factory=list[str])
+    browser: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class McpSignInStarted:
+    """A sign-in waiting for its redirect: show the URL, then wait with ``mcp_sign_in_wait`` (CW-08).
+
+    Attributes:
+        sign_in: names this sign-in for ``mcp_sign_in_wait``.
+        server: the server's id.
+        authorization_url: where the person signs in.
+        callback_url: the loopback address the redirect must reach.
+        seconds: how long the engine waits for it.
+    """
+
+    sign_in: str
+    server: str
+    authorization_url: str
+    callback_url: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class McpSignInRef:
+    """A started sign-in, by the ``sign_in`` its start returned (CW-08)."""
+
+    sign_in: str
+
+
+@dataclass(frozen=True, slots=True)
+class McpSignedIn:
+    """A stored sign-in, never its token (CW-08).
+
+    Attributes:
+        server: the server's id.
+        signed_in: always True (a failed sign-in is an error).
+        issuer: the authorization server it is bound to.
+        resource: the resource it is bound to.
+        scopes: the granted scopes as the token reply named them, or None.
+    """
+
+    server: str
+    signed_in: bool
+    issuer: str
+    resource: str
+    scopes: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class McpSignedOut:
+    """A forgotten sign-in: ``removed`` False when none was stored; the provider may keep its grant (CW-08)."""
+
+    server: str
+    removed: bool
+
+
 class ServerVerbs(ApiBase):
     """The verbs of this part of :class:`~shadowcode.engine.api.EngineApi`."""
 
@@ -428,4 +501,41 @@ class ServerVerbs(ApiBase):
     @verb("mcp/doctor")
     async def mcp_doctor(self, request: Empty, caller: Caller = NOBODY) -> McpDoctorReport:
         """Static checks of the caller's project's definitions and grants; starts and contacts nothing (CW-03)."""
+        ...
+
+    @verb("signin/start", deadline_seconds=MCP_OAUTH_LOGIN_SECONDS)
+    async def mcp_sign_in(self, request: McpSignIn, caller: Caller = NOBODY) -> McpSignInStarted:
+        """Start an OAuth sign-in to an HTTP server; returns once its authorization URL is known (CW-08).
+
+        The engine listens on the loopback callback for at most MCP_OAUTH_LOGIN_SECONDS and opens
+        a browser only when ``browser`` is set and one is available.
+
+        Raises:
+            UsageError: no such server, an ambiguous name, not a usable HTTP definition, an
+                unset client secret reference, or a sign-in of it already in progress.
+            PolicyError: the caller is not the person's own command line (write access, unconfined).
+            SignInError: the sign-in failed before the URL was known (nothing stored).
+        """
+        ...
+
+    @verb("signin/wait", deadline_seconds=MCP_OAUTH_LOGIN_SECONDS + CLEANUP_DEADLINE_SECONDS)
+    async def mcp_sign_in_wait(self, request: McpSignInRef, caller: Caller = NOBODY) -> McpSignedIn:
+        """Wait for a started sign-in to finish and be stored in the profile's secret store (CW-08).
+
+        Raises:
+            NotFound: no sign-in of that name is waiting in this engine.
+            SignInError: the sign-in failed (nothing stored). NotAvailable: the engine stopped first.
+        """
+        ...
+
+    @verb("signin/remove")
+    async def mcp_sign_out(self, request: McpServerQuery, caller: Caller = NOBODY) -> McpSignedOut:
+        """Forget the stored sign-in of an HTTP server (an id or a unique name); the provider may keep its grant.
+
+        Implements CW-08.
+
+        Raises:
+            UsageError: no such server, an ambiguous name, or not a usable HTTP definition.
+            PolicyError: the caller is not the person's own command line.
+        """
         ...

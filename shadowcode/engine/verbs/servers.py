@@ -1,11 +1,13 @@
 """Handlers: external MCP server definitions, their per-project grants, and reports on them.
 
-Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-01, CW-03, CW-04.
+Covers CLI-01, CLI-02, CLI-03, CLI-05, CW-01, CW-03, CW-04, CW-08.
 
 Only ``mcp_validate`` and ``mcp_server_tools`` start servers, each once, under its launch grant
-and exactly as a Build task would (:mod:`shadowcode.engine.mcp_probes`). The others start
+and exactly as a Build task would (:mod:`shadowcode.engine.mcp.live_reports`). The others start
 nothing and contact nothing: they read definition files and change registrations and grants
-in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp_doctor`).
+in the profile's store; ``mcp_doctor`` only looks (:mod:`shadowcode.engine.mcp.doctor`).
+``mcp_sign_in`` / ``mcp_sign_in_wait`` sign in to an HTTP server and ``mcp_sign_out`` forgets
+the sign-in (:mod:`shadowcode.engine.mcp.login`): only for the person's own command line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ from shadowcode.engine.api import (
     McpServerInfo,
     McpServerQuery,
     McpServerTools,
+    McpSignedIn,
+    McpSignedOut,
+    McpSignIn,
+    McpSignInRef,
+    McpSignInStarted,
     McpValidate,
     McpValidation,
 )
@@ -54,7 +61,7 @@ async def mcp_add(state: EngineState, request: McpAdd, caller: Caller) -> McpSer
 
 @handles(EngineApi.mcp_import)
 async def mcp_import(state: EngineState, request: McpImport, caller: Caller) -> McpImportReport:
-    from shadowcode.engine.mcp_import import import_configs
+    from shadowcode.engine.mcp.config_import import import_configs
     from shadowcode.project.paths import canonical_project
 
     if not caller.access.allow_write:
@@ -88,7 +95,7 @@ def _may_start_servers(caller: Caller) -> None:
 
 @handles(EngineApi.mcp_server_tools)
 async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: Caller) -> McpServerTools:
-    from shadowcode.engine.mcp_probes import server_tools
+    from shadowcode.engine.mcp.live_reports import server_tools
 
     _may_start_servers(caller)
     return await server_tools(state.mcp_servers, state.project(caller), state.profile, request.server)
@@ -96,7 +103,7 @@ async def mcp_server_tools(state: EngineState, request: McpServerQuery, caller: 
 
 @handles(EngineApi.mcp_validate)
 async def mcp_validate(state: EngineState, request: McpValidate, caller: Caller) -> McpValidation:
-    from shadowcode.engine.mcp_probes import validate
+    from shadowcode.engine.mcp.live_reports import validate
 
     _may_start_servers(caller)
     return await validate(state.mcp_servers, state.project(caller), state.profile, request.server)
@@ -104,6 +111,38 @@ async def mcp_validate(state: EngineState, request: McpValidate, caller: Caller)
 
 @handles(EngineApi.mcp_doctor)
 async def mcp_doctor(state: EngineState, request: Empty, caller: Caller) -> McpDoctorReport:
-    from shadowcode.engine.mcp_doctor import doctor
+    from shadowcode.engine.mcp.doctor import doctor
 
     return doctor(state.mcp_servers, state.project(caller), state.profile)
+
+
+def _signs_in(caller: Caller) -> None:
+    """A sign-in is the person's own act: only an unconfined frontend allowed to write may ask for it (CW-08)."""
+    if caller.confined or not caller.access.allow_write:
+        raise PolicyError("signing in to an MCP server is done with `shadowcode mcp login` at the command line")
+
+
+@handles(EngineApi.mcp_sign_in)
+async def mcp_sign_in(state: EngineState, request: McpSignIn, caller: Caller) -> McpSignInStarted:
+    from shadowcode.engine.mcp.login import find_server
+
+    _signs_in(caller)
+    project = state.project(caller)
+    server = find_server(state.mcp_servers.catalog(project.path, trusted=project.trusted), request.server)
+    return await state.logins.start(state.profile, server, request)
+
+
+@handles(EngineApi.mcp_sign_in_wait)
+async def mcp_sign_in_wait(state: EngineState, request: McpSignInRef, caller: Caller) -> McpSignedIn:
+    _signs_in(caller)
+    return await state.logins.wait(request.sign_in)
+
+
+@handles(EngineApi.mcp_sign_out)
+async def mcp_sign_out(state: EngineState, request: McpServerQuery, caller: Caller) -> McpSignedOut:
+    from shadowcode.engine.mcp.login import find_server, sign_out
+
+    _signs_in(caller)
+    project = state.project(caller)
+    server = find_server(state.mcp_servers.catalog(project.path, trusted=project.trusted), request.server)
+    return sign_out(state.profile, server)

@@ -41,7 +41,7 @@ notices arriving meanwhile are folded into it. A changed tool list bumps
 :attr:`Connection.tools_generation`; a call resolved against an older generation is refused
 with :class:`CatalogChanged`. A revalidation that fails retires the connection (FAILED): the
 stale catalog is never served. Resources, templates and prompts are listed on first use
-(:meth:`Connection.listing`) and read through :mod:`shadowcode.mcp.client.helpers` (CW-06).
+(:meth:`Connection.listing`) and read through :mod:`shadowcode.mcp.client.reads` (CW-06).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ Ids: ``config:NAME`` for a global registration (``shadowcode mcp add FILE``), an
 ``project:<relative path>`` for a file directly inside ``.shadowcode/mcp/`` or ``.shadow/mcp/``
 of the project (``.json``, ``.yaml`` or ``.yml``; sub-folders are not read and a link must not
 lead outside its folder). A definition's hash is the SHA-256 of its exact bytes. Files are read
-by :mod:`shadowcode.agent.mcp_definitions`; this module only validates bytes.
+by :mod:`shadowcode.engine.mcp.definition_files`; this module only validates bytes.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ The rules are stricter than a user's own definitions (:mod:`shadowcode.mcp.clien
 becomes a :class:`~shadowcode.mcp.client.definitions.ServerDefinition` with id
 ``plugin:<identity>`` and name ``<identity>`` = ``plugin-<byte length of the plugin
 name>-<plugin>-<server>`` (:func:`plugin_identity`), and the bundle's content digest as its hash.
-This module validates bytes only; the bundle is read by :mod:`shadowcode.agent.mcp_plugins`.
+This module validates bytes only; the bundle is read by :mod:`shadowcode.engine.mcp.bundles`.
 """
 
 from __future__ import annotations

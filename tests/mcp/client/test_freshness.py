@@ -30,7 +30,7 @@ from shadowcode.limits import (
 from shadowcode.mcp.client.catalog import CatalogLimits, clamp_ttl
 from shadowcode.mcp.client.connection import CatalogChanged, Connection, ConnectionState
 from shadowcode.mcp.client.endpoint import Endpoint
-from shadowcode.mcp.client.helpers import read_resource
+from shadowcode.mcp.client.reads import read_resource
 from tests.support.mcp_client import PY, PYTHON_SDK_SERVER, REPO, wait_for
 
 pytestmark = [

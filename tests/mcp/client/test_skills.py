@@ -19,7 +19,7 @@ import pytest
 from shadowcode.engine.childenv import child_env
 from shadowcode.limits import MCP_SKILL_BYTES_MAX, MCP_SKILL_FILES_MAX
 from shadowcode.mcp.client.connection import Connection
-from shadowcode.mcp.client.helpers import read_resource
+from shadowcode.mcp.client.reads import read_resource
 from shadowcode.mcp.client.skills import SkillRefused, check_entries, verify_contents
 from tests.support.mcp_client import PY, PYTHON_SDK_SERVER, REPO
 

@@ -1,7 +1,7 @@
 """Other MCP hosts' configs as ShadowCode definitions: parsing and conversion only (CW-01).
 
 Nothing here reads a file, starts a server or contacts anything: bytes go in, definition bytes
-and per-server reasons come out. :mod:`shadowcode.engine.mcp_import` reads the files and
+and per-server reasons come out. :mod:`shadowcode.engine.mcp.config_import` reads the files and
 registers the definitions.
 
 - :mod:`~shadowcode.mcp.client.imports.formats`: the hosts' files → server entries.
@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from shadowcode.mcp.client.imports.convert import SSE_REASON, FieldNote, PlannedServer, plan_server
 from shadowcode.mcp.client.imports.fields import FIELDS, NOT_SUPPORTED
-from shadowcode.mcp.client.imports.formats import HOST_LABELS, HOSTS, ParsedConfig, guess_host, parse_config
+from shadowcode.mcp.client.imports.formats import HOSTS, ParsedConfig, guess_host, parse_config
 from shadowcode.mcp.client.imports.locations import Location, well_known
 
 __all__ = [
     "FIELDS",
     "HOSTS",
-    "HOST_LABELS",
     "NOT_SUPPORTED",
     "SSE_REASON",
     "FieldNote",

@@ -29,30 +29,15 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from shadowcode.enums import ImportHost
 from shadowcode.errors import ConfigError
 from shadowcode.json_values import json_array, json_object
 from shadowcode.mcp.client.imports.convert import PlannedServer, plan_server, server_name
 from shadowcode.mcp.client.imports.shapes import SHAPES
 from shadowcode.mcp.client.imports.values import DIALECTS, DOLLAR, Dialect
 
-__all__ = ["HOSTS", "HOST_LABELS", "ParsedConfig", "guess_host", "parse_config"]
+__all__ = ["HOSTS", "ParsedConfig", "guess_host", "parse_config"]
 
-HOST_LABELS: dict[str, str] = {
-    "claude": "Claude Code",
-    "cursor": "Cursor",
-    "codex": "Codex",
-    "vscode": "VS Code",
-    "gemini": "Gemini CLI",
-    "qwen": "Qwen Code",
-    "cline": "Cline",
-    "opencode": "opencode",
-    "kilo": "Kilo",
-    "continue": "Continue",
-    "zed": "Zed",
-    "windsurf": "Windsurf",
-    "generic": "an mcp.json file",
-}
-"""Host → how reports and descriptions name it."""
 
 _SETTINGS_FILES = frozenset({"gemini", "qwen", "opencode", "kilo", "zed", "continue"})
 _WITH_COMMENTS = frozenset({"vscode", "gemini", "qwen", "opencode", "kilo", "zed"})
@@ -66,8 +51,8 @@ _STRING = r'("(?:\\.|[^"\\])*")'
 _COMMENT = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.S)
 _TRAILING_COMMA = re.compile(_STRING + r"|,(?=\s*[}\]])")
 
-HOSTS: tuple[str, ...] = tuple(HOST_LABELS)
-"""The ``--from`` values."""
+HOSTS: tuple[str, ...] = tuple(h.value for h in ImportHost)
+"""The ``--from`` values (:class:`~shadowcode.enums.ImportHost`)."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +111,7 @@ def parse_config(data: bytes, source: str, *, host: str, project: str | None = N
         ConfigError: not UTF-8; not valid JSON or TOML (TOML errors name the line and column);
             not an object; both ``servers`` and ``mcpServers``; a server map that is not an object.
     """
-    if host not in HOST_LABELS:
+    if host not in HOSTS:
         raise ConfigError(f"unknown host {host!r}: use one of {', '.join(HOSTS)}")
     try:
         text = data.decode("utf-8")

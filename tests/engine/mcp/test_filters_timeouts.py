@@ -15,12 +15,12 @@ import anyio
 import pytest
 
 from shadowcode.agent.loop import run_agent
-from shadowcode.agent.mcp_tools import TaskServers
 from shadowcode.agent.providers import ModelReply, ToolCall
 from shadowcode.agent.toolbox import TaskEnv
 from shadowcode.engine.api import Access, Caller, TaskRequest
 from shadowcode.engine.childenv import child_env
 from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.mcp.task_servers import TaskServers
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.errors import UpstreamServerError
 from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec

@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 import pytest
 
-from shadowcode.agent.mcp_catalog import ServerState
-from shadowcode.agent.mcp_helpers import ResourcePromptTools
 from shadowcode.engine.api import Access, ApprovalRecord, Caller, TaskRequest
 from shadowcode.engine.local import LocalEngine
+from shadowcode.engine.mcp.resource_tools import ResourcePromptTools
+from shadowcode.engine.mcp.task_catalog import ServerState
 from shadowcode.engine.projects import Project
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.limits import MCP_RESOURCES_PAGE_MAX

@@ -1,4 +1,4 @@
-"""``mcp validate`` and ``mcp tools`` through the engine API, with real server processes (engine/mcp_probes.py).
+"""``mcp validate`` and ``mcp tools`` through the engine API, with real server processes (engine/mcp/live_reports.py).
 
 Covers CW-03, CW-04, with CLI-04, CLI-09, CLI-13 and CLI-19 as they apply to a probe.
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shadowcode.agent.mcp_definitions import project_definitions, read_project_definition
+from shadowcode.engine.mcp.definition_files import project_definitions, read_project_definition
 from shadowcode.errors import ConfigError
 from shadowcode.mcp.client.definitions import DefinitionProblem, ServerDefinition, sha256_hex
 

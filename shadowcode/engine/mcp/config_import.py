@@ -2,7 +2,7 @@
 
 Every file is read (bounded, regular files only) and parsed before anything is written: one
 unreadable or unparsable file imports nothing. Each server entry then becomes ``config:NAME``
-through :meth:`McpRegistry.register_new <shadowcode.engine.mcp_servers.McpRegistry.register_new>`,
+through :meth:`McpRegistry.register_new <shadowcode.engine.mcp.registry.McpRegistry.register_new>`,
 the same registrations ``mcp add`` makes. A NAME registered already with the same bytes is
 ``unchanged``; one registered with other content is skipped, never replaced. No grant is
 written, no server started, no endpoint contacted, no variable resolved.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from shadowcode.engine.api import McpImport, McpImportEntry, McpImportFile, McpImportNote, McpImportReport
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.mcp.registry import McpRegistry
 from shadowcode.errors import ConfigError, ToolError
 from shadowcode.limits import MCP_IMPORT_FILE_MAX_BYTES, MCP_IMPORT_SERVERS_MAX
 from shadowcode.mcp.client.imports import HOSTS, ParsedConfig, PlannedServer, guess_host, parse_config, well_known

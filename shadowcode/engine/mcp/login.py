@@ -1,13 +1,15 @@
 """``shadowcode mcp login`` / ``mcp logout``: signing in to an HTTP server and forgetting the sign-in (CW-08).
 
-Runs in the command's own process, never in a task: the sign-in is interactive (the user's
-browser, or a caller that plays it) and touches only the profile's secret store. The server is
-named by the catalog document the engine API gives (:class:`~shadowcode.engine.api.McpServerInfo`);
-:func:`sign_in` runs :func:`shadowcode.mcp.client.oauth.login` under the one-login-at-a-time lock
-of the server, announcing the authorization URL through ``announce`` and opening a browser only
-when asked to and one is available (``open`` on macOS, ``xdg-open`` with a display elsewhere;
+Never part of a task: the sign-in is interactive (the user's browser, or a caller that plays
+it) and touches only the profile's secret store. The engine API's ``signin/start`` starts it and
+``signin/wait`` waits for it (:mod:`shadowcode.engine.mcp.pending_logins`), in the engine
+that serves the command: its own temporary one, or the profile's headless one. The server is
+found in the caller's catalog by id or name (:func:`find_server`); :func:`sign_in` runs
+:func:`shadowcode.mcp.client.oauth.login` under the one-login-at-a-time lock of the server,
+announcing the authorization URL through ``announce`` and opening a browser only when asked
+to and one is available where the engine runs (``open`` on macOS, ``xdg-open`` with a display elsewhere;
 never through a shell, and only an URL :func:`~shadowcode.mcp.client.oauth.check_browser_url`
-accepts). The result is stored by :class:`~shadowcode.agent.mcp_oauth.ProfileSignIns`.
+accepts). The result is stored by :class:`~shadowcode.engine.mcp.sign_ins.ProfileSignIns`.
 """
 
 from __future__ import annotations
@@ -21,15 +23,33 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from shadowcode.agent.mcp_oauth import ProfileSignIns, login_lock
-from shadowcode.agent.mcp_tools import network_hosts_setting
+from shadowcode.engine.api import McpCatalog, McpServerInfo, McpSignedIn, McpSignedOut
+from shadowcode.engine.mcp.sign_ins import ProfileSignIns, login_lock
+from shadowcode.engine.mcp.task_servers import network_hosts_setting
 from shadowcode.errors import UsageError
 from shadowcode.limits import MCP_OAUTH_LOGIN_SECONDS
 from shadowcode.mcp.client.oauth import OAuthSettings, check_browser_url, login
 from shadowcode.profile import Profile
 from shadowcode.secrets import resolve
 
-__all__ = ["browser_command", "sign_in", "sign_out"]
+__all__ = ["browser_command", "find_server", "sign_in", "sign_out"]
+
+
+def find_server(catalog: McpCatalog, name: str) -> McpServerInfo:
+    """The catalog entry named ``name``: an id, else a unique name (CW-08).
+
+    Raises:
+        UsageError: no such server, several of that name, or not a usable definition.
+    """
+    servers = catalog["servers"]
+    found = [s for s in servers if s["id"] == name] or [s for s in servers if s.get("name") == name]
+    if not found:
+        raise UsageError(f"no MCP server {name!r} is registered for this project; see `shadowcode mcp`")
+    if len(found) > 1:
+        raise UsageError(f"several servers are named {name!r}; give the id: {', '.join(s['id'] for s in found)}")
+    if error := found[0].get("error"):
+        raise UsageError(f"{found[0]['id']} is not a usable definition: {error}")
+    return found[0]
 
 
 def browser_command(url: str) -> list[str] | None:
@@ -64,7 +84,7 @@ async def sign_in(
     announce: Callable[[str, str], None],
     browser: bool = True,
     seconds: float = MCP_OAUTH_LOGIN_SECONDS,
-) -> dict[str, Any]:
+) -> McpSignedIn:
     """Sign in to ``server`` and store the sign-in (CW-08).
 
     Args:
@@ -76,7 +96,7 @@ async def sign_in(
         seconds: how long to wait for the redirect.
 
     Returns:
-        ``{"server", "signed_in": True, "issuer", "resource", "scopes"}`` (never a token).
+        The stored sign-in's issuer, resource and scopes (never a token).
 
     Raises:
         UsageError: not an HTTP server, or another login of it is in progress.
@@ -112,20 +132,21 @@ async def sign_in(
             seconds=seconds,
         )
         ProfileSignIns(profile, server["id"], url).save(record)
-    return {
-        "server": server["id"],
-        "signed_in": True,
-        "issuer": record.issuer,
-        "resource": record.resource,
-        "scopes": record.token.get("scope"),
-    }
+    scope = record.token.get("scope")
+    return McpSignedIn(
+        server=server["id"],
+        signed_in=True,
+        issuer=record.issuer,
+        resource=record.resource,
+        scopes=str(scope) if scope is not None else None,
+    )
 
 
-def sign_out(profile: Profile, server: Mapping[str, Any]) -> dict[str, Any]:
+def sign_out(profile: Profile, server: Mapping[str, Any]) -> McpSignedOut:
     """Forget the stored sign-in of ``server``; the provider may keep its grant (CW-08).
 
-    Returns:
-        ``{"server", "removed": bool}``.
+    Raises:
+        UsageError: not an HTTP server.
     """
     removed = ProfileSignIns(profile, server["id"], _http(server)).remove()
-    return {"server": server["id"], "removed": removed}
+    return McpSignedOut(server=server["id"], removed=removed)

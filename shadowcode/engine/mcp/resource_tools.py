@@ -2,7 +2,7 @@
 
 Implements CW-06, CW-09.
 
-:class:`ResourcePromptTools` is part of :class:`~shadowcode.agent.mcp_tools.TaskServers`:
+:class:`ResourcePromptTools` is part of :class:`~shadowcode.engine.mcp.task_servers.TaskServers`:
 
 - ``mcp_resources`` lists the resources, resource templates and prompts of one server or of
   every enabled server, MCP_RESOURCES_PAGE_MAX of each a page. It needs no approval; a server
@@ -30,13 +30,13 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from shadowcode.agent.mcp_catalog import ServerState
 from shadowcode.agent.toolbox import await_approval
+from shadowcode.engine.mcp.task_catalog import ServerState
 from shadowcode.errors import ShadowcodeError, ToolError
 from shadowcode.limits import MCP_RESOURCES_PAGE_MAX, MCP_TOOL_ARGUMENTS_MAX_BYTES
 from shadowcode.mcp.client.catalog import ListKind
 from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
-from shadowcode.mcp.client.helpers import check_prompt_arguments, get_prompt, read_resource
+from shadowcode.mcp.client.reads import check_prompt_arguments, get_prompt, read_resource
 from shadowcode.mcp.client.skills import Skill, SkillFile, SkillRefused, verify_contents
 
 if TYPE_CHECKING:

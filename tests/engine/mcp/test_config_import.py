@@ -1,4 +1,4 @@
-"""``mcp import`` in the engine (engine/mcp_import.py and the mcp_import verb).
+"""``mcp import`` in the engine (engine/mcp/config_import.py and the mcp_import verb).
 
 Covers CW-01: each server becomes a config: definition that still needs review; nothing is
 enabled, started or contacted; the same file twice changes nothing; a bad file imports nothing.
@@ -14,14 +14,14 @@ import pytest
 
 from shadowcode.engine.api import Access, Caller, McpImport
 from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.mcp_import import import_configs
+from shadowcode.engine.mcp.config_import import import_configs
 from shadowcode.engine.state import EngineState
 from shadowcode.errors import ConfigError, PolicyError
 from shadowcode.limits import MCP_IMPORT_FILE_MAX_BYTES, MCP_IMPORT_SERVERS_MAX
 
 pytestmark = pytest.mark.req("CW-01")
 
-CONFIGS = Path(__file__).resolve().parents[2] / "conformance/fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "conformance/fixtures" / "configs"
 
 
 def _copy(name: str, to: Path) -> Path:

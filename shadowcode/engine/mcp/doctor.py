@@ -32,14 +32,14 @@ import os
 import shutil
 from pathlib import Path
 
-from shadowcode.agent.mcp_auth import missing_references
-from shadowcode.agent.mcp_catalog import filter_warnings
-from shadowcode.agent.mcp_oauth import sign_in_problem
-from shadowcode.agent.mcp_tools import network_hosts_setting
 from shadowcode.engine.api import McpDoctorReport, McpFinding
 from shadowcode.engine.childenv import child_env
-from shadowcode.engine.mcp_probes import entries
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.mcp.credentials import missing_references
+from shadowcode.engine.mcp.live_reports import entries
+from shadowcode.engine.mcp.registry import McpRegistry
+from shadowcode.engine.mcp.sign_ins import sign_in_problem
+from shadowcode.engine.mcp.task_catalog import filter_warnings
+from shadowcode.engine.mcp.task_servers import network_hosts_setting
 from shadowcode.engine.projects import Project
 from shadowcode.errors import ConfigError, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from shadowcode.agent.mcp_auth import http_endpoint
-from shadowcode.agent.mcp_oauth import ProfileSignIns, login_lock, sign_in_problem, stored_access_token
+from shadowcode.engine.mcp.credentials import http_endpoint
+from shadowcode.engine.mcp.sign_ins import ProfileSignIns, login_lock, sign_in_problem, stored_access_token
 from shadowcode.errors import ConfigError, UsageError
 from shadowcode.limits import MCP_OAUTH_RECORD_MAX_BYTES
 from shadowcode.mcp.client.definitions import HttpSpec, ServerDefinition

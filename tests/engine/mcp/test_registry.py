@@ -1,4 +1,4 @@
-"""The MCP server registry (engine/mcp_servers.py): registrations, grants, the catalog view and review of
+"""The MCP server registry (engine/mcp/registry.py): registrations, grants, the catalog view and review of
 changed definitions.
 
 Covers CLI-01, CLI-02, CLI-04, CLI-05, CLI-06.
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from shadowcode.agent.mcp_definitions import project_definitions
 from shadowcode.engine.api import McpRemoval
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.mcp.definition_files import project_definitions
+from shadowcode.engine.mcp.registry import McpRegistry
 from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConflictError, NotFound, PolicyError

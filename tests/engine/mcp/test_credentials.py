@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from shadowcode.agent.mcp_auth import http_endpoint
+from shadowcode.engine.mcp.credentials import http_endpoint
 from shadowcode.errors import ConfigError
 from shadowcode.mcp.client.definitions import HttpSpec, ServerDefinition
 from shadowcode.profile import Profile

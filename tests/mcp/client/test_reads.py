@@ -19,7 +19,7 @@ from shadowcode.errors import ToolError, UpstreamServerError
 from shadowcode.limits import MCP_FRAME_MAX_BYTES, MCP_HELPER_RESULT_MAX_BYTES
 from shadowcode.mcp.client.catalog import CatalogLimits
 from shadowcode.mcp.client.connection import CallRefused, Connection, ConnectionState
-from shadowcode.mcp.client.helpers import check_prompt_arguments, get_prompt, read_resource
+from shadowcode.mcp.client.reads import check_prompt_arguments, get_prompt, read_resource
 from shadowcode.mcp.client.redaction import Redactor
 from shadowcode.mcp.client.stdio import ClientLimits
 from tests.support.mcp_client import PY, PYTHON_SDK_SERVER, REPO

@@ -1,7 +1,7 @@
 """One live connection to each of some external MCP servers, to report on them (CW-03, CW-04).
 
 Each server is reached exactly the way a Build task reaches it: through
-:class:`~shadowcode.agent.mcp_tools.TaskServers` holding a one-server snapshot, so the same
+:class:`~shadowcode.engine.mcp.task_servers.TaskServers` holding a one-server snapshot, so the same
 transport choice, child environment (CLI-12), ``env_refs`` resolution and redaction (CLI-04),
 limits and deadlines (CLI-13) and cleanup (CLI-19) apply. The cached catalog is neither read
 (the point is a live discovery) nor written, no approval is asked (nothing is called), and
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from shadowcode.agent.mcp_catalog import filter_warnings
-from shadowcode.agent.mcp_tools import TaskServers
 from shadowcode.agent.ports import ApprovalGate, Processes, WriteLog
 from shadowcode.agent.toolbox import TaskEnv
+from shadowcode.engine.mcp.task_catalog import filter_warnings
+from shadowcode.engine.mcp.task_servers import TaskServers
 from shadowcode.errors import UpstreamServerError
 from shadowcode.mcp.client.definitions import ServerDefinition
 

@@ -8,7 +8,7 @@ in the same single pass as stdio values.
 
 Precedence (as the peer documents it): ``headers`` and ``env_headers`` first; then the bearer
 reference (``bearer_token_env_var`` / ``api_key_env``) when no ``Authorization`` header is set;
-then the server's stored OAuth sign-in when there is still none (:mod:`shadowcode.agent.mcp_oauth`).
+then the server's stored OAuth sign-in when there is still none (:mod:`shadowcode.engine.mcp.sign_ins`).
 A name that resolves to nothing stops the connection before anything is contacted, and the
 error names the name, never a value.
 """
@@ -90,7 +90,7 @@ async def http_endpoint(
     secrets = [headers[h] for h in spec.env_headers] + ([bearer] if bearer else [])
     has_authorization = any(h.lower() == "authorization" for h in headers)
     if bearer is None and not has_authorization:
-        from shadowcode.agent.mcp_oauth import stored_access_token
+        from shadowcode.engine.mcp.sign_ins import stored_access_token
 
         bearer = await stored_access_token(profile, definition, network_hosts)
         if bearer:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from shadowcode.agent.mcp_definitions import project_definitions, read_definition_file
-from shadowcode.agent.mcp_plugins import bundle_digest
 from shadowcode.engine.api import McpCatalog, McpGrantChange, McpRemoval, McpServerInfo
+from shadowcode.engine.mcp.bundles import bundle_digest
+from shadowcode.engine.mcp.definition_files import project_definitions, read_definition_file
 from shadowcode.errors import ConfigError, ConflictError, NotFound, PolicyError
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX
 from shadowcode.mcp.client.definitions import (

@@ -1,4 +1,4 @@
-"""Probing servers the way a Build task connects them (agent/mcp_probe.py).
+"""Probing servers the way a Build task connects them (engine/mcp/probe.py).
 
 Covers CW-03, CLI-13, CLI-19.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from shadowcode.agent.mcp_probe import probe_servers
 from shadowcode.engine.childenv import child_env
+from shadowcode.engine.mcp.probe import probe_servers
 from shadowcode.mcp.client.definitions import ServerDefinition, StdioSpec
 from shadowcode.profile import Profile
 from tests.support.mcp_client import hostile_argv

@@ -1,4 +1,4 @@
-"""``mcp doctor``: static checks of definitions and grants, nothing started (engine/mcp_doctor.py).
+"""``mcp doctor``: static checks of definitions and grants, nothing started (engine/mcp/doctor.py).
 
 Covers CW-03.
 """
@@ -12,7 +12,7 @@ import pytest
 
 from shadowcode.engine.api import Caller, Empty
 from shadowcode.engine.local import LocalEngine
-from shadowcode.engine.mcp_doctor import url_problems
+from shadowcode.engine.mcp.doctor import url_problems
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel
 from shadowcode.limits import MCP_ENABLED_SERVERS_MAX

@@ -4,7 +4,7 @@ Which servers are started follows the Build task path exactly: only a trusted pr
 ``read_only``, and only a definition enabled for the project at its current hash (its launch
 grant, CLI-06, CLI-08, CLI-09). Anything else is reported with the reason it was not started,
 and nothing runs. The connection itself is the task's own
-(:func:`shadowcode.agent.mcp_probe.probe_servers`): same transport choice, environment,
+(:func:`shadowcode.engine.mcp.probe.probe_servers`): same transport choice, environment,
 ``env_refs`` resolution, redaction, limits, deadlines and cleanup.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shadowcode.engine.api import McpConnectReport, McpServerTools, McpTool, McpValidation
-from shadowcode.engine.mcp_servers import McpRegistry
+from shadowcode.engine.mcp.registry import McpRegistry
 from shadowcode.engine.projects import Project
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import NotFound
@@ -110,8 +110,8 @@ async def _probe(
             reports[entry.id] = (entry.report(why or "not started"), None)
     if startable:
         # Loaded with the first probe: the MCP client stack costs seconds to import.
-        from shadowcode.agent.mcp_probe import probe_servers
         from shadowcode.engine.childenv import child_env
+        from shadowcode.engine.mcp.probe import probe_servers
 
         for outcome in await probe_servers(startable, project=project.path, profile=profile, env=child_env()):
             d = outcome.definition

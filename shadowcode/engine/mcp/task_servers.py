@@ -36,7 +36,7 @@ submitted and lives exactly as long as the task's turn loop:
   an older catalog is refused with "the server's tools changed: retry the call" (before the
   approval, or after it when the change came meanwhile); a removed tool can no longer run; a
   connection whose revalidation failed is lost like a failed one.
-- The resource and prompt helpers (CW-06) live in :mod:`shadowcode.agent.mcp_helpers`.
+- The resource and prompt helpers (CW-06) live in :mod:`shadowcode.engine.mcp.resource_tools`.
 - Plugin servers (CW-12) go through all of the above. Before each dispatch (before the
   approval, after it, before a start, and before their tool list or resources are shown) their
   plugin must still be trusted and enabled at the
@@ -58,13 +58,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from shadowcode.agent.mcp_auth import http_endpoint
-from shadowcode.agent.mcp_catalog import ServerState, check_arguments, list_server, list_servers
-from shadowcode.agent.mcp_definitions import read_project_definition
-from shadowcode.agent.mcp_helpers import HELPER_TOOLS, ResourcePromptTools
 from shadowcode.agent.ports import CatalogCache, EventLog, PluginGate, ServerSnapshot
 from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
 from shadowcode.agent.toolbox import await_approval
+from shadowcode.engine.mcp.credentials import http_endpoint
+from shadowcode.engine.mcp.definition_files import read_project_definition
+from shadowcode.engine.mcp.resource_tools import HELPER_TOOLS, ResourcePromptTools
+from shadowcode.engine.mcp.task_catalog import ServerState, check_arguments, list_server, list_servers
 from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError, UpstreamServerError
 from shadowcode.limits import (
     MCP_INLINE_TOOLS_MAX,
