@@ -16,7 +16,7 @@ from conformance.context import Context, EngineMode
 from conformance.registry import Check, CheckResult, load_checks
 from conformance.runner import run_checks
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 # A target with just enough of a headless engine: `engine` writes its pid into the profile
 # and blocks until SIGTERM; `engine status` reads that pid; `engine stop` signals it. Every
@@ -105,7 +105,7 @@ def _run(checks: list[Check], target: list[str], engine: EngineMode = EngineMode
                 checks,
                 target=target,
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT / "conformance",
+                repo_root=SUITE,
                 project_factory=stand_in_project,
                 jobs=jobs,
                 engine=engine,

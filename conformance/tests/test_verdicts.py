@@ -26,7 +26,7 @@ from conformance.report import (
 from conformance.runner import run_one
 from conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight, judge
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 
 def _rec(name: str, covers: tuple[str, ...], ok: bool, **kw) -> CheckRecord:
@@ -211,7 +211,7 @@ def test_the_runner_records_a_checks_own_verdict_and_gives_sub_checks_its_weight
     async def go():
         with anyio.fail_after(30):
             return await run_one(
-                chk, target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=_project
+                chk, target=["true"], cwd=Path.cwd(), repo_root=SUITE, project_factory=_project
             )
 
     records, _ = anyio.run(go)
