@@ -33,6 +33,7 @@ from conformance.errors import ConformanceError, UsageError
 from conformance.fixture import default_fixture_path, load_project_factory
 from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
+from conformance.links import check_links
 from conformance.registry import PROFILES, Check, load_checks, select
 from conformance.report import (
     NO_ENGINE,
@@ -205,7 +206,7 @@ def _run(argv: Sequence[str]) -> int:
                 line += f"\t{c.needs}\t{c.weight}"
             if args.attached:
                 line += "\town engine" if c.own_engine else "\tattached"
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(line + "\t" + " ".join(check_links(c)) + "\n")
         return 0
     if args.url is not None and args.profile != "generic":
         raise UsageError("--url is for --profile generic; the shadowcode profile starts its own gateway")

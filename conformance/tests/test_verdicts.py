@@ -144,7 +144,7 @@ def test_one_era_fails_srv03_in_the_shadowcode_profile_and_is_a_fact_in_the_gene
 @pytest.mark.req("CONF-01")
 def test_junit_shows_not_applicable_as_skipped_and_warn_as_passed_with_its_finding() -> None:
     records = [
-        _rec("g:robust", ("SRV-01",), False, weight=Weight.ROBUSTNESS, source="https://spec/b"),
+        _rec("g:robust", ("SRV-01",), False, weight=Weight.ROBUSTNESS, source="https://spec/b", links=("https://spec/b",)),
         _rec("g:na", ("SRV-03",), False, verdict=Verdict.NOT_APPLICABLE),
         _rec("g:must", ("SRV-01",), False),
     ]
@@ -154,7 +154,13 @@ def test_junit_shows_not_applicable_as_skipped_and_warn_as_passed_with_its_findi
     assert warn.find("failure") is None and warn.find("skipped") is None
     assert (warn.findtext("system-out") or "").startswith("warn (robustness): g:robust detail")
     props = {p.get("name"): p.get("value") for p in warn.find("properties")}
-    assert props == {"covers": "SRV-01", "verdict": "warn", "weight": "robustness", "source": "https://spec/b"}
+    assert props == {
+        "covers": "SRV-01",
+        "verdict": "warn",
+        "weight": "robustness",
+        "source": "https://spec/b",
+        "links": "https://spec/b",
+    }
     skipped = cases["g:na"].find("skipped")
     assert skipped is not None and skipped.get("message") == "not applicable: g:na detail"
     assert cases["g:na"].find("failure") is None
