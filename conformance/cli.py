@@ -224,9 +224,10 @@ def _run(argv: Sequence[str]) -> int:
             raise UsageError(f"--bearer-env {args.bearer_env}: that variable is not set or empty")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    # A fixture the user named is loaded before anything is set up: bad usage changes nothing.
+    given = load_project_factory(Path(args.fixture)) if args.fixture else None
     root = resource_root(c.group for c in checks)
-    fixture = Path(args.fixture) if args.fixture else default_fixture_path(root)
-    factory = load_project_factory(fixture)
+    factory = given or load_project_factory(default_fixture_path(root))
     out_dir = Path(args.out)
     mode = EngineMode.ATTACHED if args.attached else EngineMode.TEMPORARY
 
