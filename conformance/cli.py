@@ -191,6 +191,24 @@ def _baseline(args: argparse.Namespace) -> list[ExpectedFailure]:
     return load_expected_failures(chosen)
 
 
+def _list(checks: Sequence[Check], profile: str, *, attached: bool) -> int:
+    """``--list``: a line a check (name, ids, in the generic profile what it needs and its weight,
+    with ``--attached`` whether it gets the engine, then its links); 0, also when the reader
+    stops early (``| head``)."""
+    try:
+        for c in checks:
+            line = f"{c.name}\t{','.join(c.covers)}"
+            if profile == "generic":
+                line += f"\t{c.needs}\t{c.weight}"
+            if attached:
+                line += "\town engine" if c.own_engine else "\tattached"
+            sys.stdout.write(line + "\t" + " ".join(check_links(c)) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader has all it wanted; the exit must not flush into the pipe again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def _run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     patterns = [p.strip() for item in args.only for p in item.split(",")]
@@ -201,14 +219,7 @@ def _run(argv: Sequence[str]) -> int:
         raise UsageError("--only matched no check; use --list to see them" + hint)
     expected = _baseline(args)  # a baseline that cannot be read is bad usage, with --list too
     if args.list:
-        for c in checks:
-            line = f"{c.name}\t{','.join(c.covers)}"
-            if args.profile == "generic":
-                line += f"\t{c.needs}\t{c.weight}"
-            if args.attached:
-                line += "\town engine" if c.own_engine else "\tattached"
-            sys.stdout.write(line + "\t" + " ".join(check_links(c)) + "\n")
-        return 0
+        return _list(checks, args.profile, attached=args.attached)
     if args.url is not None and args.profile != "generic":
         raise UsageError("--url is for --profile generic; the shadowcode profile starts its own gateway")
     if args.bearer_env and args.url is None:

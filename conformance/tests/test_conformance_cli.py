@@ -159,3 +159,16 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
     assert runner.returncode == 128 + signum, stderr
     assert f"conformance: stopped by {signal.Signals(signum).name}" in stderr and "Traceback" not in stderr
     assert stdout == "" and not left and not (out / "report.json").exists()
+
+
+@pytest.mark.req("CONF-01")
+def test_list_read_in_part_exits_0_without_a_message(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "conformance", "--list"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(argv, cwd=tmp_path, env=conformance_env(), encoding="utf-8", **pipes) as lister:
+        assert lister.stdout is not None and lister.stderr is not None
+        first = lister.stdout.readline()
+        lister.stdout.close()  # as `| head -1` does: the rest of the list meets a closed pipe
+        stderr = lister.stderr.read()
+        assert lister.wait(timeout=60) == 0, stderr
+    assert first.count("\t") >= 2 and stderr == ""
