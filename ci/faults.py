@@ -95,7 +95,7 @@ def checks_by_id(run_dir: Path) -> dict[str, list[str]]:
     )  # fmt: skip
     index: dict[str, list[str]] = {}
     for line in done.stdout.splitlines():
-        name, _, ids = line.partition("\t")
+        name, ids, *_ = line.split("\t")  # then its links
         for rid in filter(None, ids.split(",")):
             index.setdefault(rid, []).append(name)
     return index

@@ -33,6 +33,7 @@ from conformance.errors import ConformanceError, UsageError
 from conformance.fixture import default_fixture_path, load_project_factory
 from conformance.junit import write_junit
 from conformance.limits import JOBS_DEFAULT
+from conformance.links import check_links
 from conformance.registry import PROFILES, Check, load_checks, select
 from conformance.report import (
     NO_ENGINE,
@@ -43,6 +44,7 @@ from conformance.report import (
     write_report,
 )
 from conformance.resources import bundled_baseline, bundled_baseline_names, resource_root
+from conformance.revision_sets import judge_at_revisions
 from conformance.runner import run_checks
 
 T = TypeVar("T")
@@ -189,6 +191,24 @@ def _baseline(args: argparse.Namespace) -> list[ExpectedFailure]:
     return load_expected_failures(chosen)
 
 
+def _list(checks: Sequence[Check], profile: str, *, attached: bool) -> int:
+    """``--list``: a line a check (name, ids, in the generic profile what it needs and its weight,
+    with ``--attached`` whether it gets the engine, then its links); 0, also when the reader
+    stops early (``| head``)."""
+    try:
+        for c in checks:
+            line = f"{c.name}\t{','.join(c.covers)}"
+            if profile == "generic":
+                line += f"\t{c.needs}\t{c.weight}"
+            if attached:
+                line += "\town engine" if c.own_engine else "\tattached"
+            sys.stdout.write(line + "\t" + " ".join(check_links(c)) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader has all it wanted; the exit must not flush into the pipe again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def _run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     patterns = [p.strip() for item in args.only for p in item.split(",")]
@@ -199,14 +219,7 @@ def _run(argv: Sequence[str]) -> int:
         raise UsageError("--only matched no check; use --list to see them" + hint)
     expected = _baseline(args)  # a baseline that cannot be read is bad usage, with --list too
     if args.list:
-        for c in checks:
-            line = f"{c.name}\t{','.join(c.covers)}"
-            if args.profile == "generic":
-                line += f"\t{c.needs}\t{c.weight}"
-            if args.attached:
-                line += "\town engine" if c.own_engine else "\tattached"
-            sys.stdout.write(line + "\n")
-        return 0
+        return _list(checks, args.profile, attached=args.attached)
     if args.url is not None and args.profile != "generic":
         raise UsageError("--url is for --profile generic; the shadowcode profile starts its own gateway")
     if args.bearer_env and args.url is None:
@@ -222,9 +235,10 @@ def _run(argv: Sequence[str]) -> int:
             raise UsageError(f"--bearer-env {args.bearer_env}: that variable is not set or empty")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    # A fixture the user named is loaded before anything is set up: bad usage changes nothing.
+    given = load_project_factory(Path(args.fixture)) if args.fixture else None
     root = resource_root(c.group for c in checks)
-    fixture = Path(args.fixture) if args.fixture else default_fixture_path(root)
-    factory = load_project_factory(fixture)
+    factory = given or load_project_factory(default_fixture_path(root))
     out_dir = Path(args.out)
     mode = EngineMode.ATTACHED if args.attached else EngineMode.TEMPORARY
 
@@ -243,9 +257,12 @@ def _run(argv: Sequence[str]) -> int:
             profile=args.profile,
         ),
     )
+    records = outcome.records
+    if args.profile == "generic":  # a server of revision R is held to R's frozen set
+        records = judge_at_revisions(records, outcome.revisions, load_checks())
     report = build_report(
         target,
-        outcome.records,
+        records,
         outcome.revisions,
         int(time.time()),
         expected_failures=expected,

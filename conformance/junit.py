@@ -96,6 +96,7 @@ def render_junit(report: Mapping[str, Any]) -> bytes:
             ("verdict", record.get("verdict", "")),
             ("weight", record.get("weight", "")),
             ("source", record.get("source", "")),
+            ("links", " ".join(record.get("links", []))),
         ):
             ET.SubElement(props, "property", {"name": key, "value": _clean(value)})
         detail = _clean(record.get("detail", ""))

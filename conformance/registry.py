@@ -210,7 +210,7 @@ def check(
             check fails the run, of the others warns.
         source: where the rule is written; default :func:`contract_source` of ``covers``. A
             check of the generic profile (rules of every MCP server) names its section's URL
-            (tests/conformance/test_verdicts.py holds every shipped one to that).
+            (conformance/tests/test_verdicts.py holds every shipped one to that).
         revisions: the protocol revisions the rule belongs to (empty: all of them).
 
     Returns:

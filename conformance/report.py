@@ -42,8 +42,9 @@ import yaml
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION
 from conformance.errors import UsageError
 from conformance.limits import DETAIL_MAX_CHARS
+from conformance.links import requirement_link
 from conformance.requirements import REQUIREMENTS
-from conformance.verdicts import Verdict, Weight, judge
+from conformance.verdicts import Verdict, Weight, judge, spec
 
 __all__ = [
     "REVISIONS_CHECK",
@@ -80,6 +81,8 @@ class CheckRecord:
         verdict: a :class:`~conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by ``weight``.
         weight: the weight of the rule (:class:`~conformance.verdicts.Weight`).
         source: where the rule is written (a section URL, or ShadowCode's contract).
+        links: the specification sections and contract ids it proves
+            (:func:`conformance.links.check_links`).
     """
 
     name: str
@@ -91,6 +94,7 @@ class CheckRecord:
     verdict: str = ""
     weight: str = Weight.MUST
     source: str = ""
+    links: tuple[str, ...] = ()
 
     @property
     def judged(self) -> str:
@@ -100,7 +104,7 @@ class CheckRecord:
         return self.verdict or judge(self.ok, self.weight)
 
     def as_json(self) -> dict[str, Any]:
-        """``{"name", "covers", "ok", "status", "verdict", "weight", "source", "detail", "seconds"}``.
+        """``{"name", "covers", "ok", "status", "verdict", "weight", "source", "links", "detail", "seconds"}``.
 
         ``verdict`` is ``"pass"``, ``"fail"``, ``"warn"`` or ``"not_applicable"`` (or
         ``"not_run"``, and then ``"not_run"`` holds :data:`NOT_ASKED` or :data:`UNAVAILABLE`);
@@ -117,6 +121,7 @@ class CheckRecord:
             "verdict": str(verdict),
             "weight": str(self.weight),
             "source": self.source,
+            "links": list(self.links),
             "detail": self.detail[:DETAIL_MAX_CHARS],
             "seconds": round(self.seconds, 3),
         }
@@ -244,6 +249,7 @@ def revisions_record(
         missing.append("any initialize-era revision (" + ", ".join(LEGACY_REVISIONS) + ")")
     shown = ", ".join(seen) or "none"
     source = "ShadowCode contract: SRV-03 (both protocol eras)"
+    links = (spec(LEGACY_REVISIONS[-1], "basic/lifecycle#version-negotiation"), requirement_link("SRV-03"))
     if missing:
         detail = f"revisions exercised: {shown}; never negotiated: " + " and ".join(missing)
     else:
@@ -254,9 +260,9 @@ def revisions_record(
             "a fact about this server, not a failure"
         )
         return CheckRecord(
-            REVISIONS_CHECK, ("SRV-03",), False, detail, 0.0, verdict=Verdict.NOT_APPLICABLE, source=source
+            REVISIONS_CHECK, ("SRV-03",), False, detail, 0.0, verdict=Verdict.NOT_APPLICABLE, source=source, links=links
         )
-    return CheckRecord(REVISIONS_CHECK, ("SRV-03",), not missing, detail, 0.0, source=source)
+    return CheckRecord(REVISIONS_CHECK, ("SRV-03",), not missing, detail, 0.0, source=source, links=links)
 
 
 def _never_filtered(name: str) -> bool:

@@ -173,7 +173,9 @@ def _set_up_node(probes: Path, needing: list[str], say: Callable[[str], object])
     def install() -> None:
         if _node_ready(probes):
             return  # another run installed them while this one waited
-        done = subprocess.run(list(NODE_SETUP_ARGV), cwd=probes, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            list(NODE_SETUP_ARGV), cwd=probes, capture_output=True, text=True, encoding="utf-8", check=False
+        )
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
             say(

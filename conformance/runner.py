@@ -35,6 +35,7 @@ from conformance.context import Context, EngineMode
 from conformance.engine import engine_running, headless_engine
 from conformance.fixture import ProjectFactory
 from conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS
+from conformance.links import check_links
 from conformance.processes import kill_marked
 from conformance.registry import Check, CheckResult
 from conformance.report import NOT_ASKED, CheckRecord
@@ -198,6 +199,7 @@ async def run_one(
             verdict=_verdict(result.verdict),
             weight=chk.weight,
             source=chk.source,
+            links=check_links(chk),
         )
     ]
     known = set(requirement_ids())
@@ -216,11 +218,14 @@ async def run_one(
                     verdict=Verdict.FAIL,
                     weight=weight,
                     source=source,
+                    links=check_links(chk, sub.source, covers),
                 )
             )
         else:
             verdict = _verdict(sub.verdict)
-            records.append(CheckRecord(sub.name, covers, sub.ok, sub.detail, seconds, "", verdict, weight, source))
+            links = check_links(chk, sub.source, covers)
+            record = CheckRecord(sub.name, covers, sub.ok, sub.detail, seconds, "", verdict, weight, source, links)
+            records.append(record)
     return records, revisions
 
 

@@ -15,6 +15,8 @@ from conformance.registry import load_checks
 from conformance.requirements import requirement_ids
 
 TESTS = Path(__file__).resolve().parent
+TEST_FOLDERS = (TESTS, TESTS.parent / "conformance" / "tests")
+"""The product's tests and the conformance distribution's own."""
 
 NOT_BUILT: dict[str, str] = {}
 """Ids of features not built in this version, each with what builds it."""
@@ -35,11 +37,11 @@ def _marker_ids(node: ast.AST) -> list[str]:
 
 
 def named_by_tests() -> dict[str, list[str]]:
-    """Each id named by a ``req`` marker in tests/, with the files naming it."""
+    """Each id named by a ``req`` marker in tests/ or conformance/tests/, with the files naming it."""
     named: dict[str, list[str]] = {}
-    for path in sorted(TESTS.rglob("test_*.py")):
+    for path in sorted(p for folder in TEST_FOLDERS for p in folder.rglob("test_*.py")):
         for requirement in _marker_ids(ast.parse(path.read_text(encoding="utf-8"))):
-            named.setdefault(requirement, []).append(str(path.relative_to(TESTS)))
+            named.setdefault(requirement, []).append(str(path.relative_to(TESTS.parent)))
     return named
 
 

@@ -26,7 +26,7 @@ from conformance.report import (
 from conformance.runner import run_one
 from conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight, judge
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 
 def _rec(name: str, covers: tuple[str, ...], ok: bool, **kw) -> CheckRecord:
@@ -144,7 +144,7 @@ def test_one_era_fails_srv03_in_the_shadowcode_profile_and_is_a_fact_in_the_gene
 @pytest.mark.req("CONF-01")
 def test_junit_shows_not_applicable_as_skipped_and_warn_as_passed_with_its_finding() -> None:
     records = [
-        _rec("g:robust", ("SRV-01",), False, weight=Weight.ROBUSTNESS, source="https://spec/b"),
+        _rec("g:robust", ("SRV-01",), False, weight=Weight.ROBUSTNESS, source="https://spec/b", links=("https://spec/b",)),
         _rec("g:na", ("SRV-03",), False, verdict=Verdict.NOT_APPLICABLE),
         _rec("g:must", ("SRV-01",), False),
     ]
@@ -154,7 +154,13 @@ def test_junit_shows_not_applicable_as_skipped_and_warn_as_passed_with_its_findi
     assert warn.find("failure") is None and warn.find("skipped") is None
     assert (warn.findtext("system-out") or "").startswith("warn (robustness): g:robust detail")
     props = {p.get("name"): p.get("value") for p in warn.find("properties")}
-    assert props == {"covers": "SRV-01", "verdict": "warn", "weight": "robustness", "source": "https://spec/b"}
+    assert props == {
+        "covers": "SRV-01",
+        "verdict": "warn",
+        "weight": "robustness",
+        "source": "https://spec/b",
+        "links": "https://spec/b",
+    }
     skipped = cases["g:na"].find("skipped")
     assert skipped is not None and skipped.get("message") == "not applicable: g:na detail"
     assert cases["g:na"].find("failure") is None
@@ -211,7 +217,7 @@ def test_the_runner_records_a_checks_own_verdict_and_gives_sub_checks_its_weight
     async def go():
         with anyio.fail_after(30):
             return await run_one(
-                chk, target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=_project
+                chk, target=["true"], cwd=Path.cwd(), repo_root=SUITE, project_factory=_project
             )
 
     records, _ = anyio.run(go)

@@ -10,7 +10,7 @@ import pytest
 from conformance.registry import CHECKS, load_checks
 from conformance.runner import run_one
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 
 def _project(dest: Path) -> Path:
@@ -28,7 +28,7 @@ def test_the_import_check_fails_a_target_that_does_nothing() -> None:
     async def go():
         with anyio.fail_after(60):
             return await run_one(
-                chk, target=["true"], cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=_project
+                chk, target=["true"], cwd=Path.cwd(), repo_root=SUITE, project_factory=_project
             )
 
     records, _ = anyio.run(go)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from check_runs import SUITE, run_check, sample_project
 
 from conformance.checks.delegation import settled_status
 from conformance.context import Context
 from conformance.report import CheckRecord
-from tests.support.checks import REPO_ROOT, run_check, sample_project
 
 # A target that accepts trust and models, serves MCP, and lies about delegated work: every job
 # is "done" at once without asking for an approval, any number of jobs is accepted, and its
@@ -157,14 +157,14 @@ def test_attach_check_fails_a_server_that_reports_no_temporary_engine(lying_targ
 
 
 def _node_ready() -> bool:
-    return shutil.which("node") is not None and (REPO_ROOT / "conformance/node_probes" / "node_modules").is_dir()
+    return shutil.which("node") is not None and (SUITE / "node_probes" / "node_modules").is_dir()
 
 
 @pytest.mark.req("CONF-02")
 @pytest.mark.skipif(not _node_ready(), reason="node or conformance/node_probes/node_modules is missing")
 @pytest.mark.parametrize("probe", ["jobs_sdk1", "jobs_sdk2"])
 def test_jobs_probe_refuses_bad_usage_with_exit_2(probe: str) -> None:
-    script = REPO_ROOT / "conformance/node_probes" / "probes" / f"{probe}.mjs"
+    script = SUITE / "node_probes" / "probes" / f"{probe}.mjs"
     done = subprocess.run(
         ["node", str(script), "--request-log"],
         capture_output=True,
@@ -213,7 +213,7 @@ def _settled(tmp_path: Path, reads: int, seconds: float) -> tuple[str, int]:
         scratch=tmp_path,
         env={**os.environ, "SHADOWCODE_HOME": str(home), "READS": str(reads)},
         cwd=tmp_path,
-        repo_root=REPO_ROOT / "conformance",
+        repo_root=SUITE,
         deadline=time.monotonic() + 60,
     )
     status = anyio.run(settled_status, ctx, "task_1", seconds)

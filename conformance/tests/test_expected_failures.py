@@ -156,7 +156,7 @@ async def _noop(ctx: object) -> CheckResult:
 
 
 def _chk(name: str, group: str) -> Check:
-    return Check(name, group, ("SRV-01",), _noop, 1.0)  # type: ignore[arg-type]
+    return Check(name, group, ("SRV-01",), _noop, 1.0)
 
 
 @pytest.mark.req("CONF-01")

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from check_runs import run_check, sample_project
 
 from conformance.report import CheckRecord
-from tests.support.checks import run_check, sample_project
 
 # A target whose Build task writes the file, whose rollback never asks, and whose killed engine
 # leaves a pending approval that `approve` accepts: the bugs the terminal checks look for.

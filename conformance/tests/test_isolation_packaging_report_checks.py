@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from check_runs import run_check, stand_in_project
 
 from conformance.checks.packaging import scrubbed_env
 from conformance.checks.report_contract import judge_report
 from conformance.report import CheckRecord, build_report, render_markdown
 from conformance.requirements import requirement_ids
-from tests.support.checks import run_check, stand_in_project
 
 INNER = "cli_usage:json_serve_refused"
 

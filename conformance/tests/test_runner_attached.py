@@ -16,7 +16,7 @@ from conformance.context import Context, EngineMode
 from conformance.registry import Check, CheckResult, load_checks
 from conformance.runner import run_checks
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 # A target with just enough of a headless engine: `engine` writes its pid into the profile
 # and blocks until SIGTERM; `engine status` reads that pid; `engine stop` signals it. Every
@@ -105,7 +105,7 @@ def _run(checks: list[Check], target: list[str], engine: EngineMode = EngineMode
                 checks,
                 target=target,
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT / "conformance",
+                repo_root=SUITE,
                 project_factory=stand_in_project,
                 jobs=jobs,
                 engine=engine,
@@ -209,9 +209,11 @@ def test_engine_lifecycle_and_temporary_engine_checks_declare_their_own_engine()
 def test_list_with_attached_marks_which_checks_get_the_engine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--list", "--attached", "--only", "engine_lifecycle:second_engine_refused,python_client:auto"]) == 0
     rows = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines())
+    lifecycle = "https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle"
+    ids = " ".join(f"REQUIREMENTS.md#{i}" for i in ("SRV-03", "SRV-04", "SRV-05", "SRV-06", "SRV-20"))
     assert rows == {
-        "engine_lifecycle:second_engine_refused": "ENG-03\town engine",
-        "python_client:auto": "SRV-03,SRV-04,SRV-05,SRV-06,SRV-20\tattached",
+        "engine_lifecycle:second_engine_refused": "ENG-03\town engine\tREQUIREMENTS.md#ENG-03",
+        "python_client:auto": f"SRV-03,SRV-04,SRV-05,SRV-06,SRV-20\tattached\t{lifecycle} {ids}",
     }
 
 

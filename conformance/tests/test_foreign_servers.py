@@ -19,14 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from check_runs import SUITE, peer_missing
 
 from conformance.cli import main
 from conformance.report import load_expected_failures
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NODE_MODULES = REPO_ROOT / "conformance/node_probes/node_modules/@modelcontextprotocol"
-PEERS = REPO_ROOT / ".venv-peers/bin"
-BASELINES = REPO_ROOT / "conformance/baselines"
+NODE_MODULES = SUITE / "node_probes/node_modules/@modelcontextprotocol"
+PEERS = SUITE.parent / ".venv-peers/bin"
+"""The checkout's pinned Python peers (``ci/peers.txt``), beside this folder."""
+BASELINES = SUITE / "baselines"
 RACY_EOF = frozenset({"generic:eof_flushes_answers"})
 """The Python SDK's stdio server races its own shutdown at EOF: now and then the last request is answered."""
 
@@ -36,7 +37,7 @@ def _node(script: str, *args: str) -> Callable[[Path], str]:
         node = shutil.which("node")
         path = NODE_MODULES / script
         if node is None or not path.is_file():
-            pytest.fail("needs node and the pinned servers: bash ci/setup")
+            peer_missing("node and the pinned servers in node_probes/node_modules")
         return " ".join([node, str(path), *(a.replace("{tmp}", str(tmp)) for a in args)])
 
     return target
@@ -45,7 +46,7 @@ def _node(script: str, *args: str) -> Callable[[Path], str]:
 def _peer(name: str, *args: str) -> Callable[[Path], str]:
     def target(tmp: Path) -> str:
         if not (PEERS / name).is_file():
-            pytest.fail("needs the pinned Python peers in .venv-peers: bash ci/setup")
+            peer_missing("the pinned Python peers in .venv-peers")
         return " ".join([str(PEERS / name), *(a.replace("{tmp}", str(tmp)) for a in args)])
 
     return target
@@ -63,7 +64,7 @@ def _git(tmp: Path) -> str:
 
 
 def _sdk(tmp: Path) -> str:
-    return f"{sys.executable} {REPO_ROOT / 'conformance/fixtures/servers/python_sdk_server.py'}"
+    return f"{sys.executable} {SUITE / 'fixtures/servers/python_sdk_server.py'}"
 
 
 SERVERS = [

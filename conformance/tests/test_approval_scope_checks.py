@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from check_runs import run_check, stand_in_project
 
 from conformance.report import CheckRecord
-from tests.support.checks import run_check, stand_in_project
 
 
 def _run(name: str, target: list[str]) -> list[CheckRecord]:

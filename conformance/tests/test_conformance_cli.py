@@ -11,12 +11,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from check_runs import SUITE, conformance_env, needs_product, wait_for
 
 from conformance.cli import main, parse_target
 from conformance.requirements import requirement_ids
-from tests.support.process import wait_for
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.req("CONF-01")
@@ -65,6 +63,7 @@ def _stand_in_fixture(folder: Path) -> Path:
 
 @pytest.mark.req("CONF-01")
 @pytest.mark.slow
+@needs_product
 def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [
@@ -78,10 +77,10 @@ def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports(tmp_pat
         "--out",
         str(out),
     ]
-    if not (REPO_ROOT / "conformance/fixtures" / "sample_project.py").is_file():
+    if not (SUITE / "fixtures" / "sample_project.py").is_file():
         argv += ["--fixture", str(_stand_in_fixture(tmp_path))]
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=150, encoding="utf-8")
+    env = conformance_env()
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150, encoding="utf-8")
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -105,8 +104,8 @@ def test_a_failing_check_makes_the_exit_status_1(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "conformance", "--target", "true", "--only", "cli_usage:json_serve_refused"]
     argv += ["--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    done = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, encoding="utf-8")
+    env = conformance_env()
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, encoding="utf-8")
     assert done.returncode == 1, done.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert {r["id"]: r["status"] for r in report["results"]}["SRV-02"] == "fail"
@@ -135,10 +134,10 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
     target = f"{sys.executable} -c 'import time; time.sleep(120)' {marker}"
     argv = [sys.executable, "-m", "conformance", "--target", target]
     argv += ["--only", "cli_usage:json_serve_refused", "--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env = conformance_env()
     runner = subprocess.Popen(
         argv,
-        cwd=REPO_ROOT,
+        cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -160,3 +159,16 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
     assert runner.returncode == 128 + signum, stderr
     assert f"conformance: stopped by {signal.Signals(signum).name}" in stderr and "Traceback" not in stderr
     assert stdout == "" and not left and not (out / "report.json").exists()
+
+
+@pytest.mark.req("CONF-01")
+def test_list_read_in_part_exits_0_without_a_message(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "conformance", "--list"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(argv, cwd=tmp_path, env=conformance_env(), encoding="utf-8", **pipes) as lister:
+        assert lister.stdout is not None and lister.stderr is not None
+        first = lister.stdout.readline()
+        lister.stdout.close()  # as `| head -1` does: the rest of the list meets a closed pipe
+        stderr = lister.stderr.read()
+        assert lister.wait(timeout=60) == 0, stderr
+    assert first.count("\t") >= 2 and stderr == ""

@@ -15,7 +15,7 @@ from conformance.limits import PURITY_FRAMES
 from conformance.registry import CHECKS, load_checks
 from conformance.runner import run_one
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 
 def stand_in_project(dest: Path) -> Path:
@@ -34,7 +34,7 @@ def _run_named(fn, target: list[str]):
                 chk,
                 target=target,
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT / "conformance",
+                repo_root=SUITE,
                 project_factory=stand_in_project,
             )
 

@@ -14,9 +14,9 @@ from conformance.registry import CHECKS, check, load_checks
 from conformance.report import load_expected_failures
 from conformance.runner import run_one
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EVERYTHING = REPO_ROOT / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-BASELINE = REPO_ROOT / "conformance/baselines/server-everything.yml"
+SUITE = Path(__file__).resolve().parents[1]
+EVERYTHING = SUITE / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+BASELINE = SUITE / "baselines/server-everything.yml"
 
 
 def _listed(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
@@ -43,7 +43,7 @@ def test_unknown_profile_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> Non
         check("test:bad_profile", covers=["SRV-01"], profile="nope")
 
 
-@pytest.mark.parametrize("baseline", sorted((REPO_ROOT / "conformance/baselines").glob("*.yml")))
+@pytest.mark.parametrize("baseline", sorted((SUITE / "baselines").glob("*.yml")))
 def test_shipped_generic_baselines_name_only_generic_checks(baseline: Path) -> None:
     load_checks()
     names = {e.check for e in load_expected_failures(baseline)}
@@ -65,7 +65,7 @@ def _run(fn, target: list[str]):
     async def go():
         with anyio.fail_after(chk.timeout_seconds + 10):
             return await run_one(
-                chk, target=target, cwd=Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=_project
+                chk, target=target, cwd=Path.cwd(), repo_root=SUITE, project_factory=_project
             )
 
     return anyio.run(go)[0][0]

@@ -44,6 +44,7 @@ def test_report_lists_every_id_and_counts_ids_in_the_summary() -> None:
         "verdict",
         "weight",
         "source",
+        "links",
         "detail",
         "seconds",
     }

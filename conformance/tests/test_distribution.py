@@ -21,16 +21,20 @@ from conformance import resources
 
 pytestmark = pytest.mark.req("CONF-01")
 
-REPO = Path(__file__).resolve().parents[2]
-PACKAGE = REPO / "conformance"
+PACKAGE = Path(__file__).resolve().parents[1]
 DISTRIBUTIONS = {"anyio": "anyio", "h11": "h11", "httpx2": "httpx2", "mcp": "mcp", "yaml": "pyyaml"}
 """Top-level import name to the distribution that provides it."""
 
 
-def _imported_top_levels() -> set[str]:
+LEFT_OUT = ("build", "tests", *resources.DATA)
+"""Not scanned for the distribution's imports: the fixtures bring their own; tests are not packaged."""
+
+
+def _imported_top_levels(folder: Path = PACKAGE, leave_out: tuple[str, ...] = LEFT_OUT) -> set[str]:
+    """The top-level names the ``.py`` files under ``folder`` import, but those under ``leave_out``."""
     found: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        if {"build", *resources.DATA} & set(path.relative_to(PACKAGE).parts):  # fixtures bring their own
+    for path in folder.rglob("*.py"):
+        if set(leave_out) & set(path.relative_to(folder).parts):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
@@ -53,14 +57,23 @@ def test_the_distribution_declares_exactly_what_the_suite_imports() -> None:
     assert _declared() == {DISTRIBUTIONS[name] for name in third_party}
 
 
+def test_the_suites_own_tests_import_nothing_of_the_implementation_or_its_tests() -> None:
+    """They run from this folder alone; the few that start the implementation do it as a process."""
+    imported = _imported_top_levels(Path(__file__).parent, leave_out=())
+    assert not {"shadowcode", "tests"} & imported
+
+
 def test_from_the_checkout_the_suite_reads_the_checkout_and_runs_helpers_with_this_interpreter() -> None:
+    if resources.PACKAGE != PACKAGE:
+        pytest.skip("the conformance package imported here is an installed copy, not this folder")
     assert resources.resource_root(["cli_usage"], say=pytest.fail) == PACKAGE
     assert resources.helper_python() == sys.executable
 
 
 def test_a_bundled_baseline_is_found_by_name_and_a_path_stays_a_path(tmp_path: Path) -> None:
-    assert resources.bundled_baseline("python-sdk-server") == PACKAGE / "baselines" / "python-sdk-server.yml"
-    assert resources.bundled_baseline("server-everything.yml") == PACKAGE / "baselines" / "server-everything.yml"
+    assert resources.bundled_baseline("python-sdk-server") == resources.BASELINES / "python-sdk-server.yml"
+    assert resources.bundled_baseline("server-everything.yml") == resources.BASELINES / "server-everything.yml"
+    assert (resources.BASELINES / "python-sdk-server.yml").is_file()
     assert resources.bundled_baseline("no-such-baseline") == Path("no-such-baseline")
     own = tmp_path / "python-sdk-server"
     assert resources.bundled_baseline(str(own)) == own

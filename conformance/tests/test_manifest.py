@@ -52,4 +52,4 @@ def test_check_decorator_refuses_a_name_registered_twice() -> None:
         raise AssertionError
 
     with pytest.raises(ValueError, match="twice"):
-        check(name, covers=["SRV-01"])(again)  # type: ignore[arg-type]
+        check(name, covers=["SRV-01"])(again)

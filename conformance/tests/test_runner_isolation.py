@@ -17,7 +17,7 @@ from conformance.processes import _between_fork_and_environ, kill_marked
 from conformance.registry import Check, CheckResult, SubResult
 from conformance.runner import run_checks, run_one
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = Path(__file__).resolve().parents[1]
 
 
 def stand_in_project(dest: Path) -> Path:
@@ -37,7 +37,7 @@ def _run(checks: list[Check], jobs: int = 2):
                 checks,
                 target=["true"],
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT / "conformance",
+                repo_root=SUITE,
                 project_factory=stand_in_project,
                 jobs=jobs,
             )
@@ -127,7 +127,7 @@ def test_a_run_cancelled_from_outside_still_sweeps_each_started_check() -> None:
                         [_check("stopped", leaks_then_hangs, timeout=60)],
                         target=["true"],
                         cwd=Path.cwd(),
-                        repo_root=REPO_ROOT / "conformance",
+                        repo_root=SUITE,
                         project_factory=stand_in_project,
                         jobs=1,
                     )
@@ -178,7 +178,7 @@ def test_a_broken_project_factory_fails_the_check_with_its_reason() -> None:
                 _check("x", never),
                 target=["true"],
                 cwd=Path.cwd(),
-                repo_root=REPO_ROOT / "conformance",
+                repo_root=SUITE,
                 project_factory=broken,
             )
 
