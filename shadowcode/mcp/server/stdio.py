@@ -466,6 +466,7 @@ async def stdio_transport(
                         for kept in lazy.wake():
                             message, _ = decode_frame(kept)
                             assert message is not None  # frames this process wrote
+                            batches.request_seen(message)  # the revision asked, for batches (2025-03-26)
                             await in_send.send(_session_message(message))
                     if batches.accepted and is_batch(line):
                         messages, now = batches.split(line, decode_frame)
@@ -520,6 +521,7 @@ async def stdio_transport(
                     message = item.message
                     payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
                     if lazy is not None and lazy.drops(payload):
+                        batches.take_answer(message, payload[:-1])  # the kept initialize's answer names the revision
                         unanswered.discard(getattr(message, "id", None))
                         continue
                     if direct is not None:

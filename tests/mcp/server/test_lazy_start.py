@@ -111,8 +111,13 @@ async def test_a_session_is_answered_exactly_as_by_the_sdk_and_wakes_it_only_whe
         [_initialize("1999-01-01"), INITIALIZED, _request(2, "tools/list")],  # a revision not recorded
         [INITIALIZED, _initialize("2025-06-18", 2), _request(3, "tools/list")],  # initialized first
         [b"not json"],  # a frame that is not JSON-RPC
+        [
+            _initialize("2025-03-26"),
+            INITIALIZED,
+            b'[{"jsonrpc": "2.0", "id": 2, "method": "ping"}, ' + _frame(_call(3, "shadow_status", {})).strip() + b"]",
+        ],
     ],
-    ids=["request-first", "unknown-revision", "initialized-first", "not-json"],
+    ids=["request-first", "unknown-revision", "initialized-first", "not-json", "batch-on-2025-03-26"],
 )
 async def test_what_the_recording_cannot_answer_goes_to_the_sdk_unchanged(
     api: LocalEngine, project_dir: Path, frames: list[Any]
