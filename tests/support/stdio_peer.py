@@ -17,6 +17,8 @@ from shadowcode.engine.local import LocalEngine
 from shadowcode.mcp.server.app import build_session
 from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.direct_calls import DirectToolCalls
+from shadowcode.mcp.server.discovery import load_manifest
+from shadowcode.mcp.server.lazy_start import LazyStart, serve_when_needed, session_calls
 from shadowcode.mcp.server.stdio import StdioLimits, stdio_transport
 
 __all__ = ["Peer", "count_direct_claims", "in_process_transport"]
@@ -25,10 +27,11 @@ __all__ = ["Peer", "count_direct_claims", "in_process_transport"]
 class Peer:
     """The client end of an in-process transport: raw bytes in, lines out."""
 
-    def __init__(self, write_fd: int, read_fd: int, finished: anyio.Event) -> None:
+    def __init__(self, write_fd: int, read_fd: int, finished: anyio.Event, lazy: LazyStart | None = None) -> None:
         self.write_fd = write_fd
         self.read_fd = read_fd
         self.finished = finished
+        self.lazy = lazy  # the SDK-free start, when the transport has one
         self.buffer = b""
 
     async def send(self, data: bytes) -> None:
@@ -67,26 +70,42 @@ class Peer:
 
 @asynccontextmanager
 async def in_process_transport(
-    api: LocalEngine, project_dir: Path, lim: StdioLimits | None = None, *, direct: bool = False
+    api: LocalEngine, project_dir: Path, lim: StdioLimits | None = None, *, direct: bool = False, lazy: bool = False
 ) -> AsyncIterator[Peer]:
-    """A served connection on pipes; with ``direct`` the transport answers tool calls itself (issue 15)."""
+    """A served connection on pipes; with ``direct`` the transport answers tool calls itself (issue 15);
+    with ``lazy`` it also serves what needs no SDK before the SDK's server runs, as ``mcp serve`` does (issue 32)."""
     to_server_r, to_server_w = os.pipe()
     to_client_r, to_client_w = os.pipe()
     for fd in (to_server_r, to_server_w, to_client_r, to_client_w):
         os.set_blocking(fd, False)
     ctx = ServerContext(api=api, root=api.state.project_at(project_dir).path, access=Access())
-    server, direct_calls = build_session(ctx)
     finished = anyio.Event()
+    if lazy:
+        manifest = load_manifest()
+        assert manifest is not None, "the recorded discovery answers are missing"
+        calls, direct_calls, lazy_start = session_calls(ctx, manifest)
 
-    async def serve() -> None:
-        try:
-            transport = stdio_transport(to_server_r, to_client_w, lim, direct=direct_calls if direct else None)
-            async with transport as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-        finally:
-            finished.set()
+        async def serve() -> None:
+            try:
+                transport = stdio_transport(to_server_r, to_client_w, lim, direct=direct_calls, lazy=lazy_start)
+                async with transport as (read_stream, write_stream):
+                    await serve_when_needed(ctx, calls, lazy_start, read_stream, write_stream)
+            finally:
+                finished.set()
 
-    peer = Peer(to_server_w, to_client_r, finished)
+    else:
+        lazy_start = None
+        server, direct_calls = build_session(ctx)
+
+        async def serve() -> None:
+            try:
+                transport = stdio_transport(to_server_r, to_client_w, lim, direct=direct_calls if direct else None)
+                async with transport as (read_stream, write_stream):
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                finished.set()
+
+    peer = Peer(to_server_w, to_client_r, finished, lazy_start)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(serve)

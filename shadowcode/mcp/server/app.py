@@ -39,7 +39,7 @@ from shadowcode.mcp.server.tasks_extension import (
     TaskUpdateParams,
     declares_tasks,
 )
-from shadowcode.mcp.server.tool_calls import Operations, Progress, ToolCalls, result_too_large
+from shadowcode.mcp.server.tool_calls import Operations, Progress, ToolCalls, TooManyOperations, result_too_large
 from shadowcode.mcp.server.tools import TOOLS, tool_named
 
 if TYPE_CHECKING:
@@ -183,6 +183,7 @@ def build_session(
     operation_deadline_seconds: float = OPERATION_DEADLINE_SECONDS,
     result_max_bytes: int = RESULT_MAX_BYTES,
     listen_seconds: float | None = None,
+    calls: ToolCalls | None = None,
 ) -> tuple[Server[Any], DirectToolCalls]:
     """:func:`build_server`, and the stdio transport's direct ``tools/call`` path sharing its limits.
 
@@ -195,6 +196,9 @@ def build_session(
             None for :func:`input_broker`'s choice.
         listen_seconds: how long one ``subscriptions/listen`` stream lives (the gateway's
             GATEWAY_LISTEN_SECONDS); None: until the client goes away (stdio).
+        calls: the connection's tool calls when they were served before the SDK was loaded
+            (:mod:`shadowcode.mcp.server.lazy_start`); its limits are kept and the three
+            operation-limit arguments are not used.
 
     The server also serves the Tasks extension (SRV-26), ``subscriptions/listen`` and
     ``resources/templates/list`` (SRV-27) and progress of slow tool calls (SRV-28), through
@@ -206,8 +210,12 @@ def build_session(
     """
     broker = input_broker(ctx) if broker is None else broker
     delegation = Delegation(ctx, broker, listen_seconds=listen_seconds)
-    ops = Operations(operations_max)
-    calls = ToolCalls(ctx, ops, operation_deadline_seconds, result_max_bytes, jobs_touched=delegation.jobs_touched)
+    if calls is None:
+        calls = ToolCalls(ctx, Operations(operations_max), operation_deadline_seconds, result_max_bytes)
+    calls.jobs_touched = delegation.jobs_touched
+    ops = calls.ops
+    operation_deadline_seconds = calls.operation_deadline_seconds
+    result_max_bytes = calls.result_max_bytes
     host = _asking_host(ctx, broker)
 
     async def list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
@@ -221,7 +229,10 @@ def build_session(
             asked = await host.call_input(params, rctx.session.client_capabilities, tasks=declares_tasks(rctx.params))
             if asked is not None:
                 return asked  # an input_required result: the host asks, then repeats the call (SRV-29)
-        outcome = await calls.run(spec, params.arguments or {}, progress=_progress(rctx))
+        try:
+            outcome = await calls.run(spec, params.arguments or {}, progress=_progress(rctx))
+        except TooManyOperations as exc:
+            raise MCPError(exc.code, exc.message) from None
         assert outcome is not None  # only a scope of the caller's can be cancelled
         if outcome.is_error:
             return _error_result(outcome.text)
@@ -250,7 +261,10 @@ def build_session(
 
     async def read(_rctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
-        ops.enter()
+        try:
+            ops.enter()
+        except TooManyOperations as exc:
+            raise MCPError(exc.code, exc.message) from None
         try:
             with anyio.fail_after(operation_deadline_seconds):
                 text = await read_resource(ctx, uri)

@@ -21,19 +21,24 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Final
 
 from shadowcode.json_values import json_array
 from shadowcode.limits import STDIO_BATCH_MAX_MESSAGES
+
+if TYPE_CHECKING:
+    import mcp_types as types
+else:
+    from shadowcode.mcp.server.lazy_modules import lazy_module
+
+    types = lazy_module("mcp_types")  # imported on first use: lazy_start
 
 __all__ = ["BATCH_REVISION", "Batches", "is_batch"]
 
 BATCH_REVISION: Final = "2025-03-26"
 """The one protocol revision whose connections accept batches."""
 
-Decode = Callable[[bytes], tuple[types.JSONRPCMessage | None, types.JSONRPCError | None]]
+Decode = Callable[[bytes], "tuple[types.JSONRPCMessage | None, types.JSONRPCError | None]"]
 
 
 def is_batch(line: bytes) -> bool:

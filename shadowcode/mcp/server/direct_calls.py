@@ -26,21 +26,25 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp.shared.exceptions import MCPError
-from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from shadowcode.json_values import json_object
-from shadowcode.mcp.server.tool_calls import Progress, json_text
+from shadowcode.mcp.server.tool_calls import Progress, TooManyOperations, json_text
 from shadowcode.mcp.server.tools import tool_named
 
 if TYPE_CHECKING:
+    import mcp_types as types
+
     from shadowcode.mcp.server.tool_calls import ToolCalls, ToolOutcome
+else:
+    from shadowcode.mcp.server.lazy_modules import lazy_module
+
+    types = lazy_module("mcp_types")  # imported on first use: lazy_start
 
 __all__ = ["HANDSHAKE_REVISIONS", "Answer", "DirectToolCalls", "Notify"]
 
-HANDSHAKE_REVISIONS = frozenset(v for v in KNOWN_PROTOCOL_VERSIONS if v < "2026")
-"""The revisions negotiated by ``initialize``; 2026-07-28 sessions are served by the SDK alone."""
+HANDSHAKE_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
+"""The revisions negotiated by ``initialize`` (the SDK's known ones before 2026, a test checks);
+2026-07-28 sessions are served by the SDK alone."""
 
 Notify = Callable[[bytes], Awaitable[object]]
 """Writes one notification frame (UTF-8 JSON, newline included) to the caller's stream."""
@@ -97,7 +101,8 @@ class DirectToolCalls:
 
     def __init__(self, calls: ToolCalls) -> None:
         self.calls = calls
-        self.revision: str | None = None  # set once the SDK has answered initialize at a handshake-era revision
+        self.revision: str | None = None  # set once initialize was answered at a handshake-era revision
+        self.read_only = False  # take only read-only tools: the SDK is not loaded yet (lazy_start)
         self._initialize_ids: set[object] = set()
         self._running: dict[object, anyio.CancelScope] = {}
 
@@ -173,6 +178,8 @@ class DirectToolCalls:
         spec = tool_named(name) if isinstance(name, str) else None
         if spec is None or not (params.get("arguments") is None or arguments is not None):
             return None
+        if self.read_only and not spec.hints.read_only:
+            return None
         if not _plain_meta(params.get("_meta")):
             return None
         scope = anyio.CancelScope()
@@ -192,8 +199,8 @@ class DirectToolCalls:
 
             try:
                 outcome = await self.calls.run(spec, arguments or {}, scope, progress)
-            except MCPError as exc:  # past the in-flight limit
-                return _frame({"jsonrpc": "2.0", "id": request_id, "error": _error_data(exc)})
+            except TooManyOperations as exc:
+                return _frame({"jsonrpc": "2.0", "id": request_id, "error": exc.error_data()})
             finally:
                 if running is not None:
                     del running[request_id]
@@ -222,10 +229,6 @@ def _result_frame(request_id: object, outcome: ToolOutcome) -> bytes:
     if outcome.is_error:
         return f'{head}{text}}}],"isError":true}}}}\n'.encode()
     return f'{head}{text}}}],"structuredContent":{outcome.json},"isError":false}}}}\n'.encode()
-
-
-def _error_data(exc: MCPError) -> dict[str, Any]:
-    return exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def _frame(message: dict[str, Any]) -> bytes:

@@ -9,8 +9,15 @@ same invalid-request error (-32600, id null).
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-import mcp_types as types
+if TYPE_CHECKING:
+    import mcp_types as types
+else:
+    from shadowcode.mcp.server.lazy_modules import lazy_module
+
+    types = lazy_module("mcp_types")  # imported on first use: lazy_start
+
 
 __all__ = ["batch_refusal", "invalid_request", "is_notification_with_id", "unusable_id_error"]
 

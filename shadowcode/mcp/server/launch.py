@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from shadowcode.mcp.server.handover import Handover
     from shadowcode.profile import Profile
 
-__all__ = ["serve_stdio"]
+__all__ = ["LAZY_SDK_ENV", "serve_stdio"]
+
+LAZY_SDK_ENV = "SHADOWCODE_LAZY_SDK"
+"""``0`` makes the SDK serve a stdio session from its first frame (:mod:`shadowcode.mcp.server.lazy_start`)."""
 
 
 def serve_stdio(
@@ -103,8 +106,9 @@ def _front_socket(ready_fd: str | None, read_fd: int) -> Handover | None:
 async def _serve(profile: Profile, workspace: Path, access: Access, approval_page: bool, ready_fd: str | None) -> None:
     from shadowcode.engine import open_engine
     from shadowcode.engine.api import Caller, Empty
-    from shadowcode.mcp.server.app import build_session
     from shadowcode.mcp.server.context import ServerContext
+    from shadowcode.mcp.server.discovery import load_manifest
+    from shadowcode.mcp.server.lazy_start import serve_when_needed, session_calls
     from shadowcode.mcp.server.stdio import claim_stdio, stdio_transport
 
     # Signals are received until the engine has closed, so a second SIGTERM queues instead of
@@ -114,7 +118,8 @@ async def _serve(profile: Profile, workspace: Path, access: Access, approval_pag
         async with open_engine(profile) as api:
             project = await api.project_get(Empty(), Caller(project=workspace))
             ctx = ServerContext(api=api, root=Path(project.path), access=access, approval_page=approval_page)
-            server, direct = build_session(ctx)
+            manifest = load_manifest() if os.environ.get(LAZY_SDK_ENV) != "0" else None
+            calls, direct, lazy = session_calls(ctx, manifest)
             read_fd, write_fd = claim_stdio()
             handover = _front_socket(ready_fd, read_fd)
             _say_ready(ready_fd, handover is not None)
@@ -130,11 +135,11 @@ async def _serve(profile: Profile, workspace: Path, access: Access, approval_pag
                             return
 
                     tg.start_soon(stop_on_signal)
-                    async with stdio_transport(read_fd, write_fd, direct=direct, handover=handover) as (
+                    async with stdio_transport(read_fd, write_fd, direct=direct, handover=handover, lazy=lazy) as (
                         read_stream,
                         write_stream,
                     ):
-                        await server.run(read_stream, write_stream, server.create_initialization_options())
+                        await serve_when_needed(ctx, calls, lazy, read_stream, write_stream)
                     tg.cancel_scope.cancel()
             finally:
                 if handover is not None:

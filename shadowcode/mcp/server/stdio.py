@@ -32,12 +32,11 @@ import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
 
 from shadowcode import limits
 from shadowcode.json_values import json_object
@@ -46,6 +45,16 @@ from shadowcode.mcp.server.direct_calls import Answer, DirectToolCalls
 from shadowcode.mcp.server.handover import MARK, Handover
 from shadowcode.mcp.server.jsonrpc import invalid_request, is_notification_with_id
 from shadowcode.ndjson import FrameRate, FrameTooLong, LineReader, read_fd_chunk
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    from shadowcode.mcp.server.lazy_start import LazyStart
+else:
+    from shadowcode.mcp.server.lazy_modules import lazy_module
+
+    types = lazy_module("mcp_types")  # imported on first use: lazy_start
 
 __all__ = ["StdioLimits", "claim_stdio", "decode_frame", "stdio_transport"]
 
@@ -65,6 +74,13 @@ class StdioLimits:
 
 
 _WATCH_BYTES = 64
+
+
+def _session_message(message: types.JSONRPCMessage) -> SessionMessage:
+    """The SDK's envelope for ``message``; the SDK is imported only once a frame must reach it (lazy_start)."""
+    from mcp.shared.message import SessionMessage
+
+    return SessionMessage(message)
 
 
 class _LimitCrossed(Exception):
@@ -389,6 +405,7 @@ async def stdio_transport(
     notice: Callable[[str], None] | None = None,
     direct: DirectToolCalls | None = None,
     handover: Handover | None = None,
+    lazy: LazyStart | None = None,
 ) -> AsyncGenerator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]], None
 ]:
@@ -404,6 +421,8 @@ async def stdio_transport(
             calls it takes are answered here (:mod:`shadowcode.mcp.server.direct_calls`).
         handover: ``read_fd`` as the socket of a stdio front or relay, which may hand over the
             client's own stdin and stdout (:mod:`shadowcode.mcp.server.handover`).
+        lazy: serve what needs no SDK before it is loaded (:mod:`shadowcode.mcp.server.lazy_start`,
+            with ``direct``); the read stream gets nothing until :attr:`LazyStart.needed`.
 
     Yields:
         ``(read_stream, write_stream)`` for ``Server.run``. The read stream ends at EOF or when a
@@ -411,8 +430,12 @@ async def stdio_transport(
     """
     lim = lim or StdioLimits()
     say = notice or sys.stderr.write
-    in_send, in_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    out_send, out_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    in_send: MemoryObjectSendStream[SessionMessage | Exception]
+    in_recv: MemoryObjectReceiveStream[SessionMessage | Exception]
+    out_send: MemoryObjectSendStream[SessionMessage]
+    out_recv: MemoryObjectReceiveStream[SessionMessage]
+    in_send, in_recv = anyio.create_memory_object_stream(0)
+    out_send, out_recv = anyio.create_memory_object_stream(0)
     reader = _Reader(read_fd, lim, handover)
     behind = _Behind(handover, reader) if handover is not None else None
     first_request = anyio.Event()
@@ -433,6 +456,18 @@ async def stdio_transport(
                         # and then waits costs a call's answer about 40 us on the critical path.
                         await asyncio.sleep(0)
                         continue
+                    if lazy is not None and not lazy.woken:
+                        write, wake = lazy.take(line)
+                        if write is not None:
+                            first_request.set()
+                            await writer.write(write, None)
+                        if not wake:
+                            continue
+                        for kept in lazy.wake():
+                            message, _ = decode_frame(kept)
+                            assert message is not None  # frames this process wrote
+                            batches.request_seen(message)  # the revision asked, for batches (2025-03-26)
+                            await in_send.send(_session_message(message))
                     if batches.accepted and is_batch(line):
                         messages, now = batches.split(line, decode_frame)
                         if now is not None:
@@ -441,7 +476,7 @@ async def stdio_transport(
                         message, error = decode_frame(line)
                         if message is None:
                             assert error is not None
-                            await out_send.send(SessionMessage(error))
+                            await out_send.send(_session_message(error))
                             continue
                         messages = [message]
                     for message in messages:
@@ -450,7 +485,7 @@ async def stdio_transport(
                             unanswered.add(message.id)
                         if (whole := batches.request_seen(message)) is not None:
                             await writer.write(whole, None)
-                        await in_send.send(SessionMessage(message))
+                        await in_send.send(_session_message(message))
                 with anyio.move_on_after(lim.eof_drain_seconds):
                     await unanswered.drained()
         except _LimitCrossed as exc:
@@ -458,6 +493,9 @@ async def stdio_transport(
             tg.cancel_scope.cancel()
         except anyio.ClosedResourceError:
             pass
+        finally:
+            if lazy is not None:
+                lazy.ended()
 
     async def answer_directly(writer: _Writer, request_id: object, answer: Answer) -> None:
         async def notify(frame: bytes) -> None:
@@ -482,6 +520,10 @@ async def stdio_transport(
                 async for item in out_recv:
                     message = item.message
                     payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+                    if lazy is not None and lazy.drops(payload):
+                        batches.take_answer(message, payload[:-1])  # the kept initialize's answer names the revision
+                        unanswered.discard(getattr(message, "id", None))
+                        continue
                     if direct is not None:
                         direct.observe(message)
                     held, whole = batches.take_answer(message, payload[:-1])

@@ -13,11 +13,9 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from shadowcode.errors import ShadowcodeError
@@ -26,7 +24,23 @@ from shadowcode.mcp.server.context import ServerContext
 from shadowcode.mcp.server.outputs import summary
 from shadowcode.mcp.server.tools import ToolSpec
 
-__all__ = ["JOB_TOOLS", "Operations", "Progress", "ToolCalls", "ToolOutcome", "json_text", "result_too_large"]
+if TYPE_CHECKING:
+    import mcp_types as types
+else:
+    from shadowcode.mcp.server.lazy_modules import lazy_module
+
+    types = lazy_module("mcp_types")  # imported on first use: lazy_start
+
+__all__ = [
+    "JOB_TOOLS",
+    "Operations",
+    "TooManyOperations",
+    "Progress",
+    "ToolCalls",
+    "ToolOutcome",
+    "json_text",
+    "result_too_large",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +56,32 @@ JOB_TOOLS = frozenset({"shadow_run", "shadow_test", "shadow_jobs"})
 """Tools whose success may have created or cancelled one of the connection's jobs."""
 
 
+class TooManyOperations(Exception):
+    """A tool or resource operation refused past the connection's in-flight limit (SRV-25).
+
+    Raised without the SDK loaded (the stdio session serves read-only tools before it loads
+    it); the SDK's handlers turn it into an ``MCPError``, the direct path into the same
+    JSON-RPC error. ``code`` is ``INVALID_REQUEST`` (-32600).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.code = types.INVALID_REQUEST
+        self.message = (
+            f"too many operations in flight: at most {limit} tool or resource operations run at once; "
+            "retry after one finishes"
+        )
+        super().__init__(self.message)
+
+    def error_data(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member: ``{"code": -32600, "message": ...}``."""
+        return {"code": self.code, "message": self.message}
+
+
 class Operations:
     """Counts tool/resource operations in flight on one connection (SRV-25).
 
-    ``enter`` refuses the operation past ``limit`` with a JSON-RPC error (``INVALID_REQUEST``)
-    and a stderr line; ``leave`` must follow every successful ``enter``.
+    ``enter`` refuses the operation past ``limit`` (:class:`TooManyOperations`) and says so on
+    stderr; ``leave`` must follow every successful ``enter``.
     """
 
     def __init__(self, limit: int) -> None:
@@ -56,11 +91,7 @@ class Operations:
     def enter(self) -> None:
         if self.running >= self.limit:
             sys.stderr.write(f"shadowcode: refusing a request: more than {self.limit} operations in flight\n")
-            raise MCPError(
-                types.INVALID_REQUEST,
-                f"too many operations in flight: at most {self.limit} tool or resource operations run at once; "
-                "retry after one finishes",
-            )
+            raise TooManyOperations(self.limit)
         self.running += 1
 
     def leave(self) -> None:
@@ -106,7 +137,7 @@ class ToolCalls:
 
     A tool failure (a :class:`ShadowcodeError`, invalid arguments, an oversized result, the
     deadline, an unexpected exception) is an error outcome, never an exception; only a request
-    past the in-flight limit raises (``MCPError``, ``INVALID_REQUEST``).
+    past the in-flight limit raises (:class:`TooManyOperations`).
     """
 
     def __init__(
@@ -149,7 +180,7 @@ class ToolCalls:
             The outcome; None when ``scope`` was cancelled before the deadline.
 
         Raises:
-            MCPError: more operations in flight than the connection allows (SRV-25).
+            TooManyOperations: more operations in flight than the connection allows (SRV-25).
         """
         try:
             args = spec.input.model_validate(arguments)
