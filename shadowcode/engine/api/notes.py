@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
-from shadowcode.store.goals import GoalRecord, GoalSummary
+from shadowcode.store.goals import GoalRecord, GoalSummary, ProgressNote
 
 __all__ = [
     "GoalAbandon",
@@ -24,6 +24,10 @@ __all__ = [
     "MemoryRef",
     "MemoryReplace",
     "NoteVerbs",
+    # the records its verbs return, re-exported so frontends never import the store
+    "GoalRecord",
+    "GoalSummary",
+    "ProgressNote",
 ]
 
 
