@@ -18,7 +18,6 @@ from shadowcode import __version__
 from shadowcode.engine import api as m
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel, TaskMode
-from shadowcode.errors import ToolError
 from shadowcode.mcp.server import schemas as s
 from shadowcode.mcp.server.context import ServerContext
 
@@ -119,36 +118,37 @@ async def _why(ctx: ServerContext, args: s.WhyInput) -> dict[str, Any]:
 
 async def _memory(ctx: ServerContext, args: s.MemoryInput) -> dict[str, Any]:
     api, caller = ctx.api, ctx.caller()
-    if args.action == "read":
-        note = await api.memory_read(m.MemoryRef(args.scope, args.task_id), caller)
-    elif args.action == "append":
-        note = await api.memory_append(m.MemoryAppend(args.text, args.scope, args.task_id), caller)
-    else:
-        replace = m.MemoryReplace(args.text, args.expected_hash, args.scope, args.task_id)
-        note = await api.memory_replace(replace, caller)
+    match args.request():
+        case m.MemoryRef() as read:
+            note = await api.memory_read(read, caller)
+        case m.MemoryAppend() as append:
+            note = await api.memory_append(append, caller)
+        case m.MemoryReplace() as replace:
+            note = await api.memory_replace(replace, caller)
     return to_json(note)
 
 
 async def _sqlite(ctx: ServerContext, args: s.SqliteInput) -> dict[str, Any]:
-    if args.action == "tables":
-        return to_json(await ctx.api.sqlite_tables(m.SqliteTablesRequest(args.path), ctx.caller()))
-    if not args.sql:
-        raise ToolError("action 'query' needs sql")
-    return to_json(await ctx.api.sqlite_query(m.SqliteQuery(args.path, args.sql, args.params), ctx.caller()))
+    match args.request():
+        case m.SqliteTablesRequest() as tables:
+            return to_json(await ctx.api.sqlite_tables(tables, ctx.caller()))
+        case m.SqliteQuery() as query:
+            return to_json(await ctx.api.sqlite_query(query, ctx.caller()))
 
 
 async def _goal(ctx: ServerContext, args: s.GoalInput) -> dict[str, Any]:
     api, caller = ctx.api, ctx.caller()
-    if args.action == "list":
-        return {"goals": to_json(await api.goal_list(_EMPTY, caller))}
-    if args.action == "get":
-        goal = await api.goal_get(m.GoalRef(args.goal_id), caller)
-    elif args.action == "create":
-        goal = await api.goal_create(m.GoalCreate(args.title), caller)
-    elif args.action == "advance":
-        goal = await api.goal_advance(m.GoalAdvance(args.goal_id, args.note, done=args.done), caller)
-    else:
-        goal = await api.goal_abandon(m.GoalAbandon(args.goal_id, args.note), caller)
+    match args.request():
+        case m.Empty() as listing:
+            return {"goals": to_json(await api.goal_list(listing, caller))}
+        case m.GoalRef() as ref:
+            goal = await api.goal_get(ref, caller)
+        case m.GoalCreate() as create:
+            goal = await api.goal_create(create, caller)
+        case m.GoalAdvance() as advance:
+            goal = await api.goal_advance(advance, caller)
+        case m.GoalAbandon() as abandon:
+            goal = await api.goal_abandon(abandon, caller)
     return {"goal": to_json(goal)}
 
 
@@ -164,14 +164,13 @@ async def _run(ctx: ServerContext, args: s.RunInput) -> dict[str, Any]:
 
 
 async def _jobs(ctx: ServerContext, args: s.JobsInput) -> dict[str, Any]:
-    if args.action == "list":
-        return {"jobs": to_json(await ctx.api.jobs(_EMPTY, ctx.caller()))}
-    if not args.job_id:
-        raise ToolError(f"action {args.action!r} needs job_id")
-    if args.action == "cancel":
-        return to_json(await ctx.api.job_cancel(m.JobRef(args.job_id), ctx.caller()))
-    cursor = int(args.cursor) if args.cursor and args.cursor.isdigit() else 0
-    return to_json(await ctx.api.job(m.JobQuery(args.job_id, cursor), ctx.caller()))
+    match args.request():
+        case m.Empty() as listing:
+            return {"jobs": to_json(await ctx.api.jobs(listing, ctx.caller()))}
+        case m.JobRef() as cancel:
+            return to_json(await ctx.api.job_cancel(cancel, ctx.caller()))
+        case m.JobQuery() as query:
+            return to_json(await ctx.api.job(query, ctx.caller()))
 
 
 async def _approve(ctx: ServerContext, args: s.ApproveInput) -> dict[str, Any]:
