@@ -12,20 +12,35 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import Caller, EngineApi, OwnerClosed, OwnerHandle, verb_named
+from shadowcode.engine.api import (
+    OWNER_CLOSE,
+    OWNER_OPEN,
+    Caller,
+    Door,
+    EngineApi,
+    OwnerClose,
+    OwnerClosed,
+    OwnerHandle,
+    OwnerOpen,
+    WireCaller,
+    verb_named,
+)
 from shadowcode.engine.control import FrameReader, send_frame
 from shadowcode.engine.wire import error_from_wire, from_json, to_json
 from shadowcode.enums import EngineMode
 from shadowcode.errors import ProtocolError
-from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, OWNER_REPLY_DEADLINE_SECONDS
+from shadowcode.limits import OWNER_REPLY_DEADLINE_SECONDS
 from shadowcode.profile import Profile
 
 __all__ = ["RemoteEngine", "RemoteOwner", "caller_to_wire", "connect_remote"]
+
+Req = TypeVar("Req")
+Res = TypeVar("Res")
 
 
 class _Channel:
@@ -51,6 +66,11 @@ class _Channel:
                 raise error_from_wire(reply["error"])
             return reply.get("result")
 
+    async def call_door(self, door: Door[Req, Res], request: Req) -> Res:
+        """Send one connection method's request; its reply validated as the door's result type."""
+        result = await self.call(door.wire, to_json(request), deadline=door.deadline_seconds)
+        return from_json(door.result, result)
+
     async def aclose(self) -> None:
         await self.stream.aclose()
 
@@ -70,14 +90,19 @@ def caller_to_wire(caller: Caller) -> dict[str, Any]:
 
     The owner itself never travels: ``owned`` tells the engine to use the connection's owner.
     """
-    return {
-        "project": None if caller.project is None else str(caller.project),
-        "allow_write": caller.access.allow_write,
-        "allow_approvals": caller.access.allow_approvals,
-        "approve_in_host": caller.access.approve_in_host,
-        "owned": caller.owner is not None,
-        "confined": caller.confined,
-    }
+    return to_json(_wire_caller(caller))
+
+
+def _wire_caller(caller: Caller) -> WireCaller:
+    access = caller.access
+    return WireCaller(
+        project=None if caller.project is None else str(caller.project),
+        allow_write=access.allow_write,
+        allow_approvals=access.allow_approvals,
+        approve_in_host=access.approve_in_host,
+        owned=caller.owner is not None,
+        confined=caller.confined,
+    )
 
 
 class RemoteEngine(EngineApi):
@@ -104,19 +129,18 @@ class RemoteEngine(EngineApi):
         """Open a private ownership socket for ``caller.project`` (SRV-22)."""
         channel = _Channel(await anyio.connect_unix(self.profile.control_socket_path))
         try:
-            result = await channel.call("owner/open", {"kind": kind, "caller": caller_to_wire(caller)})
+            opened = await channel.call_door(OWNER_OPEN, OwnerOpen(kind, _wire_caller(caller)))
         except BaseException:
             await channel.aclose()
             raise
-        return RemoteOwner(id=str(result["owner"]), channel=channel)
+        return RemoteOwner(id=opened.owner, channel=channel)
 
     async def close_owner(self, owner: OwnerHandle, reason: str) -> OwnerClosed:
         """Close normally: the engine cancels the owner's jobs and acknowledges after cleanup (SRV-21)."""
         if not isinstance(owner, RemoteOwner):
             raise ProtocolError("this owner does not belong to the remote engine")
         try:
-            result = await owner.channel.call("owner/close", {"reason": reason}, deadline=CLEANUP_DEADLINE_SECONDS)
-            return from_json(OwnerClosed, result)
+            return await owner.channel.call_door(OWNER_CLOSE, OwnerClose(reason))
         finally:
             await owner.channel.aclose()
 

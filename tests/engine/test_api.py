@@ -21,7 +21,20 @@ import pytest
 from pydantic import JsonValue
 from typing_extensions import is_typeddict
 
-from shadowcode.engine.api import Caller, EngineApi, Verb, verb, verb_named, verbs
+from shadowcode import control_methods
+from shadowcode.engine.api import (
+    DOORS,
+    Caller,
+    EngineApi,
+    McpAttach,
+    NoticesQuery,
+    OwnerClose,
+    OwnerOpen,
+    Verb,
+    verb,
+    verb_named,
+    verbs,
+)
 from shadowcode.engine.remote import RemoteEngine, caller_to_wire
 from shadowcode.engine.verbs import HANDLERS
 from shadowcode.engine.verbs._registry import handles
@@ -108,7 +121,21 @@ def test_wire_names_are_unique_noun_slash_verb_and_name_their_method() -> None:
     for name, wire in declared:
         assert re.fullmatch(r"[a-z]+/[a-z]+", wire), wire
         assert verbs()[wire].name == name and verb_named(name).wire == wire
-    assert not {"owner/open", "owner/close", "mcp/attach", "mcp/notices"} & set(wires)  # connection-level methods
+    assert not set(DOORS) & set(wires)  # the connection methods are beside the table, not in it
+
+
+def test_the_connection_doors_take_their_names_from_one_place() -> None:
+    assert set(DOORS) == {getattr(control_methods, name) for name in control_methods.__all__}
+    assert {door.wire: door.request for door in DOORS.values()} == {
+        "owner/open": OwnerOpen,
+        "owner/close": OwnerClose,
+        "mcp/attach": McpAttach,
+        "mcp/notices": NoticesQuery,
+    }
+    # the wire shapes the stdlib-only relay and older clients send are what the doors validate
+    assert from_json(McpAttach, {"project": "/p", "allow_write": True}) == McpAttach("/p", allow_write=True)
+    assert from_json(OwnerOpen, {"kind": "relay", "caller": {"project": "/p"}}).caller.project == "/p"
+    assert to_json(from_json(OwnerClose, {})) == {"reason": ""}
 
 
 def test_deadlines_leave_room_for_cleanup_and_for_the_frontends_own_deadline() -> None:

@@ -11,7 +11,9 @@ is asked (a request type) and who asks (a
 Each verb is declared once, as a method decorated with :func:`verb` in the module of its
 part (:mod:`.engine`, :mod:`.projects`, :mod:`.inspection`, :mod:`.notes`, :mod:`.jobs`,
 :mod:`.servers`, :mod:`.plugins`, each beside its request and result types): its wire name (``noun/verb``), its
-request and result types (from the annotations) and its reply deadline.
+request and result types (from the annotations) and its reply deadline. The four methods that
+manage a socket connection rather than ask a question (owners, relayed MCP sessions) are the
+typed doors of :mod:`.doors`, beside the table.
 From these declarations come the verb table (:func:`verbs`), the daemon's dispatch
 (:mod:`shadowcode.engine.daemon`) and the remote client (:mod:`shadowcode.engine.remote`),
 so a new verb is its declaration in its part plus its handler in
@@ -35,9 +37,10 @@ from __future__ import annotations
 import functools
 import typing
 
-from shadowcode.engine.api import _base, engine, inspection, jobs, notes, plugins, projects, servers
+from shadowcode.engine.api import _base, doors, engine, inspection, jobs, notes, plugins, projects, servers
 from shadowcode.engine.api._base import *  # noqa: F403 - every part's names, as its __all__ lists them
 from shadowcode.engine.api._base import Verb
+from shadowcode.engine.api.doors import *  # noqa: F403
 from shadowcode.engine.api.engine import *  # noqa: F403
 from shadowcode.engine.api.engine import EngineVerbs
 from shadowcode.engine.api.inspection import *  # noqa: F403
@@ -57,6 +60,7 @@ from shadowcode.engine.api.servers import ServerVerbs
 # form type checkers read statically), so no list here repeats them.
 __all__ = ["EngineApi", "verb_named", "verbs"]
 __all__ += _base.__all__
+__all__ += doors.__all__
 __all__ += engine.__all__
 __all__ += inspection.__all__
 __all__ += jobs.__all__
