@@ -2,7 +2,8 @@
 
 Every verb of the table becomes one request on the socket (``{"id", "method", "params":
 {"request", "caller"}}``, :mod:`shadowcode.engine.control`); its reply is validated back into
-the verb's result type, and an error reply raised as the same typed error. Calls that are not
+the verb's result type (or, asked through :meth:`RemoteEngine.call_as_json`, returned as the JSON
+it came as), and an error reply raised as the same typed error. Calls that are not
 about an owner share one control connection. :meth:`RemoteEngine.open_owner` opens a private
 connection that becomes the owner's socket: the owner's calls travel on it, and its EOF,
 however this process ends, makes the engine cancel the owner's jobs (SRV-21, SRV-22).
@@ -11,6 +12,7 @@ however this process ends, makes the engine cancel the owner's jobs (SRV-21, SRV
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -18,6 +20,7 @@ import anyio
 import anyio.abc
 
 from shadowcode.engine.api import (
+    NOBODY,
     OWNER_CLOSE,
     OWNER_OPEN,
     Caller,
@@ -28,6 +31,7 @@ from shadowcode.engine.api import (
     OwnerHandle,
     OwnerOpen,
     WireCaller,
+    verb_name,
     verb_named,
 )
 from shadowcode.engine.control import FrameReader, send_frame
@@ -115,6 +119,15 @@ class RemoteEngine(EngineApi):
         self._control = control
 
     async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
+        return from_json(verb_named(name).result, await self._call(name, request, caller))
+
+    async def call_as_json(
+        self, declared: Callable[[Any, Req, Caller], Awaitable[object]], request: Req, caller: Caller = NOBODY
+    ) -> Any:
+        """The verb's reply as it came over the socket: JSON the engine encoded once, not decoded here."""
+        return await self._call(verb_name(declared), request, caller)
+
+    async def _call(self, name: str, request: Any, caller: Caller) -> Any:
         declared = verb_named(name)
         channel = self._control
         if caller.owner is not None:
@@ -122,8 +135,7 @@ class RemoteEngine(EngineApi):
                 raise ProtocolError("this owner does not belong to the remote engine")
             channel = caller.owner.channel
         params = {"request": to_json(request), "caller": caller_to_wire(caller)}
-        result = await channel.call(declared.wire, params, deadline=declared.deadline_seconds)
-        return from_json(declared.result, result)
+        return await channel.call(declared.wire, params, deadline=declared.deadline_seconds)
 
     async def open_owner(self, kind: str, caller: Caller) -> OwnerHandle:
         """Open a private ownership socket for ``caller.project`` (SRV-22)."""

@@ -237,6 +237,28 @@ async def test_a_new_verb_shows_up_in_the_table_and_in_the_remote_client() -> No
     assert sent == [("echo/repeat", {"request": {"text": "hi", "times": 1}, "caller": caller_to_wire(Caller())}, 3.0)]
 
 
+@pytest.mark.usefixtures("with_echo")
+@pytest.mark.anyio
+async def test_a_result_wanted_as_json_is_encoded_once_on_either_side_of_the_socket() -> None:
+    class Channel:
+        async def call(self, method: str, params: dict[str, Any], *, deadline: float) -> Any:
+            return [{"text": params["request"]["text"], "times": "not checked here"}]
+
+    remote = RemoteEngine(profile=None, control=Channel())  # type: ignore[arg-type]
+    declared = Extended.echo_repeat
+    # over the socket: the reply's JSON as it came, never decoded into Echo and encoded again
+    assert await remote.call_as_json(declared, Echo("hi"), Caller()) == [{"text": "hi", "times": "not checked here"}]
+
+    class Local(Extended):
+        async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
+            return [request] * request.times
+
+    # in process: the result encoded here, once
+    assert await Local().call_as_json(declared, Echo("hi", 2), Caller()) == [{"text": "hi", "times": 2}] * 2
+    with pytest.raises(TypeError, match="not a verb"):
+        await Local().call_as_json(Local.call_verb, Echo("hi"), Caller())  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
