@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shadowcode"
 
-BOTTOM = {"errors", "limits", "enums", "version", "parent_death", "inert_text", "json_values"}
+BOTTOM = {"errors", "limits", "enums", "version", "parent_death", "inert_text", "json_values", "control_methods"}
 """Everyone may import these; they import nothing of ours but each other."""
 
 ALLOWED: dict[str, set[str]] = {
@@ -76,6 +76,7 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.parent_death", "parent_death"),
     ("shadowcode.inert_text", "inert_text"),
     ("shadowcode.json_values", "json_values"),
+    ("shadowcode.control_methods", "control_methods"),
     ("shadowcode.__main__", "entry"),
 )
 

@@ -17,14 +17,29 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import Access, Caller, verbs
+from shadowcode.engine.api import (
+    MCP_ATTACH,
+    MCP_NOTICES,
+    OWNER_CLOSE,
+    OWNER_OPEN,
+    Access,
+    Caller,
+    McpAttach,
+    McpAttached,
+    Notices,
+    OwnerClose,
+    OwnerClosed,
+    OwnerOpen,
+    OwnerOpened,
+    WireCaller,
+    verbs,
+)
 from shadowcode.engine.control import FrameReader, send_frame
 from shadowcode.engine.local import LocalEngine
 from shadowcode.engine.owners import Owner
@@ -43,8 +58,9 @@ _CLOSED = "closed by its connection"
 """The reason recorded for an ``owner/close`` that gives none."""
 
 
-AttachHandler = Callable[[LocalEngine, anyio.abc.SocketStream, dict[str, Any], Callable[[str], None]], Awaitable[str]]
-"""Serves one attached MCP connection on a socket after ``mcp/attach``; returns the close reason.
+AttachHandler = Callable[[LocalEngine, anyio.abc.SocketStream, McpAttach, Callable[[str], None]], Awaitable[str]]
+"""Serves one attached MCP connection on a socket after ``mcp/attach``, given its validated request;
+returns the close reason.
 
 Its last argument records a closing notice for the relay to fetch (:mod:`shadowcode.engine.relay_notices`)."""
 
@@ -152,18 +168,25 @@ class _Connection:
                         return
                     if frame is None:
                         return
-                    if frame.get("method") == "mcp/attach" and self.attach is not None:
+                    if frame.get("method") == MCP_ATTACH.wire and self.attach is not None:
                         if reader.leftover():
                             reason = "protocol error: bytes sent before the attach reply"
                             return
+                        try:
+                            attach: McpAttach = from_json(MCP_ATTACH.request, frame.get("params") or {})
+                        except ProtocolError as exc:
+                            reason = f"protocol error: {exc.message}"
+                            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                                await send_frame(self.stream, {"id": frame.get("id"), "error": error_to_wire(exc)})
+                            return
                         session, notice = self.notices.open()
                         try:
-                            reply = {"attached": True, "session": session, "handover": True}
+                            reply = to_json(McpAttached(attached=True, session=session, handover=True))
                             await send_frame(self.stream, {"id": frame.get("id"), "result": reply})
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                             reason = "the relay left before its attach reply"
                             return
-                        reason = await self.attach(self.engine, self.stream, frame.get("params") or {}, notice)
+                        reason = await self.attach(self.engine, self.stream, attach, notice)
                         return
                     reply = await self.answer(frame)
                     try:
@@ -173,7 +196,7 @@ class _Connection:
                         return
                     if frame.get("method") == "engine/stop" and "result" in reply:
                         self.stop.set()
-                    if frame.get("method") == "owner/close":
+                    if frame.get("method") == OWNER_CLOSE.wire:
                         return
         finally:
             if self.owner is not None:
@@ -196,7 +219,9 @@ class _Connection:
         return {"id": request_id, "result": result}
 
     def _caller(self, doc: Any) -> Caller:
-        wire = from_json(_WireCaller, doc if doc is not None else {})
+        return self._caller_of(from_json(WireCaller, doc if doc is not None else {}))
+
+    def _caller_of(self, wire: WireCaller) -> Caller:
         if wire.owned and self.owner is None:
             raise ProtocolError("owner request on a connection that opened no owner")
         return Caller(
@@ -208,21 +233,13 @@ class _Connection:
 
     async def dispatch(self, method: str, params: dict[str, Any]) -> Any:
         engine = self.engine
-        if method == "mcp/notices":
-            return {"notices": self.notices.take(str(params.get("session", "")))}
-        if method == "owner/open":
-            if self.owner is not None:
-                raise ProtocolError("this connection already owns jobs")
-            owner = await engine.open_owner(str(params.get("kind", "relay")), self._caller(params.get("caller")))
-            assert isinstance(owner, Owner)
-            self.owner = owner
-            return {"owner": owner.id}
-        if method == "owner/close":
-            if self.owner is None:
-                raise ProtocolError("this connection opened no owner")
-            closing, self.owner = self.owner, None
-            reason = params.get("reason")
-            return to_json(await engine.close_owner(closing, reason if isinstance(reason, str) and reason else _CLOSED))
+        if method == MCP_NOTICES.wire:
+            query = from_json(MCP_NOTICES.request, params)
+            return to_json(Notices(self.notices.take(query.session)))
+        if method == OWNER_OPEN.wire:
+            return to_json(await self._owner_open(from_json(OWNER_OPEN.request, params)))
+        if method == OWNER_CLOSE.wire:
+            return to_json(await self._owner_close(from_json(OWNER_CLOSE.request, params)))
         declared = verbs().get(method)
         if declared is None:
             raise ToolError(f"unknown engine method {method!r}")
@@ -230,14 +247,16 @@ class _Connection:
         result = await getattr(engine, declared.name)(request, self._caller(params.get("caller")))
         return to_json(result)
 
+    async def _owner_open(self, request: OwnerOpen) -> OwnerOpened:
+        if self.owner is not None:
+            raise ProtocolError("this connection already owns jobs")
+        owner = await self.engine.open_owner(request.kind, self._caller_of(request.caller))
+        assert isinstance(owner, Owner)
+        self.owner = owner
+        return OwnerOpened(owner.id)
 
-@dataclass(frozen=True, slots=True)
-class _WireCaller:
-    """A :class:`~shadowcode.engine.api.Caller` as it travels (:func:`shadowcode.engine.remote.caller_to_wire`)."""
-
-    project: str | None = None
-    allow_write: bool = False
-    allow_approvals: bool = False
-    approve_in_host: bool = False
-    owned: bool = False
-    confined: bool = False
+    async def _owner_close(self, request: OwnerClose) -> OwnerClosed:
+        if self.owner is None:
+            raise ProtocolError("this connection opened no owner")
+        closing, self.owner = self.owner, None
+        return await self.engine.close_owner(closing, request.reason or _CLOSED)

@@ -42,14 +42,12 @@ class Goals:
         """
         return self._rows.create(project, _bounded(title, "title"))
 
-    def get(self, project: Path, goal_id: str | None) -> GoalRecord:
+    def get(self, project: Path, goal_id: str) -> GoalRecord:
         """One goal with its progress notes, oldest first.
 
         Raises:
             NotFound: no such goal in this project (another project's goal is not found either).
         """
-        if not goal_id:
-            raise ToolError("goal_id is required")
         goal = self._rows.get(project, goal_id)
         if goal is None:
             raise NotFound(f"no goal {goal_id!r} in this project", goal_id=goal_id)
@@ -59,7 +57,7 @@ class Goals:
         """Up to ``limit`` goals of this project, newest first, without progress notes."""
         return self._rows.list(project, max(1, min(limit, GOALS_LIST_MAX)))
 
-    def advance(self, project: Path, goal_id: str | None, note: str, done: bool = False) -> GoalRecord:
+    def advance(self, project: Path, goal_id: str, note: str, done: bool = False) -> GoalRecord:
         """Record a progress note; ``done`` also marks the goal done. Returns the goal.
 
         Raises:
@@ -73,7 +71,7 @@ class Goals:
         self._rows.update(goal.id, "done" if done else "active", note)
         return self.get(project, goal_id)
 
-    def abandon(self, project: Path, goal_id: str | None, note: str | None = None) -> GoalRecord:
+    def abandon(self, project: Path, goal_id: str, note: str | None = None) -> GoalRecord:
         """Mark an active goal abandoned, with an optional note. Returns the goal.
 
         Raises:

@@ -2,7 +2,8 @@
 
 Every verb of the table becomes one request on the socket (``{"id", "method", "params":
 {"request", "caller"}}``, :mod:`shadowcode.engine.control`); its reply is validated back into
-the verb's result type, and an error reply raised as the same typed error. Calls that are not
+the verb's result type (or, asked through :meth:`RemoteEngine.call_as_json`, returned as the JSON
+it came as), and an error reply raised as the same typed error. Calls that are not
 about an owner share one control connection. :meth:`RemoteEngine.open_owner` opens a private
 connection that becomes the owner's socket: the owner's calls travel on it, and its EOF,
 however this process ends, makes the engine cancel the owner's jobs (SRV-21, SRV-22).
@@ -11,21 +12,39 @@ however this process ends, makes the engine cancel the owner's jobs (SRV-21, SRV
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import Caller, EngineApi, OwnerClosed, OwnerHandle, verb_named
+from shadowcode.engine.api import (
+    NOBODY,
+    OWNER_CLOSE,
+    OWNER_OPEN,
+    Caller,
+    Door,
+    EngineApi,
+    OwnerClose,
+    OwnerClosed,
+    OwnerHandle,
+    OwnerOpen,
+    WireCaller,
+    verb_name,
+    verb_named,
+)
 from shadowcode.engine.control import FrameReader, send_frame
 from shadowcode.engine.wire import error_from_wire, from_json, to_json
 from shadowcode.enums import EngineMode
 from shadowcode.errors import ProtocolError
-from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, OWNER_REPLY_DEADLINE_SECONDS
+from shadowcode.limits import OWNER_REPLY_DEADLINE_SECONDS
 from shadowcode.profile import Profile
 
 __all__ = ["RemoteEngine", "RemoteOwner", "caller_to_wire", "connect_remote"]
+
+Req = TypeVar("Req")
+Res = TypeVar("Res")
 
 
 class _Channel:
@@ -51,6 +70,11 @@ class _Channel:
                 raise error_from_wire(reply["error"])
             return reply.get("result")
 
+    async def call_door(self, door: Door[Req, Res], request: Req) -> Res:
+        """Send one connection method's request; its reply validated as the door's result type."""
+        result = await self.call(door.wire, to_json(request), deadline=door.deadline_seconds)
+        return from_json(door.result, result)
+
     async def aclose(self) -> None:
         await self.stream.aclose()
 
@@ -70,14 +94,19 @@ def caller_to_wire(caller: Caller) -> dict[str, Any]:
 
     The owner itself never travels: ``owned`` tells the engine to use the connection's owner.
     """
-    return {
-        "project": None if caller.project is None else str(caller.project),
-        "allow_write": caller.access.allow_write,
-        "allow_approvals": caller.access.allow_approvals,
-        "approve_in_host": caller.access.approve_in_host,
-        "owned": caller.owner is not None,
-        "confined": caller.confined,
-    }
+    return to_json(_wire_caller(caller))
+
+
+def _wire_caller(caller: Caller) -> WireCaller:
+    access = caller.access
+    return WireCaller(
+        project=None if caller.project is None else str(caller.project),
+        allow_write=access.allow_write,
+        allow_approvals=access.allow_approvals,
+        approve_in_host=access.approve_in_host,
+        owned=caller.owner is not None,
+        confined=caller.confined,
+    )
 
 
 class RemoteEngine(EngineApi):
@@ -90,6 +119,15 @@ class RemoteEngine(EngineApi):
         self._control = control
 
     async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
+        return from_json(verb_named(name).result, await self._call(name, request, caller))
+
+    async def call_as_json(
+        self, declared: Callable[[Any, Req, Caller], Awaitable[object]], request: Req, caller: Caller = NOBODY
+    ) -> Any:
+        """The verb's reply as it came over the socket: JSON the engine encoded once, not decoded here."""
+        return await self._call(verb_name(declared), request, caller)
+
+    async def _call(self, name: str, request: Any, caller: Caller) -> Any:
         declared = verb_named(name)
         channel = self._control
         if caller.owner is not None:
@@ -97,26 +135,24 @@ class RemoteEngine(EngineApi):
                 raise ProtocolError("this owner does not belong to the remote engine")
             channel = caller.owner.channel
         params = {"request": to_json(request), "caller": caller_to_wire(caller)}
-        result = await channel.call(declared.wire, params, deadline=declared.deadline_seconds)
-        return from_json(declared.result, result)
+        return await channel.call(declared.wire, params, deadline=declared.deadline_seconds)
 
     async def open_owner(self, kind: str, caller: Caller) -> OwnerHandle:
         """Open a private ownership socket for ``caller.project`` (SRV-22)."""
         channel = _Channel(await anyio.connect_unix(self.profile.control_socket_path))
         try:
-            result = await channel.call("owner/open", {"kind": kind, "caller": caller_to_wire(caller)})
+            opened = await channel.call_door(OWNER_OPEN, OwnerOpen(kind, _wire_caller(caller)))
         except BaseException:
             await channel.aclose()
             raise
-        return RemoteOwner(id=str(result["owner"]), channel=channel)
+        return RemoteOwner(id=opened.owner, channel=channel)
 
     async def close_owner(self, owner: OwnerHandle, reason: str) -> OwnerClosed:
         """Close normally: the engine cancels the owner's jobs and acknowledges after cleanup (SRV-21)."""
         if not isinstance(owner, RemoteOwner):
             raise ProtocolError("this owner does not belong to the remote engine")
         try:
-            result = await owner.channel.call("owner/close", {"reason": reason}, deadline=CLEANUP_DEADLINE_SECONDS)
-            return from_json(OwnerClosed, result)
+            return await owner.channel.call_door(OWNER_CLOSE, OwnerClose(reason))
         finally:
             await owner.channel.aclose()
 

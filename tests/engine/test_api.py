@@ -21,7 +21,20 @@ import pytest
 from pydantic import JsonValue
 from typing_extensions import is_typeddict
 
-from shadowcode.engine.api import Caller, EngineApi, Verb, verb, verb_named, verbs
+from shadowcode import control_methods
+from shadowcode.engine.api import (
+    DOORS,
+    Caller,
+    EngineApi,
+    McpAttach,
+    NoticesQuery,
+    OwnerClose,
+    OwnerOpen,
+    Verb,
+    verb,
+    verb_named,
+    verbs,
+)
 from shadowcode.engine.remote import RemoteEngine, caller_to_wire
 from shadowcode.engine.verbs import HANDLERS
 from shadowcode.engine.verbs._registry import handles
@@ -108,7 +121,21 @@ def test_wire_names_are_unique_noun_slash_verb_and_name_their_method() -> None:
     for name, wire in declared:
         assert re.fullmatch(r"[a-z]+/[a-z]+", wire), wire
         assert verbs()[wire].name == name and verb_named(name).wire == wire
-    assert not {"owner/open", "owner/close", "mcp/attach", "mcp/notices"} & set(wires)  # connection-level methods
+    assert not set(DOORS) & set(wires)  # the connection methods are beside the table, not in it
+
+
+def test_the_connection_doors_take_their_names_from_one_place() -> None:
+    assert set(DOORS) == {getattr(control_methods, name) for name in control_methods.__all__}
+    assert {door.wire: door.request for door in DOORS.values()} == {
+        "owner/open": OwnerOpen,
+        "owner/close": OwnerClose,
+        "mcp/attach": McpAttach,
+        "mcp/notices": NoticesQuery,
+    }
+    # the wire shapes the stdlib-only relay and older clients send are what the doors validate
+    assert from_json(McpAttach, {"project": "/p", "allow_write": True}) == McpAttach("/p", allow_write=True)
+    assert from_json(OwnerOpen, {"kind": "relay", "caller": {"project": "/p"}}).caller.project == "/p"
+    assert to_json(from_json(OwnerClose, {})) == {"reason": ""}
 
 
 def test_deadlines_leave_room_for_cleanup_and_for_the_frontends_own_deadline() -> None:
@@ -208,6 +235,28 @@ async def test_a_new_verb_shows_up_in_the_table_and_in_the_remote_client() -> No
     remote = RemoteEngine(profile=None, control=Channel())  # type: ignore[arg-type]
     assert await remote.echo_repeat(Echo("hi"), Caller()) == [Echo("hi")]  # type: ignore[attr-defined]
     assert sent == [("echo/repeat", {"request": {"text": "hi", "times": 1}, "caller": caller_to_wire(Caller())}, 3.0)]
+
+
+@pytest.mark.usefixtures("with_echo")
+@pytest.mark.anyio
+async def test_a_result_wanted_as_json_is_encoded_once_on_either_side_of_the_socket() -> None:
+    class Channel:
+        async def call(self, method: str, params: dict[str, Any], *, deadline: float) -> Any:
+            return [{"text": params["request"]["text"], "times": "not checked here"}]
+
+    remote = RemoteEngine(profile=None, control=Channel())  # type: ignore[arg-type]
+    declared = Extended.echo_repeat
+    # over the socket: the reply's JSON as it came, never decoded into Echo and encoded again
+    assert await remote.call_as_json(declared, Echo("hi"), Caller()) == [{"text": "hi", "times": "not checked here"}]
+
+    class Local(Extended):
+        async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
+            return [request] * request.times
+
+    # in process: the result encoded here, once
+    assert await Local().call_as_json(declared, Echo("hi", 2), Caller()) == [{"text": "hi", "times": 2}] * 2
+    with pytest.raises(TypeError, match="not a verb"):
+        await Local().call_as_json(Local.call_verb, Echo("hi"), Caller())  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -308,6 +308,13 @@ def test_a_bad_request_gets_a_typed_error_and_the_connection_stays_usable(home: 
         assert "result" in conn.call("engine/status")
         no_owner = conn.call("owner/close")  # an owner/close ends the connection, answered first
         assert no_owner["error"]["code"] == "protocol" and "opened no owner" in no_owner["error"]["message"]
+        attach = Conn(profile.control_socket_path)
+        opened.append(attach)
+        no_project = attach.call("mcp/attach", allow_write=True)  # validated as the door's request type
+        assert no_project["error"]["code"] == "protocol" and "project" in no_project["error"]["message"]
+        notices = Conn(profile.control_socket_path)
+        opened.append(notices)
+        assert notices.call("mcp/notices", session="0" * 16)["result"] == {"notices": []}  # an unknown session: none
 
 
 # -- ownership sockets (SRV-21, SRV-22, SRV-24) --------------------------------------------------

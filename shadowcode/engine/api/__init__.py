@@ -11,7 +11,9 @@ is asked (a request type) and who asks (a
 Each verb is declared once, as a method decorated with :func:`verb` in the module of its
 part (:mod:`.engine`, :mod:`.projects`, :mod:`.inspection`, :mod:`.notes`, :mod:`.jobs`,
 :mod:`.servers`, :mod:`.plugins`, each beside its request and result types): its wire name (``noun/verb``), its
-request and result types (from the annotations) and its reply deadline.
+request and result types (from the annotations) and its reply deadline. The four methods that
+manage a socket connection rather than ask a question (owners, relayed MCP sessions) are the
+typed doors of :mod:`.doors`, beside the table.
 From these declarations come the verb table (:func:`verbs`), the daemon's dispatch
 (:mod:`shadowcode.engine.daemon`) and the remote client (:mod:`shadowcode.engine.remote`),
 so a new verb is its declaration in its part plus its handler in
@@ -35,252 +37,37 @@ from __future__ import annotations
 import functools
 import typing
 
-from shadowcode.engine.api._base import (
-    Access,
-    ApiBase,
-    Caller,
-    Empty,
-    OwnerClosed,
-    OwnerHandle,
-    Verb,
-    verb,
-)
-from shadowcode.engine.api.engine import (
-    BackgroundProcess,
-    BackgroundRef,
-    BackgroundStopped,
-    EngineStatus,
-    EngineStopping,
-    EngineVerbs,
-)
-from shadowcode.engine.api.inspection import (
-    Check,
-    CheckpointQuery,
-    CheckpointRef,
-    Diagnostics,
-    DoctorRequest,
-    InspectionVerbs,
-    ProjectMap,
-    SessionQuery,
-    SqliteQuery,
-    SqliteTablesRequest,
-    ToolInfo,
-    UnderstandRequest,
-    WhyQuery,
-)
-from shadowcode.engine.api.jobs import (
-    ApprovalAnswer,
-    ApprovalAsk,
-    ApprovalAsked,
-    ApprovalDecision,
-    JobCancelled,
-    JobDetail,
-    JobQuery,
-    JobRef,
-    JobState,
-    JobSummary,
-    JobVerbs,
-    JobView,
-    RecentJobs,
-    Rollback,
-    RollbackPlan,
-    RollbackPreview,
-    RollbackResult,
-    TaskRequest,
-    TaskSubmitted,
-    TestRequest,
-    TestSubmitted,
-)
-from shadowcode.engine.api.notes import (
-    GoalAbandon,
-    GoalAdvance,
-    GoalCreate,
-    GoalRef,
-    MemoryAppend,
-    MemoryNote,
-    MemoryRef,
-    MemoryReplace,
-    NoteVerbs,
-)
-from shadowcode.engine.api.plugins import (
-    PluginChange,
-    PluginInfo,
-    PluginList,
-    PluginName,
-    PluginPath,
-    PluginReview,
-    PluginTrust,
-    PluginVerbs,
-)
-from shadowcode.engine.api.projects import (
-    ModelAdd,
-    ModelList,
-    ProjectInfo,
-    ProjectRef,
-    ProjectTrust,
-    ProjectVerbs,
-    Status,
-)
-from shadowcode.engine.api.servers import (
-    McpAdd,
-    McpCatalog,
-    McpConnectReport,
-    McpDoctorReport,
-    McpEnable,
-    McpFinding,
-    McpGrantChange,
-    McpGrantState,
-    McpImport,
-    McpImportEntry,
-    McpImportFile,
-    McpImportNote,
-    McpImportReport,
-    McpRef,
-    McpRemoval,
-    McpRemove,
-    McpServerInfo,
-    McpServerQuery,
-    McpServerTools,
-    McpSignedIn,
-    McpSignedOut,
-    McpSignIn,
-    McpSignInRef,
-    McpSignInStarted,
-    McpTool,
-    McpValidate,
-    McpValidation,
-    ServerVerbs,
-)
-from shadowcode.project.documents import ProjectMapDocument, Review, ReviewChange, SqliteRows, SqliteTable, SqliteTables
-from shadowcode.store.approvals import ApprovalRecord
-from shadowcode.store.checkpoints import ChangeRecord, CheckpointDetail, CheckpointSummary, WhyEntry
-from shadowcode.store.goals import GoalRecord, GoalSummary, ProgressNote
-from shadowcode.store.projects import SavedMap
-from shadowcode.store.tasks import EventRecord, SessionRecord, TaskRecord
+from shadowcode.engine.api import _base, doors, engine, inspection, jobs, notes, plugins, projects, servers
+from shadowcode.engine.api._base import *  # noqa: F403 - every part's names, as its __all__ lists them
+from shadowcode.engine.api._base import Verb
+from shadowcode.engine.api.doors import *  # noqa: F403
+from shadowcode.engine.api.engine import *  # noqa: F403
+from shadowcode.engine.api.engine import EngineVerbs
+from shadowcode.engine.api.inspection import *  # noqa: F403
+from shadowcode.engine.api.inspection import InspectionVerbs
+from shadowcode.engine.api.jobs import *  # noqa: F403
+from shadowcode.engine.api.jobs import JobVerbs
+from shadowcode.engine.api.notes import *  # noqa: F403
+from shadowcode.engine.api.notes import NoteVerbs
+from shadowcode.engine.api.plugins import *  # noqa: F403
+from shadowcode.engine.api.plugins import PluginVerbs
+from shadowcode.engine.api.projects import *  # noqa: F403
+from shadowcode.engine.api.projects import ProjectVerbs
+from shadowcode.engine.api.servers import *  # noqa: F403
+from shadowcode.engine.api.servers import ServerVerbs
 
-__all__ = [
-    "Access",
-    "ApiBase",
-    "ApprovalAnswer",
-    "ApprovalAsk",
-    "ApprovalAsked",
-    "ApprovalDecision",
-    "ApprovalRecord",
-    "BackgroundProcess",
-    "BackgroundRef",
-    "BackgroundStopped",
-    "Caller",
-    "ChangeRecord",
-    "Check",
-    "CheckpointDetail",
-    "CheckpointQuery",
-    "CheckpointRef",
-    "CheckpointSummary",
-    "Diagnostics",
-    "DoctorRequest",
-    "Empty",
-    "EngineApi",
-    "EngineStatus",
-    "EngineStopping",
-    "EngineVerbs",
-    "EventRecord",
-    "GoalAbandon",
-    "GoalAdvance",
-    "GoalCreate",
-    "GoalRecord",
-    "GoalRef",
-    "GoalSummary",
-    "InspectionVerbs",
-    "JobCancelled",
-    "JobDetail",
-    "JobQuery",
-    "JobRef",
-    "JobState",
-    "JobSummary",
-    "JobVerbs",
-    "JobView",
-    "McpAdd",
-    "McpCatalog",
-    "McpConnectReport",
-    "McpDoctorReport",
-    "McpEnable",
-    "McpFinding",
-    "McpGrantChange",
-    "McpGrantState",
-    "McpImport",
-    "McpImportEntry",
-    "McpImportFile",
-    "McpImportNote",
-    "McpImportReport",
-    "McpRef",
-    "McpRemoval",
-    "McpRemove",
-    "McpServerInfo",
-    "McpServerQuery",
-    "McpServerTools",
-    "McpSignIn",
-    "McpSignInRef",
-    "McpSignInStarted",
-    "McpSignedIn",
-    "McpSignedOut",
-    "McpTool",
-    "McpValidate",
-    "McpValidation",
-    "MemoryAppend",
-    "MemoryNote",
-    "MemoryRef",
-    "MemoryReplace",
-    "ModelAdd",
-    "ModelList",
-    "NoteVerbs",
-    "OwnerClosed",
-    "OwnerHandle",
-    "PluginChange",
-    "PluginInfo",
-    "PluginList",
-    "PluginName",
-    "PluginPath",
-    "PluginReview",
-    "PluginTrust",
-    "PluginVerbs",
-    "ProgressNote",
-    "ProjectInfo",
-    "ProjectMap",
-    "ProjectMapDocument",
-    "ProjectRef",
-    "ProjectTrust",
-    "ProjectVerbs",
-    "RecentJobs",
-    "Review",
-    "ReviewChange",
-    "Rollback",
-    "RollbackPlan",
-    "RollbackPreview",
-    "RollbackResult",
-    "SavedMap",
-    "ServerVerbs",
-    "SessionQuery",
-    "SessionRecord",
-    "SqliteQuery",
-    "SqliteRows",
-    "SqliteTable",
-    "SqliteTables",
-    "SqliteTablesRequest",
-    "Status",
-    "TaskRecord",
-    "TaskRequest",
-    "TaskSubmitted",
-    "TestRequest",
-    "TestSubmitted",
-    "ToolInfo",
-    "UnderstandRequest",
-    "Verb",
-    "WhyEntry",
-    "WhyQuery",
-    "verb",
-    "verb_named",
-    "verbs",
-]
+# The names of this package are its parts' names: each part lists its own in ``__all__`` (a
+# form type checkers read statically), so no list here repeats them.
+__all__ = ["EngineApi", "verb_named", "verbs"]
+__all__ += _base.__all__
+__all__ += doors.__all__
+__all__ += engine.__all__
+__all__ += inspection.__all__
+__all__ += jobs.__all__
+__all__ += notes.__all__
+__all__ += plugins.__all__
+__all__ += projects.__all__
+__all__ += servers.__all__
 
 
 class EngineApi(EngineVerbs, ProjectVerbs, InspectionVerbs, NoteVerbs, JobVerbs, ServerVerbs, PluginVerbs):

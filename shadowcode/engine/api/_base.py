@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+from shadowcode.engine.wire import to_json
 from shadowcode.enums import EngineMode
 from shadowcode.limits import (
     OPERATION_DEADLINE_SECONDS,
@@ -30,9 +31,11 @@ __all__ = [
     "OwnerHandle",
     "Verb",
     "verb",
+    "verb_name",
 ]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+Req = TypeVar("Req")
 
 INSPECTION_DEADLINE_SECONDS = OPERATION_DEADLINE_SECONDS + 5.0
 """A remote inspection's reply deadline: past the frontend's own operation deadline (SRV-25), so
@@ -140,6 +143,17 @@ def verb(wire: str, *, deadline_seconds: float = OWNER_REPLY_DEADLINE_SECONDS) -
     return declare
 
 
+def verb_name(declared: Callable[..., Awaitable[object]]) -> str:
+    """The method name of a declared verb (``EngineApi.goal_get`` → ``goal_get``).
+
+    Raises:
+        TypeError: ``declared`` was not declared with :func:`verb`.
+    """
+    if getattr(declared, "__verb__", None) is None:
+        raise TypeError(f"{getattr(declared, '__name__', declared)!r} is not a verb of the engine API")
+    return declared.__name__
+
+
 class ApiBase:
     """What every part of the engine API shares: the mode, the owners, the call of a declared verb.
 
@@ -151,6 +165,21 @@ class ApiBase:
 
     async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement {name}")
+
+    async def call_as_json(
+        self, declared: Callable[[Any, Req, Caller], Awaitable[object]], request: Req, caller: Caller = NOBODY
+    ) -> Any:
+        """The result of the verb ``declared`` (``EngineApi.goal_get``) as JSON values, encoded once.
+
+        For a frontend that only passes the result on as JSON (the MCP tools): in process the
+        result is encoded here; over the socket the reply's JSON is returned as it came, never
+        decoded into the result type and encoded again.
+
+        Raises:
+            TypeError: ``declared`` is not a verb of the table.
+            ShadowcodeError: as the verb itself raises.
+        """
+        return to_json(await self.call_verb(verb_name(declared), request, caller))
 
     # -- owners (SRV-21, SRV-22, SRV-24): not table verbs, they manage connections ----------
 

@@ -18,8 +18,8 @@ from shadowcode.enums import PermissionLevel
 from shadowcode.limits import (
     SESSIONS_LIST_MAX,
 )
-from shadowcode.project.documents import ProjectMapDocument, Review, SqliteRows, SqliteTables
-from shadowcode.store.checkpoints import CheckpointDetail, CheckpointSummary, WhyEntry
+from shadowcode.project.documents import ProjectMapDocument, Review, ReviewChange, SqliteRows, SqliteTable, SqliteTables
+from shadowcode.store.checkpoints import ChangeRecord, CheckpointDetail, CheckpointSummary, WhyEntry
 from shadowcode.store.projects import SavedMap
 from shadowcode.store.tasks import SessionRecord
 
@@ -37,6 +37,19 @@ __all__ = [
     "ToolInfo",
     "UnderstandRequest",
     "WhyQuery",
+    # the records its verbs return, re-exported so frontends never import the store
+    "ChangeRecord",
+    "CheckpointDetail",
+    "CheckpointSummary",
+    "ProjectMapDocument",
+    "Review",
+    "ReviewChange",
+    "SavedMap",
+    "SessionRecord",
+    "SqliteRows",
+    "SqliteTable",
+    "SqliteTables",
+    "WhyEntry",
 ]
 
 

@@ -41,6 +41,10 @@ __all__ = [
     "TaskSubmitted",
     "TestRequest",
     "TestSubmitted",
+    # the records its verbs return, re-exported so frontends never import the store
+    "ApprovalRecord",
+    "EventRecord",
+    "TaskRecord",
 ]
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
-from shadowcode.store.goals import GoalRecord, GoalSummary
+from shadowcode.store.goals import GoalRecord, GoalSummary, ProgressNote
 
 __all__ = [
     "GoalAbandon",
@@ -24,6 +24,10 @@ __all__ = [
     "MemoryRef",
     "MemoryReplace",
     "NoteVerbs",
+    # the records its verbs return, re-exported so frontends never import the store
+    "GoalRecord",
+    "GoalSummary",
+    "ProgressNote",
 ]
 
 
@@ -42,7 +46,7 @@ class MemoryRef:
 class MemoryAppend:
     """Append a paragraph to a note (SRV-12)."""
 
-    text: str | None
+    text: str
     scope: Scope = "project"
     task_id: str | None = None
 
@@ -51,8 +55,8 @@ class MemoryAppend:
 class MemoryReplace:
     """Replace a note whose current hash is ``expected_hash`` (SRV-12)."""
 
-    text: str | None
-    expected_hash: str | None
+    text: str
+    expected_hash: str
     scope: Scope = "project"
     task_id: str | None = None
 
@@ -72,22 +76,22 @@ class MemoryNote:
 class GoalRef:
     """One goal of the project by id (SRV-14)."""
 
-    goal_id: str | None
+    goal_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class GoalCreate:
     """A new active goal (SRV-14)."""
 
-    title: str | None
+    title: str
 
 
 @dataclass(frozen=True, slots=True)
 class GoalAdvance:
     """A progress note on an active goal; ``done`` also completes it (SRV-14)."""
 
-    goal_id: str | None
-    note: str | None
+    goal_id: str
+    note: str
     done: bool = False
 
 
@@ -95,7 +99,7 @@ class GoalAdvance:
 class GoalAbandon:
     """Abandon an active goal, with an optional reason (SRV-14)."""
 
-    goal_id: str | None
+    goal_id: str
     note: str | None = None
 
 

@@ -23,7 +23,6 @@ from shadowcode.engine.api import (
 )
 from shadowcode.engine.state import EngineState, require_write
 from shadowcode.engine.verbs._registry import handles
-from shadowcode.errors import ToolError
 
 __all__: list[str] = []
 
@@ -37,8 +36,6 @@ async def memory_read(state: EngineState, request: MemoryRef, caller: Caller) ->
 async def memory_append(state: EngineState, request: MemoryAppend, caller: Caller) -> MemoryNote:
     project = state.project(caller)
     require_write(project, caller.access, "append on a memory note")
-    if request.text is None:
-        raise ToolError("append needs text")
     return state.memory.append(project.path, request.text, request.scope, request.task_id)
 
 
@@ -46,10 +43,6 @@ async def memory_append(state: EngineState, request: MemoryAppend, caller: Calle
 async def memory_replace(state: EngineState, request: MemoryReplace, caller: Caller) -> MemoryNote:
     project = state.project(caller)
     require_write(project, caller.access, "replace on a memory note")
-    if request.text is None:
-        raise ToolError("replace needs text")
-    if not request.expected_hash:
-        raise ToolError("replace needs expected_hash: read the note first and pass its hash")
     return state.memory.replace(project.path, request.text, request.expected_hash, request.scope, request.task_id)
 
 
@@ -67,14 +60,14 @@ async def goal_get(state: EngineState, request: GoalRef, caller: Caller) -> Goal
 async def goal_create(state: EngineState, request: GoalCreate, caller: Caller) -> GoalRecord:
     project = state.project(caller)
     require_write(project, caller.access, "create on a goal")
-    return state.goals.create(project.path, request.title or "")
+    return state.goals.create(project.path, request.title)
 
 
 @handles(EngineApi.goal_advance)
 async def goal_advance(state: EngineState, request: GoalAdvance, caller: Caller) -> GoalRecord:
     project = state.project(caller)
     require_write(project, caller.access, "advance on a goal")
-    return state.goals.advance(project.path, request.goal_id, request.note or "", done=request.done)
+    return state.goals.advance(project.path, request.goal_id, request.note, done=request.done)
 
 
 @handles(EngineApi.goal_abandon)

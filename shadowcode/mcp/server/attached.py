@@ -15,12 +15,11 @@ import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import Access, Caller, Empty, EngineApi
+from shadowcode.engine.api import Access, Caller, Empty, EngineApi, McpAttach
 from shadowcode.errors import ShadowcodeError
 from shadowcode.mcp.server.app import build_session
 from shadowcode.mcp.server.context import ServerContext
@@ -33,25 +32,22 @@ logger = logging.getLogger(__name__)
 
 
 async def serve_attached(
-    api: EngineApi, stream: anyio.abc.SocketStream, params: dict[str, Any], notice: Callable[[str], None]
+    api: EngineApi, stream: anyio.abc.SocketStream, params: McpAttach, notice: Callable[[str], None]
 ) -> str:
     """Serve one relayed MCP session on ``stream`` until it ends; returns why it ended.
 
     Args:
         api: the headless engine, in this process.
         stream: the relay's socket, positioned after the attach reply.
-        params: ``{"project": path, "allow_write": bool, "allow_approvals": bool, "approve_in_host": bool,
-            "approval_page": bool}`` from the relay.
+        params: the relay's ``mcp/attach`` request: its project and flags.
         notice: records the transport's closing lines for the relay to print (SRV-25).
     """
     try:
-        project = await api.project_get(Empty(), Caller(project=Path(str(params.get("project", "")))))
+        project = await api.project_get(Empty(), Caller(project=Path(params.project)))
     except ShadowcodeError as exc:
         return f"attach refused: {exc.message}"
-    access = Access(
-        bool(params.get("allow_write")), bool(params.get("allow_approvals")), bool(params.get("approve_in_host"))
-    )
-    page = bool(params.get("approval_page"))
+    access = Access(params.allow_write, params.allow_approvals, params.approve_in_host)
+    page = params.approval_page
     ctx = ServerContext(api=api, root=Path(project.path), access=access, owner_kind="relay", approval_page=page)
     server, direct = build_session(ctx)
     raw: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)

@@ -22,8 +22,8 @@ only, and SRV-25's limits hold as in-process:
 The socket is the owner's socket: when this process dies, however it dies, the engine sees
 EOF and cancels the owner's work (SRV-21, SRV-22).
 
-This module imports only the standard library and :mod:`shadowcode.limits`; keep it that way
-(start-up time and memory per session, issue 7).
+This module imports only the standard library and the bottom modules (:mod:`shadowcode.limits`,
+:mod:`shadowcode.control_methods`); keep it that way (start-up time and memory per session, issue 7).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import socket
 import sys
 import threading
 
+from shadowcode.control_methods import MCP_ATTACH, MCP_NOTICES
 from shadowcode.json_values import json_array, json_object
 from shadowcode.limits import (
     RELAY_ATTACH_DEADLINE_SECONDS,
@@ -73,14 +74,14 @@ def try_relay(
     With ``manifest`` (the recorded discovery answers) discovery is answered here until the
     engine's session answers; without it every byte is only copied.
     """
-    params: dict[str, object] = {
+    params: dict[str, object] = {  # shadowcode.engine.api.McpAttach, which the engine validates
         "project": project,
         "allow_write": allow_write,
         "allow_approvals": allow_approvals,
         "approve_in_host": approve_in_host,
         "approval_page": approval_page,
     }
-    sock = _request(socket_path, "mcp/attach", params)
+    sock = _request(socket_path, MCP_ATTACH, params)
     if sock is None:
         return None
     conn, answer = sock
@@ -190,7 +191,7 @@ def _pump(conn: socket.socket, early: EarlyAnswers | None, handover: bool) -> bo
 
 def _print_notices(socket_path: str, session: str) -> None:
     """Write the engine's closing lines for ``session`` on stderr (none when it ended normally)."""
-    found = _request(socket_path, "mcp/notices", {"session": session})
+    found = _request(socket_path, MCP_NOTICES, {"session": session})
     if found is None:
         return
     conn, answer = found

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from shadowcode.engine import api as m
-from shadowcode.engine.wire import to_json
 from shadowcode.errors import NotFound
 from shadowcode.mcp.server.context import ServerContext
 
@@ -44,14 +43,14 @@ async def read_resource(ctx: ServerContext, uri: str) -> str:
     doc: Any
     if uri == "shadow://project":
         saved = await api.saved_map(empty, caller)
-        doc = to_json(await api.project_get(empty, caller)) | {
+        doc = await api.call_as_json(m.EngineApi.project_get, empty, caller) | {
             "map": saved.map if saved else None,
             "map_saved_at": saved.saved_at if saved else None,
         }
     elif uri == "shadow://sessions":
-        doc = {"sessions": to_json(await api.sessions(m.SessionQuery(), caller))}
+        doc = {"sessions": await api.call_as_json(m.EngineApi.sessions, m.SessionQuery(), caller)}
     elif uri == "shadow://memory":
-        doc = to_json(await api.memory_read(m.MemoryRef(), caller))
+        doc = await api.call_as_json(m.EngineApi.memory_read, m.MemoryRef(), caller)
     elif uri == "shadow://plan":
         doc = await api.plan(empty, caller)
     else:

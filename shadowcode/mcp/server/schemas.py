@@ -1,14 +1,19 @@
 """Input models of the seventeen native tools (SRV-04); their JSON Schemas are advertised as is.
 
 Every model forbids unknown fields, so a misspelled argument is refused rather than ignored.
+A tool with several actions takes one input for all of them (the published schema), and its
+model turns a valid input into the engine API request of its action (:meth:`request`): an
+argument the action needs and the input lacks is a validation error here, at the edge, never
+an optional field of an engine request.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from shadowcode.engine import api as m
 from shadowcode.limits import SESSIONS_LIST_MAX
 
 __all__ = [
@@ -27,6 +32,21 @@ __all__ = [
     "UnderstandInput",
     "WhyInput",
 ]
+
+MemoryRequest = m.MemoryRef | m.MemoryAppend | m.MemoryReplace
+"""What ``shadow_memory`` asks of the engine: read, append or replace."""
+SqliteRequest = m.SqliteTablesRequest | m.SqliteQuery
+"""What ``shadow_sqlite`` asks: the tables, or one query."""
+GoalRequest = m.Empty | m.GoalRef | m.GoalCreate | m.GoalAdvance | m.GoalAbandon
+"""What ``shadow_goal`` asks: list (:class:`~shadowcode.engine.api.Empty`), get, create, advance, abandon."""
+JobsRequest = m.Empty | m.JobQuery | m.JobRef
+"""What ``shadow_jobs`` asks: list (:class:`~shadowcode.engine.api.Empty`), get, or cancel (:class:`JobRef`)."""
+
+
+def _needs(value: str | None, action: str, name: str, why: str = "") -> str:
+    if not value:
+        raise ValueError(f"action {action!r} needs {name}{why}")
+    return value
 
 
 class _Input(BaseModel):
@@ -60,6 +80,25 @@ class MemoryInput(_Input):
     task_id: str | None = Field(None, description="Exact task id of this project (scope 'task').")
     text: str | None = Field(None, description="Text to append, or the whole new note for replace.")
     expected_hash: str | None = Field(None, description="Current note hash (replace only), from a read.")
+    _request: MemoryRequest = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _action(self) -> Self:
+        if self.action == "read":
+            self._request = m.MemoryRef(self.scope, self.task_id)
+            return self
+        if self.text is None:
+            raise ValueError(f"action {self.action!r} needs text")
+        if self.action == "append":
+            self._request = m.MemoryAppend(self.text, self.scope, self.task_id)
+        else:
+            expected = _needs(self.expected_hash, "replace", "expected_hash", ": read the note first and pass its hash")
+            self._request = m.MemoryReplace(self.text, expected, self.scope, self.task_id)
+        return self
+
+    def request(self) -> MemoryRequest:
+        """The engine request of this input's action."""
+        return self._request
 
 
 class SqliteInput(_Input):
@@ -67,6 +106,19 @@ class SqliteInput(_Input):
     path: str = Field(description="Database file, relative to the project.")
     sql: str | None = Field(None, description="One read-only SELECT statement (action 'query').")
     params: list[Any] | dict[str, Any] | None = Field(None, description="Bound parameters: a list or an object.")
+    _request: SqliteRequest = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _action(self) -> Self:
+        if self.action == "tables":
+            self._request = m.SqliteTablesRequest(self.path)
+        else:
+            self._request = m.SqliteQuery(self.path, _needs(self.sql, "query", "sql"), self.params)
+        return self
+
+    def request(self) -> SqliteRequest:
+        """The engine request of this input's action."""
+        return self._request
 
 
 class GoalInput(_Input):
@@ -75,6 +127,28 @@ class GoalInput(_Input):
     title: str | None = Field(None, description="Title of a new goal (create).")
     note: str | None = Field(None, description="Progress note (advance) or reason (abandon).")
     done: bool = Field(False, description="advance: also mark the goal done.")
+    _request: GoalRequest = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _action(self) -> Self:
+        action = self.action
+        if action == "list":
+            self._request = m.Empty()
+        elif action == "create":
+            self._request = m.GoalCreate(_needs(self.title, action, "title"))
+        else:
+            goal_id = _needs(self.goal_id, action, "goal_id")
+            if action == "get":
+                self._request = m.GoalRef(goal_id)
+            elif action == "advance":
+                self._request = m.GoalAdvance(goal_id, _needs(self.note, action, "note"), done=self.done)
+            else:
+                self._request = m.GoalAbandon(goal_id, self.note)
+        return self
+
+    def request(self) -> GoalRequest:
+        """The engine request of this input's action."""
+        return self._request
 
 
 class RunInput(_Input):
@@ -90,6 +164,24 @@ class JobsInput(_Input):
     action: Literal["list", "get", "cancel"] = "list"
     job_id: str | None = None
     cursor: str | None = Field(None, description="Event page cursor from a previous 'get'.")
+    _request: JobsRequest = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _action(self) -> Self:
+        if self.action == "list":
+            self._request = m.Empty()
+            return self
+        job_id = _needs(self.job_id, self.action, "job_id")
+        if self.action == "cancel":
+            self._request = m.JobRef(job_id)
+        else:
+            cursor = int(self.cursor) if self.cursor and self.cursor.isdigit() else 0
+            self._request = m.JobQuery(job_id, cursor)
+        return self
+
+    def request(self) -> JobsRequest:
+        """The engine request of this input's action."""
+        return self._request
 
 
 class ApproveInput(_Input):

@@ -1,7 +1,8 @@
 """The seventeen native tools: names, descriptions, schemas, annotations and handlers (SRV-04).
 
 A handler takes the connection's :class:`ServerContext` and its validated input model and
-returns a JSON object (``dict``); the dispatcher turns it into ``structuredContent`` plus one
+returns a JSON object (``dict``): most take the verb's result as JSON, encoded once
+(:meth:`~shadowcode.engine.api.EngineApi.call_as_json`); the dispatcher turns it into ``structuredContent`` plus one
 text block, and a :class:`ShadowcodeError` into an ``isError`` result. Handlers are thin:
 policy lives in the engine, inspection in ``shadowcode.project``.
 """
@@ -18,7 +19,6 @@ from shadowcode import __version__
 from shadowcode.engine import api as m
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel, TaskMode
-from shadowcode.errors import ToolError
 from shadowcode.mcp.server import schemas as s
 from shadowcode.mcp.server.context import ServerContext
 
@@ -27,6 +27,8 @@ __all__ = ["ACTS", "CHANGES", "READS", "READS_OUTSIDE", "RECORDS", "SAVES", "TOO
 Handler = Callable[[ServerContext, Any], Awaitable[dict[str, Any]]]
 
 _EMPTY = m.Empty()
+_V = m.EngineApi
+"""The verbs, named as declared (``_V.goal_get``) so a tool call can be followed to its verb."""
 
 
 @dataclass(frozen=True)
@@ -94,97 +96,97 @@ async def _models(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
 
 
 async def _sessions(ctx: ServerContext, args: s.SessionsInput) -> dict[str, Any]:
-    return {"sessions": to_json(await ctx.api.sessions(m.SessionQuery(args.limit), ctx.caller()))}
+    return {"sessions": await ctx.api.call_as_json(_V.sessions, m.SessionQuery(args.limit), ctx.caller())}
 
 
 async def _review(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
-    return to_json(await ctx.api.review(_EMPTY, ctx.caller()))
+    return await ctx.api.call_as_json(_V.review, _EMPTY, ctx.caller())
 
 
 async def _tools(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
-    return {"tools": to_json(await ctx.api.tool_list(_EMPTY, ctx.caller()))}
+    return {"tools": await ctx.api.call_as_json(_V.tool_list, _EMPTY, ctx.caller())}
 
 
 async def _understand(ctx: ServerContext, args: s.UnderstandInput) -> dict[str, Any]:
-    return to_json(await ctx.api.understand(m.UnderstandRequest(save=args.save), ctx.caller()))
+    return await ctx.api.call_as_json(_V.understand, m.UnderstandRequest(save=args.save), ctx.caller())
 
 
 async def _doctor(ctx: ServerContext, args: s.DoctorInput) -> dict[str, Any]:
-    return to_json(await ctx.api.doctor(m.DoctorRequest(probe_model=args.probe_model), ctx.caller()))
+    return await ctx.api.call_as_json(_V.doctor, m.DoctorRequest(probe_model=args.probe_model), ctx.caller())
 
 
 async def _why(ctx: ServerContext, args: s.WhyInput) -> dict[str, Any]:
-    return {"entries": to_json(await ctx.api.why(m.WhyQuery(args.path, args.task_id), ctx.caller()))}
+    return {"entries": await ctx.api.call_as_json(_V.why, m.WhyQuery(args.path, args.task_id), ctx.caller())}
 
 
 async def _memory(ctx: ServerContext, args: s.MemoryInput) -> dict[str, Any]:
     api, caller = ctx.api, ctx.caller()
-    if args.action == "read":
-        note = await api.memory_read(m.MemoryRef(args.scope, args.task_id), caller)
-    elif args.action == "append":
-        note = await api.memory_append(m.MemoryAppend(args.text, args.scope, args.task_id), caller)
-    else:
-        replace = m.MemoryReplace(args.text, args.expected_hash, args.scope, args.task_id)
-        note = await api.memory_replace(replace, caller)
-    return to_json(note)
+    match args.request():
+        case m.MemoryRef() as read:
+            return await api.call_as_json(_V.memory_read, read, caller)
+        case m.MemoryAppend() as append:
+            return await api.call_as_json(_V.memory_append, append, caller)
+        case m.MemoryReplace() as replace:
+            return await api.call_as_json(_V.memory_replace, replace, caller)
 
 
 async def _sqlite(ctx: ServerContext, args: s.SqliteInput) -> dict[str, Any]:
-    if args.action == "tables":
-        return to_json(await ctx.api.sqlite_tables(m.SqliteTablesRequest(args.path), ctx.caller()))
-    if not args.sql:
-        raise ToolError("action 'query' needs sql")
-    return to_json(await ctx.api.sqlite_query(m.SqliteQuery(args.path, args.sql, args.params), ctx.caller()))
+    match args.request():
+        case m.SqliteTablesRequest() as tables:
+            return await ctx.api.call_as_json(_V.sqlite_tables, tables, ctx.caller())
+        case m.SqliteQuery() as query:
+            return await ctx.api.call_as_json(_V.sqlite_query, query, ctx.caller())
 
 
 async def _goal(ctx: ServerContext, args: s.GoalInput) -> dict[str, Any]:
     api, caller = ctx.api, ctx.caller()
-    if args.action == "list":
-        return {"goals": to_json(await api.goal_list(_EMPTY, caller))}
-    if args.action == "get":
-        goal = await api.goal_get(m.GoalRef(args.goal_id), caller)
-    elif args.action == "create":
-        goal = await api.goal_create(m.GoalCreate(args.title), caller)
-    elif args.action == "advance":
-        goal = await api.goal_advance(m.GoalAdvance(args.goal_id, args.note, done=args.done), caller)
-    else:
-        goal = await api.goal_abandon(m.GoalAbandon(args.goal_id, args.note), caller)
-    return {"goal": to_json(goal)}
+    match args.request():
+        case m.Empty() as listing:
+            return {"goals": await api.call_as_json(_V.goal_list, listing, caller)}
+        case m.GoalRef() as ref:
+            goal = await api.call_as_json(_V.goal_get, ref, caller)
+        case m.GoalCreate() as create:
+            goal = await api.call_as_json(_V.goal_create, create, caller)
+        case m.GoalAdvance() as advance:
+            goal = await api.call_as_json(_V.goal_advance, advance, caller)
+        case m.GoalAbandon() as abandon:
+            goal = await api.call_as_json(_V.goal_abandon, abandon, caller)
+    return {"goal": goal}
 
 
 async def _checkpoint(ctx: ServerContext, args: s.CheckpointInput) -> dict[str, Any]:
+    api, caller = ctx.api, ctx.caller()
     if args.checkpoint_id:
-        return {"checkpoint": to_json(await ctx.api.checkpoint(m.CheckpointRef(args.checkpoint_id), ctx.caller()))}
-    return {"checkpoints": to_json(await ctx.api.checkpoints(m.CheckpointQuery(args.task_id), ctx.caller()))}
+        return {"checkpoint": await api.call_as_json(_V.checkpoint, m.CheckpointRef(args.checkpoint_id), caller)}
+    return {"checkpoints": await api.call_as_json(_V.checkpoints, m.CheckpointQuery(args.task_id), caller)}
 
 
 async def _run(ctx: ServerContext, args: s.RunInput) -> dict[str, Any]:
     request = m.TaskRequest(args.prompt, TaskMode(args.mode), PermissionLevel(args.permission_level), args.model)
-    return to_json(await ctx.api.task_submit(request, await ctx.owning_caller()))
+    return await ctx.api.call_as_json(_V.task_submit, request, await ctx.owning_caller())
 
 
 async def _jobs(ctx: ServerContext, args: s.JobsInput) -> dict[str, Any]:
-    if args.action == "list":
-        return {"jobs": to_json(await ctx.api.jobs(_EMPTY, ctx.caller()))}
-    if not args.job_id:
-        raise ToolError(f"action {args.action!r} needs job_id")
-    if args.action == "cancel":
-        return to_json(await ctx.api.job_cancel(m.JobRef(args.job_id), ctx.caller()))
-    cursor = int(args.cursor) if args.cursor and args.cursor.isdigit() else 0
-    return to_json(await ctx.api.job(m.JobQuery(args.job_id, cursor), ctx.caller()))
+    match args.request():
+        case m.Empty() as listing:
+            return {"jobs": await ctx.api.call_as_json(_V.jobs, listing, ctx.caller())}
+        case m.JobRef() as cancel:
+            return await ctx.api.call_as_json(_V.job_cancel, cancel, ctx.caller())
+        case m.JobQuery() as query:
+            return await ctx.api.call_as_json(_V.job, query, ctx.caller())
 
 
 async def _approve(ctx: ServerContext, args: s.ApproveInput) -> dict[str, Any]:
-    approval = await ctx.api.approval_resolve(m.ApprovalDecision(args.approval_id, args.decision), ctx.caller())
-    return {"approval": to_json(approval)}
+    decision = m.ApprovalDecision(args.approval_id, args.decision)
+    return {"approval": await ctx.api.call_as_json(_V.approval_resolve, decision, ctx.caller())}
 
 
 async def _test(ctx: ServerContext, args: s.TestInput) -> dict[str, Any]:
-    return to_json(await ctx.api.test_submit(m.TestRequest(args.command), await ctx.owning_caller()))
+    return await ctx.api.call_as_json(_V.test_submit, m.TestRequest(args.command), await ctx.owning_caller())
 
 
 async def _rollback(ctx: ServerContext, args: s.RollbackInput) -> dict[str, Any]:
-    return to_json(await ctx.api.rollback(m.Rollback(args.task_id, args.confirm), ctx.caller()))
+    return await ctx.api.call_as_json(_V.rollback, m.Rollback(args.task_id, args.confirm), ctx.caller())
 
 
 TOOLS: tuple[ToolSpec, ...] = (

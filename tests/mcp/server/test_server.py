@@ -289,6 +289,15 @@ async def test_unknown_arguments_are_refused_with_a_clear_error(connect: Connect
     assert not ok and "surprise" in message
 
 
+@pytest.mark.req("SRV-04", "SRV-14")
+async def test_an_argument_the_action_needs_is_refused_before_the_engine(connect: Connect) -> None:
+    async with connect(allow_write=True, trust="workspace") as client:
+        ok, message = await call(client, "shadow_goal", action="advance", note="step")
+        _, listed = await call(client, "shadow_goal", action="list")
+    assert not ok and message.startswith("invalid arguments for shadow_goal:") and "needs goal_id" in message
+    assert listed["goals"] == []
+
+
 @pytest.mark.req("GW-05")
 async def test_the_sdk_looks_up_one_tools_schema_and_wraps_requests_in_no_span(
     api: LocalEngine, project_dir: Path
