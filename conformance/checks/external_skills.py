@@ -28,8 +28,8 @@ from typing import Any, Final
 
 import anyio
 
-from conformance.checks.external_helpers import _expect, _outcome, _results, _task
-from conformance.checks.external_servers import _model, _register, _trust, _turns
+from conformance.checks.external_helpers import expect_results, outcome, run_project_task, tool_results
+from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
 from conformance.context import Context
 from conformance.official import Installed, failures, installed, run_server_scenario
 from conformance.processes import announced_port, tail
@@ -64,24 +64,24 @@ async def listed_and_verified(ctx: Context) -> CheckResult:
     ]
     ids: dict[str, str] = {}
     try:
-        await _trust(ctx, ctx.project)
+        await trust_workspace(ctx, ctx.project)
         for variant in _VARIANTS:
             argv = [helper_python(), str(_fixture(ctx)), "--variant", variant, "--log", str(logs[variant])]
-            found = await _register(ctx, {"name": variant, "command": argv}, ctx.project, problems)
+            found = await register_server(ctx, {"name": variant, "command": argv}, ctx.project, problems)
             if found is not None:
                 ids[variant] = found
-        await _model(ctx, [{"match": "skills", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "skills", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if len(ids) != len(_VARIANTS):
-        return _outcome(problems, "")
+        return outcome(problems, "")
     expected = [
         ("mcp_read_resource", {"server": ids["good"], "uri": _PDF}),
         ("mcp_read_resource", {"server": ids["wrong-digest"], "uri": _FORMS}),
     ]
-    _, events = await _task(ctx, "use the skills", expected, problems)
-    _expect(
-        _results(events),
+    _, events = await run_project_task(ctx, "use the skills", expected, problems)
+    expect_results(
+        tool_results(events),
         [
             (True, '"servers"'),
             (False, "is not one of its listed files; nothing was sent"),
@@ -103,7 +103,7 @@ async def listed_and_verified(ctx: Context) -> CheckResult:
     reads = {v: (logs[v].read_text(encoding="utf-8").split() if logs[v].exists() else []) for v in _VARIANTS}
     if reads != {"good": [_PDF], "wrong-digest": [_FORMS], "dotdot": [], "limits": []}:
         problems.append(f"the servers saw other reads than the two approved ones: {reads}")
-    return _outcome(problems, "skills listed without a read; SKILL.md verified; wrong digest, '..' and 513 refused")
+    return outcome(problems, "skills listed without a read; SKILL.md verified; wrong digest, '..' and 513 refused")
 
 
 def _listing_problems(ids: dict[str, str], listed: dict[str, Any], problems: list[str]) -> None:

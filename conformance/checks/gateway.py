@@ -105,7 +105,7 @@ async def _keep(stream: anyio.abc.ByteReceiveStream | None, sink: bytearray, see
 
 
 @asynccontextmanager
-async def _gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
+async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
     """Start the target's gateway and wait for its address; it is killed when the block ends.
 
     Raises:
@@ -204,7 +204,7 @@ async def _stop(gw: Gateway, sig: int = signal.SIGTERM) -> int | None:
 async def startup(ctx: Context) -> CheckResult:
     """The ready address comes on stderr, stdout stays empty, stdin EOF is ignored, SIGTERM stops it."""
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             if gw.proc.stdin is not None:
                 await gw.proc.stdin.aclose()
             with anyio.fail_after(_REQUEST_SECONDS):
@@ -306,7 +306,7 @@ async def refusals(ctx: Context) -> CheckResult:
         subs.append(SubResult(f"gateway:refusals:{name}", covers, ok, detail))
 
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             own = f"{gw.host}:{gw.port}"
             other = f"{gw.host}:{gw.port + 1 if gw.port < 65535 else gw.port - 1}"
             padded = b'{"jsonrpc":"2.0","id":1,"method":"ping","pad":"' + b"x" * _BODY_MAX_BYTES + b'"}'
@@ -381,7 +381,7 @@ async def refusals(ctx: Context) -> CheckResult:
         add(name, ("GW-03",), ok, detail)
     for name, value in (("start_token_32", "b" * 32), ("start_token_512", "c" * 512)):
         try:
-            async with _gateway(ctx, token=value) as edge:
+            async with start_gateway(ctx, token=value) as edge:
                 got = await _exchange(edge, _raw(edge))
             add(name, ("GW-03",), got == 200, f"with a {len(value)}-character token a request was answered {got}")
         except* AssertionError as group:  # raised inside the gateway's task group, so it may come wrapped
@@ -406,7 +406,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
     found: dict[str, Any] = {}
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             for mode in ("auto", "legacy"):
                 http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {gw.token}"}, timeout=_REQUEST_SECONDS)
                 async with http:
@@ -453,7 +453,7 @@ async def _node_probe(ctx: Context, probe: str) -> CheckResult:
     from conformance.processes import run_command
 
     try:
-        async with _gateway(ctx, "--allow-write", "--allow-approvals") as gw:
+        async with start_gateway(ctx, "--allow-write", "--allow-approvals") as gw:
             budget = max(10.0, ctx.remaining() - 15)
             argv = [node, str(script), "--url", gw.url, "--token-env", _TOKEN_ENV,
                     "--workspace", str(ctx.project), "--timeout-ms", str(int(budget * 1000))]  # fmt: skip
@@ -502,7 +502,7 @@ async def inspector_cli(ctx: Context) -> CheckResult:
             False, "node_probes/node_modules/.bin/mcp-inspector-cli is missing; run npm ci in node_probes"
         )
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             argv = [str(cli), "--cli", gw.url, "--transport", "http", "--header",
                     f"Authorization: Bearer {gw.token}", "--method", "tools/list"]  # fmt: skip
             # The CLI looks for "../package.json" relative to its working directory but imports it
@@ -630,7 +630,7 @@ async def kill_scenario(ctx: Context) -> CheckResult:
                 unrelated = await _cli_json(ctx, "run", "--detach", "--model", "busy", "unrelated work")
                 facts["unrelated"] = unrelated["job_id"]
                 await _wait("the busy model's first request", _sync(lambda: _logged(busy_log) >= 1), 30)
-                async with _gateway(ctx, "--allow-write", "--allow-approvals") as gw:
+                async with start_gateway(ctx, "--allow-write", "--allow-approvals") as gw:
                     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {gw.token}"}, timeout=30)
                     async with http, Client(streamable_http_client(gw.url, http_client=http)) as client:
                         facts["command_job"] = await _owned_command(client, pidfile)
@@ -749,7 +749,7 @@ async def dropped_request_keeps_job(ctx: Context) -> CheckResult:
             raise AssertionError(f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
         script = {"tasks": [{"match": "", "turns": [{"content": "thought it over", "delay_seconds": 1.5}]}]}
         await _models(ctx, {"slow": log}, {"slow": script})
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             params = {"name": "shadow_run", "arguments": {"prompt": "take your time", "model": "slow"}}
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
             raw = _raw(gw, body=body, extra=(("MCP-Protocol-Version", LEGACY_REVISIONS[-1]),))

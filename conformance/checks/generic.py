@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import anyio
 
-from conformance.checks.stdio_limits import _Session, raw_session
+from conformance.checks.stdio_limits import StdioSession, raw_session
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
 from conformance.registry import CheckResult, check
 from conformance.verdicts import JSONRPC, Weight, spec
@@ -95,7 +95,7 @@ def _discover(ident: Any) -> bytes:
 _INITIALIZED = _frame({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
-def _server(ctx: Context) -> AbstractAsyncContextManager[_Session]:
+def _server(ctx: Context) -> AbstractAsyncContextManager[StdioSession]:
     """The target command exactly as given, spoken to raw."""
     return raw_session(ctx, list(ctx.target), _CLOSE_SECONDS)
 
@@ -130,7 +130,7 @@ def _names_modern(answer: dict[str, Any] | None) -> bool:
     return bool(answer) and isinstance(answer.get("result"), dict) and MODERN_REVISION in json.dumps(answer["result"])
 
 
-async def _open(s: _Session, problems: list[str]) -> _Peer | None:
+async def _open(s: StdioSession, problems: list[str]) -> _Peer | None:
     """``initialize`` + ``initialized``, or, when ``initialize`` is refused with an error and
     ``server/discover`` names 2026-07-28, that revision without a handshake; None with a problem
     noted when neither works."""
@@ -149,7 +149,7 @@ async def _open(s: _Session, problems: list[str]) -> _Peer | None:
     return None
 
 
-async def _error_reply(s: _Session) -> dict[str, Any] | None:
+async def _error_reply(s: StdioSession) -> dict[str, Any] | None:
     """The next error response with id null, skipping notifications (None when none comes in time)."""
     with suppress(TimeoutError):
         while (line := await s.line(_ANSWER_SECONDS)) is not None:
@@ -378,7 +378,7 @@ async def large_id_echoed(ctx: Context) -> CheckResult:
         return s.verdict(problems, "an id past 2**53 echoed exactly; a duplicate id did no harm")
 
 
-async def _batch_reply(s: _Session, idents: tuple[int, ...]) -> dict[str, Any] | list[Any] | None:
+async def _batch_reply(s: StdioSession, idents: tuple[int, ...]) -> dict[str, Any] | list[Any] | None:
     """The first answer to a batch: an array, an error, or a response naming one of ``idents``."""
     with suppress(TimeoutError):
         while (line := await s.line(_ANSWER_SECONDS)) is not None:
