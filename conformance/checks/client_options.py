@@ -69,7 +69,7 @@ async def filters(ctx: Context) -> CheckResult:
     try:
         await trust_workspace(ctx, ctx.project)
         server_id = await register_server(ctx, definition, ctx.project, problems)
-        calls = [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("mcp_tools", {"server": "everything"}),  # waits for the server the task started at boot (CW-10)
             ("mcp_tools", {}),
             ("mcp_call", {"server": "everything", "tool": "get-sum", "arguments": {"a": 2, "b": 3}}),
@@ -85,6 +85,7 @@ async def filters(ctx: Context) -> CheckResult:
     if names != ["echo"]:
         problems.append(f"mcp tools listed {names!r} (exit {code}: {tail(err)}), expected ['echo']")
     code, out, err = await cli(ctx, "--json", "mcp", "validate")
+    report: dict[str, Any]
     try:
         (report,) = json.loads(out)["servers"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -92,7 +93,8 @@ async def filters(ctx: Context) -> CheckResult:
         problems.append(f"mcp validate: unreadable report ({type(exc).__name__}, exit {code}: {tail(err)})")
     if code != 0 or not report.get("connected") or report.get("tools") != 1:
         problems.append(f"mcp validate exited {code} with {json.dumps(report)[:300]}")
-    if not any("'no-such-tool'" in w for w in report.get("warnings") or []):
+    warnings: list[str] = report.get("warnings") or []
+    if not any("'no-such-tool'" in w for w in warnings):
         problems.append(f"mcp validate gave no warning for the unknown enabled_tools name: {report.get('warnings')}")
     expected = [{"server": server_id, "tool": "echo", "arguments": {"message": "filtered"}}]
     job, events = await run_task(ctx, "filters", ctx.project, expected, problems)

@@ -32,7 +32,7 @@ import json
 import re
 import unicodedata
 from contextlib import suppress
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -153,7 +153,7 @@ def _judge(case: str, code: int | None, text: str, peak: float, problems: list[s
 async def _guessed(ctx: Context, origin: str, problems: list[str]) -> None:
     await fixture_control(origin, bad="no-metadata", requests=[])
     before = (await fixture_control(origin))["registrations"]
-    code, out, err = await cli(ctx, "mcp", "login", "secure", "--no-browser")
+    code, _, err = await cli(ctx, "mcp", "login", "secure", "--no-browser")
     seen = await fixture_control(origin)
     await fixture_control(origin, bad=None)
     if code != 1 or "guessed endpoints" not in err:
@@ -195,7 +195,7 @@ class _Strict:
             return self._head(202, {}, b"")
         if rpc == "initialize":
             self.sessions += 1
-            info = {
+            info: dict[str, Any] = {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "s", "version": "1"},
@@ -270,7 +270,7 @@ async def http_session(ctx: Context) -> CheckResult:
                 "expire": "ended the session (HTTP 404)",
             }
             for tool, cause in causes.items():
-                expected = [{"server": server_id, "tool": tool, "arguments": {}}]
+                expected: list[dict[str, Any]] = [{"server": server_id, "tool": tool, "arguments": {}}]
                 _, events = await run_task(ctx, f"call {tool}", ctx.project, expected, problems)
                 text = json.dumps([e["data"] for e in events], ensure_ascii=False)
                 if cause not in text:
@@ -288,7 +288,7 @@ def _session_order(strict: _Strict, problems: list[str]) -> None:
     if strict.early_lists:
         problems.append(f"{strict.early_lists} tools/list requests came before notifications/initialized was taken")
     calls = {
-        str(params["name"]): session
+        str(cast("dict[str, Any]", params)["name"]): session  # a JSON object, as checked below
         for session, what, params in strict.log
         if what == "tools/call" and isinstance(params, dict)
     }
@@ -326,7 +326,7 @@ async def terminal_text(ctx: Context) -> CheckResult:
         await add_model(ctx, [{"match": "use esc", "turns": [*tool_turns(call)[:-1], {"content": "done" + ESCAPES}]}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
-    code, out, err = await cli(ctx, "mcp", "tools", "esc")
+    code, out, _ = await cli(ctx, "mcp", "tools", "esc")
     lines = out.splitlines()
     if code != 0 or _raw_controls(out) or len(lines) != 6 or "\\x1b]0;owned\\x07" not in out:
         problems.append(f"mcp tools esc (exit {code}) printed {len(lines)} lines, raw {_raw_controls(out)[:5]}")

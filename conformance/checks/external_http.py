@@ -125,7 +125,7 @@ class _Hostile:
             return 202, {}, b""
         if rpc == "initialize":
             self.initializes += 1
-            info = {
+            info: dict[str, Any] = {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "h", "version": "1"},
@@ -235,7 +235,7 @@ async def _gateway_url(ctx: Context, proc: Any, err: bytearray) -> str | None:
 
 def _summaries(events: list[dict[str, Any]]) -> list[Any]:
     """``is_error`` of each tool result in ``events`` (None when a summary is not a JSON object)."""
-    found = []
+    found: list[Any] = []
     for event in events:
         if event["kind"] == "tool.result":
             try:

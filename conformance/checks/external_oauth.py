@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx2
+from anyio.abc import Process
 
 from conformance.checks.external_servers import (
     add_model,
@@ -72,6 +73,7 @@ async def _login(ctx: Context, problems: list[str], seen: list[str]) -> bool:
     """Run ``mcp login secure --no-browser``, playing the browser; True when it signed in."""
     out, err = bytearray(), bytearray()
     argv = ctx.target_argv("mcp", "login", "secure", "--no-browser")
+    proc: Process | None = None
     with anyio.move_on_after(min(120, ctx.remaining())):
         async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
@@ -84,9 +86,10 @@ async def _login(ctx: Context, problems: list[str], seen: list[str]) -> bool:
                 if status != 200:
                     problems.append(f"the loopback callback answered HTTP {status}")
             await proc.wait()
+    returncode = None if proc is None else proc.returncode
     seen.append((out + err).decode("utf-8", "replace"))
-    if proc.returncode != 0 or b"signed in to config:secure" not in out:
-        problems.append(f"mcp login exited {proc.returncode}: {tail(err)}")
+    if returncode != 0 or b"signed in to config:secure" not in out:
+        problems.append(f"mcp login exited {returncode}: {tail(err)}")
         return False
     return True
 
@@ -104,7 +107,7 @@ async def _task(ctx: Context, n: int, server_id: str, problems: list[str]) -> st
 
 
 def _leaks(ctx: Context, tokens: list[str], outputs: list[str]) -> list[str]:
-    found = []
+    found: list[str] = []
     for path in ctx.home.rglob("*"):
         if path.is_file() and path.name not in ("secrets.json", "secrets.json.tmp"):
             data = path.read_bytes()
@@ -118,7 +121,7 @@ class FixtureDidNotStart(Exception):
 
 
 @asynccontextmanager
-async def oauth_fixture(ctx: Context) -> AsyncIterator[str]:
+async def oauth_fixture(ctx: Context) -> AsyncGenerator[str, None]:
     """The loopback OAuth fixture server, listening and answering its control endpoint.
 
     Yields:

@@ -31,7 +31,7 @@ import anyio
 from conformance.checks.external_helpers import expect_results, outcome, run_project_task, tool_results
 from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
 from conformance.context import Context
-from conformance.official import Installed, failures, installed, run_server_scenario
+from conformance.official import Installed, ScenarioRun, failures, installed, run_server_scenario
 from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, SubResult, check
 from conformance.resources import helper_python
@@ -56,7 +56,7 @@ async def listed_and_verified(ctx: Context) -> CheckResult:
     """Skills are listed without reading a file; a verified read passes, a tampered one is refused."""
     problems: list[str] = []
     logs = {v: ctx.scratch / f"reads-{v}.log" for v in _VARIANTS}
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("mcp_resources", {}),
         ("mcp_read_resource", {"server": "good", "uri": "skill://pdf-processing/not-listed.md"}),
         ("mcp_read_resource", {"server": "good", "uri": _PDF}),
@@ -117,11 +117,13 @@ def _listing_problems(ids: dict[str, str], listed: dict[str, Any], problems: lis
         if got is None:
             problems.append(f"no mcp.skills event for {variant}")
             continue
-        if not kept <= set(got.get("kept") or []):
+        kept_uris: list[str] = got.get("kept") or []
+        skipped_entries: list[dict[str, Any]] = got.get("skipped") or []
+        if not kept <= set(kept_uris):
             problems.append(f"{variant}: expected {sorted(kept)} kept, got {got.get('kept')}")
-        reasons = {s.get("uri"): str(s.get("reason")) for s in got.get("skipped") or []}
+        reasons = {s.get("uri"): str(s.get("reason")) for s in skipped_entries}
         for uri, reason in skipped.items():
-            if uri in (got.get("kept") or []) or reason not in reasons.get(uri, ""):
+            if uri in kept_uris or reason not in reasons.get(uri, ""):
                 problems.append(f"{variant}: expected {uri} skipped for {reason!r}, got {reasons.get(uri)!r}")
 
 
@@ -138,6 +140,7 @@ def _package(ctx: Context) -> Installed | str:
 async def _scenario(ctx: Context, tool: Installed, scenario: str, mode: str) -> SubResult:
     name = f"official:skills:{scenario}:{mode}"
     out = bytearray()
+    run: ScenarioRun | None = None
     async with ctx.spawn([helper_python(), str(_fixture(ctx)), mode]) as proc, anyio.create_task_group() as tg:
         port = await announced_port(proc, tg, out)
         if port is None:
@@ -147,6 +150,8 @@ async def _scenario(ctx: Context, tool: Installed, scenario: str, mode: str) -> 
         run = await run_server_scenario(ctx, tool, url, scenario, _SCENARIO_SECONDS)
         tg.cancel_scope.cancel()
     shutil.rmtree(ctx.scratch / "official" / scenario, ignore_errors=True)  # the next mode's results go there
+    if run is None:  # the task group ended the block before the package ran
+        return SubResult(name, ("CW-09",), False, f"the conformance package did not run: {tail(out)}")
     judged = run.judged()
     problems = failures(run.checks) + ([] if judged else [f"no check was made: {run.log()}"])
     detail = "; ".join(problems) or f"{len(judged)} package checks SUCCESS"

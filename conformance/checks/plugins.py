@@ -54,7 +54,7 @@ def _bundle(ctx: Context, folder: Path, servers: dict[str, Any]) -> Path:
 
 
 def _review_problems(review: dict[str, Any], bundle: Path, problems: list[str]) -> None:
-    servers = review.get("servers") or []
+    servers: list[dict[str, Any]] = review.get("servers") or []
     if len(servers) != 1:
         problems.append(f"review shows {len(servers)} servers, expected 1")
         return

@@ -53,7 +53,7 @@ async def lazy_and_background(ctx: Context) -> CheckResult:
         "heavy": {"command": _flagged(ctx, flags["heavy"], "plain"), "lazy": True},
         "needed": {"command": _flagged(ctx, flags["needed"], "plain"), "lazy": True},
     }
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("mcp_tools", {}),
         ("mcp_call", {"server": "needed", "tool": "echo", "arguments": {"text": "on demand"}}),
         ("mcp_tools", {"server": "eager"}),
