@@ -31,6 +31,7 @@ from conformance.checks.delegation import (
     open_session,
 )
 from conformance.context import Context
+from conformance.json_values import json_objects
 from conformance.registry import CheckResult, check
 
 __all__ = ["approve_needs_flags_and_ownership", "level_lowered_never_raised", "rollback_needs_write_and_confirm"]
@@ -51,8 +52,9 @@ async def _still_waiting(
 ) -> None:
     """Nothing changed: ``job_id`` still waits on ``approval_id`` and its command never ran."""
     got = await owner.job(job_id)
-    status = (got.get("job") or {}).get("status")
-    pending = [str(a.get("id")) for a in got.get("pending_approvals") or [] if isinstance(a, dict)]
+    row: dict[str, Any] = got.get("job") or {}
+    status = row.get("status")
+    pending = [str(a.get("id")) for a in json_objects(got.get("pending_approvals"))]
     if status in FINISHED or approval_id not in pending:
         problems.append(f"after {after} the job is {status} with pending approvals {pending}, expected {approval_id}")
     if commands_in(ctx.project, _SLEEP_ARGV):
@@ -87,7 +89,7 @@ async def approve_needs_flags_and_ownership(ctx: Context) -> CheckResult:
             quick = {"prompt": "conformance quick: B's own job", "mode": "plan"}
             own = str((await b.ok("shadow_run", quick)).get("job_id", ""))
             listed = await b.ok("shadow_jobs", {"action": "list"})
-            seen = [str(j.get("id")) for j in listed.get("jobs") or [] if isinstance(j, dict)]
+            seen = [str(j.get("id")) for j in json_objects(listed.get("jobs"))]
             if job_id in seen:
                 problems.append(f"B's job listing shows A's job {job_id}: {seen}")
             if own and own not in seen:
@@ -110,7 +112,8 @@ async def approve_needs_flags_and_ownership(ctx: Context) -> CheckResult:
 
 async def _level_of(s: McpSession, arguments: dict[str, Any]) -> tuple[str, list[str]]:
     got = await s.ok("shadow_run", {"prompt": "conformance quick: level", "mode": "build", **arguments})
-    notes = [str(n) for n in got.get("notes") or []]
+    given: list[object] = got.get("notes") or []
+    notes = [str(n) for n in given]
     job_id = str(got.get("job_id", ""))
     if job_id:
         await s.wait_finished(job_id, WAIT_SECONDS)
@@ -137,7 +140,8 @@ async def level_lowered_never_raised(ctx: Context) -> CheckResult:
         if level != "read_only":
             problems.append(f"asking for read_only runs at {level}")
         status = await s.ok("shadow_status", {})
-        configured = str((status.get("project") or {}).get("level"))
+        project: dict[str, Any] = status.get("project") or {}
+        configured = str(project.get("level"))
         if configured != "workspace":
             problems.append(f"after the tasks the project's configured level reads {configured}, not workspace")
         problems.extend(s.problems)

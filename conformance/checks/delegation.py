@@ -41,6 +41,7 @@ import anyio.to_thread
 from conformance.checks.node_stdio import find_probe, parse_probe_output
 from conformance.context import LEGACY_REVISIONS, Context, EngineMode
 from conformance.engine import engine_running, headless_engine
+from conformance.json_values import json_object, json_objects
 from conformance.polling import Backoff
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, SubResult, check
@@ -144,7 +145,7 @@ class McpSession:
 
     proc: anyio.abc.Process
     stderr: bytearray
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list[str])
     _buffer: bytearray = field(default_factory=bytearray)
     _next_id: int = 1
 
@@ -162,8 +163,9 @@ class McpSession:
                         line = bytes(self._buffer[:cut])
                         del self._buffer[: cut + 1]
                         message = json.loads(line)
-                        if isinstance(message, dict) and message.get("id") == ident:
-                            return message
+                        reply = json_object(message)
+                        if reply is not None and reply.get("id") == ident:
+                            return reply
                     self._buffer.extend(await self.proc.stdout.receive())
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             with anyio.move_on_after(1.0):
@@ -178,10 +180,11 @@ class McpSession:
         answer = await self.request("tools/call", {"name": tool, "arguments": dict(arguments or {})})
         if "error" in answer:
             return Reply(True, {}, str(answer["error"].get("message", answer["error"])))
-        result = answer.get("result") or {}
-        text = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+        result: dict[str, Any] = answer.get("result") or {}
+        content: list[dict[str, Any]] = result.get("content", [])
+        text = " ".join(c.get("text", "") for c in content if c.get("type") == "text")
         data = result.get("structuredContent")
-        return Reply(result.get("isError") is True, data if isinstance(data, dict) else {}, text)
+        return Reply(result.get("isError") is True, json_object(data) or {}, text)
 
     async def ok(self, tool: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """A call that must succeed; a failure is noted and ``{}`` returned."""
@@ -200,10 +203,11 @@ class McpSession:
         with anyio.move_on_after(WAIT_SECONDS):
             while True:
                 got = await self.job(job_id)
-                pending = got.get("pending_approvals") or []
+                pending: list[dict[str, Any]] = got.get("pending_approvals") or []
                 if pending:
                     return dict(pending[0])
-                if (got.get("job") or {}).get("status") in FINISHED or not got:
+                row: dict[str, Any] = got.get("job") or {}
+                if row.get("status") in FINISHED or not got:
                     self.problems.append(f"job {job_id} ended {got.get('job')} before asking for approval")
                     return None
                 await anyio.sleep(_POLL_SECONDS)
@@ -217,7 +221,8 @@ class McpSession:
             return status
         with anyio.move_on_after(seconds):
             while status not in FINISHED:
-                status = str(((await self.job(job_id)).get("job") or {}).get("status", "?"))
+                row: dict[str, Any] = (await self.job(job_id)).get("job") or {}
+                status = str(row.get("status", "?"))
                 if status not in FINISHED:
                     await anyio.sleep(_POLL_SECONDS)
         return status
@@ -332,8 +337,9 @@ async def job_status(ctx: Context, job_id: str) -> str:
         doc = json.loads(done.stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return "?"
-    job = doc.get("job", doc) if isinstance(doc, dict) else {}
-    return str(job.get("status", "?")) if isinstance(job, dict) else "?"
+    found = json_object(doc)
+    job = json_object(found.get("job", found)) if found is not None else {}
+    return str(job.get("status", "?")) if job is not None else "?"
 
 
 async def settled_status(ctx: Context, job_id: str, seconds: float = WAIT_SECONDS) -> str:
@@ -568,10 +574,10 @@ async def pending_approval(ctx: Context, job_id: str) -> str:
     """The id of ``job_id``'s pending approval from ``<target> --json approvals`` ("" when none)."""
     done = await ctx.run(ctx.target_argv("--json", "approvals"), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
     try:
-        found = json.loads(done.stdout.decode("utf-8")).get("approvals") or []
+        found = json_objects(json.loads(done.stdout.decode("utf-8")).get("approvals"))
     except (UnicodeDecodeError, ValueError, AttributeError):
         return ""
-    return next((str(a["id"]) for a in found if isinstance(a, dict) and a.get("task_id") == job_id), "")
+    return next((str(a["id"]) for a in found if a.get("task_id") == job_id), "")
 
 
 async def detached_task(
@@ -681,7 +687,8 @@ async def owner_job_limit(ctx: Context) -> CheckResult:
             extra = await s.call("shadow_run", {"prompt": "conformance quick: one too many", "mode": "plan"})
             if not extra.is_error:
                 s.problems.append(f"job {OWNER_JOBS + 1} was accepted: {extra.data}")
-            listed = {str(j.get("id")) for j in (await s.ok("shadow_jobs", {"action": "list"})).get("jobs") or []}
+            jobs: list[dict[str, Any]] = (await s.ok("shadow_jobs", {"action": "list"})).get("jobs") or []
+            listed = {str(j.get("id")) for j in jobs}
             if listed != set(accepted):
                 s.problems.append(f"after the refusal the connection lists {len(listed)} jobs, not its {OWNER_JOBS}")
             status = await s.call("shadow_status")
