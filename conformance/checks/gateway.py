@@ -31,11 +31,11 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -71,6 +71,7 @@ _BODY_MAX_BYTES = 1024 * 1024
 _HEADER_DEADLINE_SECONDS = 5.0
 """GW-07: seconds to receive a request head."""
 _PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -189,7 +190,7 @@ async def _exchange(gw: Gateway, raw: bytes) -> int:
         return _status(await _read(stream))
 
 
-async def _stop(gw: Gateway, sig: int = signal.SIGTERM) -> int | None:
+async def _stop(gw: Gateway, sig: signal.Signals = signal.SIGTERM) -> int | None:
     with suppress(ProcessLookupError):
         gw.proc.send_signal(sig)
     with anyio.move_on_after(40):
@@ -212,7 +213,7 @@ async def startup(ctx: Context) -> CheckResult:
                     await anyio.sleep(0.05)
             status = await _exchange(gw, _raw(gw))
             code = await _stop(gw)
-            problems = []
+            problems: list[str] = []
             if status != 200:
                 problems.append(f"an authenticated ping after stdin EOF answered {status}")
             if code != 0:
@@ -287,7 +288,7 @@ async def _refused_start(ctx: Context, bind: str, *, token: str, extra: tuple[st
 
     argv = ctx.serve_argv("--http", bind, *(extra or ("--token-env", _TOKEN_ENV)))
     done = await run_command(argv, env={**ctx.env, _TOKEN_ENV: token}, cwd=ctx.cwd, timeout_seconds=30)
-    problems = []
+    problems: list[str] = []
     if done.returncode != 2:
         problems.append(f"exit {done.returncode}, expected 2")
     if done.stdout:
@@ -346,6 +347,7 @@ async def refusals(ctx: Context) -> CheckResult:
             # machine may open fewer than 128 connections a second): one that took more than a
             # second with no 429 is sent again, at most _FLOOD_ATTEMPTS in all.
             slow: list[str] = []
+            refused, others, seconds = 0, 0, 0.0  # _FLOOD_ATTEMPTS bursts (at least one) set these
             for _ in range(_FLOOD_ATTEMPTS):
                 refused, others, seconds = await _request_flood(gw)
                 if refused or seconds <= 1.0:
@@ -587,10 +589,10 @@ def _logged(log: Path, task_id: str | None = None) -> int:
     return len([x for x in lines if task_id is None or x.get("task_id") == task_id])
 
 
-async def _wait(what: str, probe: Any, bound: float) -> Any:
+async def _wait(what: str, probe: Callable[[], Awaitable[_T]], bound: float) -> _T:
     with anyio.move_on_after(bound):
         while True:
-            found = await probe() if callable(probe) else probe
+            found = await probe()
             if found:
                 return found
             await anyio.sleep(0.1)
@@ -674,7 +676,7 @@ async def kill_scenario(ctx: Context) -> CheckResult:
             if engine.stderr is not None:
                 with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await engine.stderr.aclose()
-    problems = []
+    problems: list[str] = []
     if facts.get("queued_status_before") not in ("queued", "running"):
         problems.append(f"the second owned task was {facts.get('queued_status_before')} before the kill")
     if facts.get("unrelated_after_kill") != "running":
