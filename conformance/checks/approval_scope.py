@@ -22,15 +22,16 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.delegation import (
-    _FINISHED,
-    _WAIT_SECONDS,
+    FINISHED,
+    WAIT_SECONDS,
     McpSession,
-    _result,
+    check_result,
     commands_in,
     configure_model,
     open_session,
 )
 from conformance.context import Context
+from conformance.json_values import json_objects
 from conformance.registry import CheckResult, check
 
 __all__ = ["approve_needs_flags_and_ownership", "level_lowered_never_raised", "rollback_needs_write_and_confirm"]
@@ -51,9 +52,10 @@ async def _still_waiting(
 ) -> None:
     """Nothing changed: ``job_id`` still waits on ``approval_id`` and its command never ran."""
     got = await owner.job(job_id)
-    status = (got.get("job") or {}).get("status")
-    pending = [str(a.get("id")) for a in got.get("pending_approvals") or [] if isinstance(a, dict)]
-    if status in _FINISHED or approval_id not in pending:
+    row: dict[str, Any] = got.get("job") or {}
+    status = row.get("status")
+    pending = [str(a.get("id")) for a in json_objects(got.get("pending_approvals"))]
+    if status in FINISHED or approval_id not in pending:
         problems.append(f"after {after} the job is {status} with pending approvals {pending}, expected {approval_id}")
     if commands_in(ctx.project, _SLEEP_ARGV):
         problems.append(f"after {after} the unapproved `sleep 60` runs in the project")
@@ -78,7 +80,7 @@ async def approve_needs_flags_and_ownership(ctx: Context) -> CheckResult:
         job_id = str(submitted.get("job_id", ""))
         approval = await a.wait_approval(job_id) if job_id else None
         if approval is None:
-            return _result(a.problems or ["the task asked for no approval"], "")
+            return check_result(a.problems or ["the task asked for no approval"], "")
         approval_id = str(approval["id"])
         await _refused(a, "a server without --allow-approvals", "shadow_approve",
                        {"approval_id": approval_id, "decision": "approve"})  # fmt: skip
@@ -87,7 +89,7 @@ async def approve_needs_flags_and_ownership(ctx: Context) -> CheckResult:
             quick = {"prompt": "conformance quick: B's own job", "mode": "plan"}
             own = str((await b.ok("shadow_run", quick)).get("job_id", ""))
             listed = await b.ok("shadow_jobs", {"action": "list"})
-            seen = [str(j.get("id")) for j in listed.get("jobs") or [] if isinstance(j, dict)]
+            seen = [str(j.get("id")) for j in json_objects(listed.get("jobs"))]
             if job_id in seen:
                 problems.append(f"B's job listing shows A's job {job_id}: {seen}")
             if own and own not in seen:
@@ -99,21 +101,22 @@ async def approve_needs_flags_and_ownership(ctx: Context) -> CheckResult:
             await _still_waiting(ctx, a, job_id, approval_id, "B's refused get, cancel and approve", problems)
             problems.extend(b.problems)
         await a.ok("shadow_approve", {"approval_id": approval_id, "decision": "deny"})
-        status = await a.wait_finished(job_id, _WAIT_SECONDS)
-        if status not in _FINISHED:
+        status = await a.wait_finished(job_id, WAIT_SECONDS)
+        if status not in FINISHED:
             problems.append(f"after A denied its approval the job is {status}, not finished")
         if commands_in(ctx.project, _SLEEP_ARGV):
             problems.append("the denied `sleep 60` ran in the project")
         problems.extend(a.problems)
-    return _result(problems, "approve refused without --allow-approvals and from another connection; deny allowed")
+    return check_result(problems, "approve refused without --allow-approvals and from another connection; deny allowed")
 
 
 async def _level_of(s: McpSession, arguments: dict[str, Any]) -> tuple[str, list[str]]:
     got = await s.ok("shadow_run", {"prompt": "conformance quick: level", "mode": "build", **arguments})
-    notes = [str(n) for n in got.get("notes") or []]
+    given: list[object] = got.get("notes") or []
+    notes = [str(n) for n in given]
     job_id = str(got.get("job_id", ""))
     if job_id:
-        await s.wait_finished(job_id, _WAIT_SECONDS)
+        await s.wait_finished(job_id, WAIT_SECONDS)
     return str(got.get("permission_level")), notes
 
 
@@ -137,11 +140,12 @@ async def level_lowered_never_raised(ctx: Context) -> CheckResult:
         if level != "read_only":
             problems.append(f"asking for read_only runs at {level}")
         status = await s.ok("shadow_status", {})
-        configured = str((status.get("project") or {}).get("level"))
+        project: dict[str, Any] = status.get("project") or {}
+        configured = str(project.get("level"))
         if configured != "workspace":
             problems.append(f"after the tasks the project's configured level reads {configured}, not workspace")
         problems.extend(s.problems)
-    return _result(problems, "default read_only; elevated lowered to workspace with a note; nothing saved")
+    return check_result(problems, "default read_only; elevated lowered to workspace with a note; nothing saved")
 
 
 _WRITTEN = "notebook/render.py"
@@ -170,10 +174,10 @@ async def rollback_needs_write_and_confirm(ctx: Context) -> CheckResult:
                 "job_id", ""
             )
         )
-        status = await w.wait_finished(job_id, _WAIT_SECONDS)
+        status = await w.wait_finished(job_id, WAIT_SECONDS)
         written = _read(target)
         if status != "done" or written == original:
-            return _result(
+            return check_result(
                 [*w.problems, f"the write task ended {status} and the file changed: {written != original}"], ""
             )
         async with open_session(ctx) as r:
@@ -189,6 +193,6 @@ async def rollback_needs_write_and_confirm(ctx: Context) -> CheckResult:
         if _read(target) != original:
             problems.append(f"the confirmed rollback did not restore {_WRITTEN} to its content before the task")
         problems.extend(w.problems)
-    return _result(
+    return check_result(
         problems, "rollback refused on a read-only server and without confirm, nothing changed; confirmed one restored"
     )

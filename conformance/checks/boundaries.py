@@ -29,13 +29,14 @@ import sqlite3
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
 
 from conformance.checks.delegation import McpSession, configure_model, open_session
 from conformance.context import Context
+from conformance.json_values import json_object, json_objects
 from conformance.processes import tail
 from conformance.registry import CheckResult, SubResult, check
 
@@ -71,10 +72,11 @@ async def call_raw(s: McpSession, tool: str, arguments: Mapping[str, Any]) -> tu
     answer = await s.request("tools/call", {"name": tool, "arguments": dict(arguments)})
     if "error" in answer:
         return True, str(answer["error"].get("message", answer["error"])), {}
-    result = answer.get("result") or {}
-    texts = [c.get("text", "") for c in result.get("content", []) if c.get("type") == "text"]
+    result: dict[str, Any] = answer.get("result") or {}
+    content: list[dict[str, Any]] = result.get("content", [])
+    texts = [c.get("text", "") for c in content if c.get("type") == "text"]
     data = result.get("structuredContent")
-    return result.get("isError") is True, texts[0] if texts else "", data if isinstance(data, dict) else {}
+    return result.get("isError") is True, texts[0] if texts else "", json_object(data) or {}
 
 
 async def read_resource(s: McpSession, uri: str) -> Any:
@@ -91,7 +93,7 @@ async def wait_done(s: McpSession, job_ids: list[str]) -> bool:
     """Poll ``shadow_jobs get`` until every job in ``job_ids`` is finished (bounded, in order)."""
     with anyio.move_on_after(_WAIT_SECONDS):
         for job_id in job_ids:
-            while (((await s.job(job_id)).get("job") or {}).get("status")) not in _FINISHED:
+            while _status(await s.job(job_id)) not in _FINISHED:
                 if s.problems:
                     return False
                 await anyio.sleep(_POLL_SECONDS)
@@ -134,9 +136,14 @@ async def _quick_jobs(s: McpSession, prompts: list[str]) -> list[str]:
     return ids
 
 
+def _status(got: Mapping[str, Any]) -> Any:
+    """The ``status`` of the job in a ``shadow_jobs get`` answer (None when it names none)."""
+    job: dict[str, Any] = got.get("job") or {}
+    return job.get("status")
+
+
 def _session_ids(data: Mapping[str, Any]) -> list[str]:
-    found = data.get("sessions")
-    return [str(x.get("id")) for x in found if isinstance(x, dict)] if isinstance(found, list) else []
+    return [str(x.get("id")) for x in json_objects(data.get("sessions"))]
 
 
 def _log_lines(log: Path) -> int:
@@ -155,7 +162,8 @@ async def _no_agent_unasked(a: McpSession, log: Path, own: list[str]) -> tuple[l
     goals: list[str] = []
     doctor: list[str] = []
     before = _log_lines(log)
-    goal = (await a.ok("shadow_goal", {"action": "create", "title": "conformance goal"})).get("goal") or {}
+    created = await a.ok("shadow_goal", {"action": "create", "title": "conformance goal"})
+    goal: dict[str, Any] = created.get("goal") or {}
     if goal.get("id"):
         await a.ok("shadow_goal", {"action": "advance", "goal_id": goal["id"], "note": "step one"})
         await a.ok("shadow_goal", {"action": "abandon", "goal_id": goal["id"], "note": "done with it"})
@@ -318,7 +326,8 @@ async def _sqlite_part(ctx: Context, s: McpSession) -> int:
     bounds = ((SQLITE_ROWS_MAX, SQLITE_ROWS_MAX, False), (SQLITE_ROWS_MAX + 1, SQLITE_ROWS_MAX, True))
     for limit, rows, truncated in bounds:
         got = await s.ok("shadow_sqlite", _SQLITE | {"sql": f"SELECT i FROM n ORDER BY i LIMIT {limit}"})
-        found = got.get("rows") if isinstance(got.get("rows"), list) else []
+        listed = got.get("rows")
+        found = cast("list[object]", listed) if isinstance(listed, list) else []
         if got and (len(found) != rows or got.get("truncated") is not truncated):
             s.problems.append(
                 f"LIMIT {limit} returned {len(found)} rows with truncated={got.get('truncated')!r}, "
@@ -355,7 +364,8 @@ async def _memory_part(s: McpSession) -> None:
 
 
 async def _saved_map(s: McpSession) -> Any:
-    return (await read_resource(s, "shadow://project") or {}).get("map")
+    saved: dict[str, Any] = await read_resource(s, "shadow://project") or {}
+    return saved.get("map")
 
 
 async def _understand_part(s: McpSession, *, writable: bool) -> None:
@@ -517,7 +527,7 @@ async def result_cap_counts_bytes(ctx: Context) -> CheckResult:
 async def _cap_fixture(s: McpSession) -> str:
     if len(await _quick_jobs(s, [_prompt(_BULK_PROMPT_BYTES, f"bulk {n}") for n in range(2)])) != 2:
         return ""
-    sizes = []
+    sizes: list[int] = []
     for limit in (1, 2):
         is_error, text = await _sessions_text(s, limit)
         if is_error:

@@ -29,15 +29,15 @@ from typing import Any
 import anyio
 
 from conformance.checks.external_servers import (
-    _cli,
-    _json,
-    _leftovers,
-    _model,
-    _register,
-    _result,
-    _run_task,
-    _trust,
-    _turns,
+    add_model,
+    check_result,
+    cli,
+    cli_json,
+    kill_leftovers,
+    register_server,
+    run_task,
+    tool_turns,
+    trust_workspace,
 )
 from conformance.context import Context
 from conformance.processes import announced_port, tail
@@ -67,24 +67,25 @@ async def filters(ctx: Context) -> CheckResult:
         "disabled_tools": ["get-sum"],
     }
     try:
-        await _trust(ctx, ctx.project)
-        server_id = await _register(ctx, definition, ctx.project, problems)
-        calls = [
+        await trust_workspace(ctx, ctx.project)
+        server_id = await register_server(ctx, definition, ctx.project, problems)
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("mcp_tools", {"server": "everything"}),  # waits for the server the task started at boot (CW-10)
             ("mcp_tools", {}),
             ("mcp_call", {"server": "everything", "tool": "get-sum", "arguments": {"a": 2, "b": 3}}),
             ("mcp__everything__echo", {"message": "filtered"}),
         ]
-        await _model(ctx, [{"match": "filters", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "filters", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if server_id is None:
-        return _result(problems, "")
-    code, out, err = await _cli(ctx, "--json", "mcp", "tools", "everything")
+        return check_result(problems, "")
+    code, out, err = await cli(ctx, "--json", "mcp", "tools", "everything")
     names = [t.get("name") for t in json.loads(out).get("tools", [])] if code == 0 and out.strip() else None
     if names != ["echo"]:
         problems.append(f"mcp tools listed {names!r} (exit {code}: {tail(err)}), expected ['echo']")
-    code, out, err = await _cli(ctx, "--json", "mcp", "validate")
+    code, out, err = await cli(ctx, "--json", "mcp", "validate")
+    report: dict[str, Any]
     try:
         (report,) = json.loads(out)["servers"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -92,10 +93,11 @@ async def filters(ctx: Context) -> CheckResult:
         problems.append(f"mcp validate: unreadable report ({type(exc).__name__}, exit {code}: {tail(err)})")
     if code != 0 or not report.get("connected") or report.get("tools") != 1:
         problems.append(f"mcp validate exited {code} with {json.dumps(report)[:300]}")
-    if not any("'no-such-tool'" in w for w in report.get("warnings") or []):
+    warnings: list[str] = report.get("warnings") or []
+    if not any("'no-such-tool'" in w for w in warnings):
         problems.append(f"mcp validate gave no warning for the unknown enabled_tools name: {report.get('warnings')}")
     expected = [{"server": server_id, "tool": "echo", "arguments": {"message": "filtered"}}]
-    job, events = await _run_task(ctx, "filters", ctx.project, expected, problems)
+    job, events = await run_task(ctx, "filters", ctx.project, expected, problems)
     if job.get("status") != "done":
         problems.append(f"task ended {job.get('status')!r}: {job.get('error')}")
     results = _results(events)
@@ -111,8 +113,8 @@ async def filters(ctx: Context) -> CheckResult:
             problems.append(f"the call of a disabled tool was not refused before sending: {refused['summary'][:200]}")
         if not echo["ok"] or "Echo: filtered" not in echo["summary"]:
             problems.append(f"echo returned {echo['summary'][:200]}")
-    _leftovers(events, [], problems)
-    return _result(
+    kill_leftovers(events, [], problems)
+    return check_result(
         problems, "mcp tools, validate (with a warning) and the task saw echo only; get-sum was refused unsent"
     )
 
@@ -120,7 +122,7 @@ async def filters(ctx: Context) -> CheckResult:
 async def _refused_field(ctx: Context, field: str, value: float, needle: str, problems: list[str]) -> None:
     path = ctx.scratch / f"bad-{field}.json"
     path.write_text(json.dumps({"name": "bad", "command": [_PY, "-V"], field: value}), encoding="utf-8")
-    code, out, err = await _cli(ctx, "mcp", "add", str(path))
+    code, out, err = await cli(ctx, "mcp", "add", str(path))
     if code == 0 or needle not in err:
         problems.append(f"mcp add with {field} {value} exited {code}, stderr {tail(err)!r}, stdout {tail(out)!r}")
 
@@ -132,14 +134,14 @@ async def _slow_task(
     name = str(definition["name"])
     workspace = ctx.scratch / label
     workspace.mkdir()
-    await _trust(ctx, workspace)
-    server_id = await _register(ctx, definition, workspace, problems)
+    await trust_workspace(ctx, workspace)
+    server_id = await register_server(ctx, definition, workspace, problems)
     if server_id is None:
         return []
     calls = [(f"mcp__{name}__sleep", {"seconds": 60}), (f"mcp__{name}__echo", {"text": "kept"})]
-    await _model(ctx, [{"match": label, "turns": _turns(*calls)}])
+    await add_model(ctx, [{"match": label, "turns": tool_turns(*calls)}])
     expected = [{"server": server_id, "tool": t.rsplit("__", 1)[1], "arguments": a} for t, a in calls]
-    job, events = await _run_task(ctx, label, workspace, expected, problems)
+    job, events = await run_task(ctx, label, workspace, expected, problems)
     results = _results(events)
     if job.get("status") != "done" or len(results) != 2:
         problems.append(f"{label}: task ended {job.get('status')!r} with {len(results)} results: {job.get('error')}")
@@ -170,7 +172,7 @@ async def timeouts(ctx: Context) -> CheckResult:
     try:
         definition = {"name": "slow", "command": [_PY, str(server)], "call_timeout": 2, "timeout_sec": 60}
         events = await _slow_task(ctx, "stdio", definition, ctx.scratch / "stdio" / "calls.log", problems)
-        _leftovers(events, [], problems)
+        kill_leftovers(events, [], problems)
         out = bytearray()
         async with ctx.spawn([_PY, str(server), "http", str(ctx.scratch)]) as proc, anyio.create_task_group() as tg:
             port = await announced_port(proc, tg, out)
@@ -183,7 +185,7 @@ async def timeouts(ctx: Context) -> CheckResult:
             tg.cancel_scope.cancel()
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
-    return _result(
+    return check_result(
         problems,
         "1801 s and 0 s refused with their ranges; over stdio and HTTP a call past call_timeout was cancelled "
         "and the next one answered on the same connection",
@@ -196,21 +198,21 @@ async def required(ctx: Context) -> CheckResult:
     problems: list[str] = []
     missing = str(ctx.scratch / "no-such-server")
     try:
-        await _trust(ctx, ctx.project)
+        await trust_workspace(ctx, ctx.project)
         folder = ctx.project / ".shadowcode/mcp"
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / "needed.json"
         target.write_text(json.dumps({"name": "needed", "command": [missing], "required": True}), encoding="utf-8")
         server_id = "project:.shadowcode/mcp/needed.json"
-        catalog = await _json(ctx, "mcp")
+        catalog = await cli_json(ctx, "mcp")
         digest = next(s["hash"] for s in catalog["servers"] if s["id"] == server_id)
-        code, _, err = await _cli(ctx, "mcp", "enable", server_id, "--hash", str(digest))
+        code, _, err = await cli(ctx, "mcp", "enable", server_id, "--hash", str(digest))
         if code != 0:
             raise RuntimeError(f"mcp enable exited {code}: {tail(err)}")
-        await _model(ctx, [{"match": "required", "turns": [{"content": "finished"}]}])
+        await add_model(ctx, [{"match": "required", "turns": [{"content": "finished"}]}])
     except (RuntimeError, StopIteration) as exc:
         return CheckResult(False, f"set-up failed: {exc!r}")
-    job, events = await _run_task(ctx, "required", ctx.project, [], problems)
+    job, events = await run_task(ctx, "required", ctx.project, [], problems)
     error = str(job.get("error") or "")
     if job.get("status") != "failed" or f"the required MCP server {server_id} could not connect" not in error:
         problems.append(f"task ended {job.get('status')!r} with error {error[:300]!r}")
@@ -221,14 +223,16 @@ async def required(ctx: Context) -> CheckResult:
         problems.append("the model was asked before the required server's failure stopped the task")
     try:
         target.write_text(json.dumps({"name": "needed", "command": [missing]}), encoding="utf-8")
-        catalog = await _json(ctx, "mcp")
+        catalog = await cli_json(ctx, "mcp")
         digest = next(s["hash"] for s in catalog["servers"] if s["id"] == server_id)
-        code, _, err = await _cli(ctx, "mcp", "enable", server_id, "--hash", str(digest))
+        code, _, err = await cli(ctx, "mcp", "enable", server_id, "--hash", str(digest))
         if code != 0:
             raise RuntimeError(f"mcp enable exited {code}: {tail(err)}")
     except (RuntimeError, StopIteration) as exc:
         return CheckResult(False, f"set-up failed: {exc!r}")
-    job, events = await _run_task(ctx, "required", ctx.project, [], problems)
+    job, events = await run_task(ctx, "required", ctx.project, [], problems)
     if job.get("status") != "done":
         problems.append(f"without required the task ended {job.get('status')!r}: {job.get('error')}")
-    return _result(problems, "the task failed at start naming the required server and why; without required it ran")
+    return check_result(
+        problems, "the task failed at start naming the required server and why; without required it ran"
+    )

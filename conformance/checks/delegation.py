@@ -41,6 +41,7 @@ import anyio.to_thread
 from conformance.checks.node_stdio import find_probe, parse_probe_output
 from conformance.context import LEGACY_REVISIONS, Context, EngineMode
 from conformance.engine import engine_running, headless_engine
+from conformance.json_values import json_object, json_objects
 from conformance.polling import Backoff
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, SubResult, check
@@ -76,10 +77,10 @@ _CALL_TIMEOUT_SECONDS = 30.0
 _COMMAND_TIMEOUT_SECONDS = 30.0
 _EXIT_WAIT_SECONDS = 15.0
 _GONE_WAIT_SECONDS = 10.0
-_WAIT_SECONDS = 30.0
+WAIT_SECONDS = 30.0
 _POLL_SECONDS = 0.1
 _PROBE_MARGIN_SECONDS = 10.0
-_FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
+FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
 
 
 # --- set-up -----------------------------------------------------------------------------
@@ -144,7 +145,7 @@ class McpSession:
 
     proc: anyio.abc.Process
     stderr: bytearray
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list[str])
     _buffer: bytearray = field(default_factory=bytearray)
     _next_id: int = 1
 
@@ -162,8 +163,9 @@ class McpSession:
                         line = bytes(self._buffer[:cut])
                         del self._buffer[: cut + 1]
                         message = json.loads(line)
-                        if isinstance(message, dict) and message.get("id") == ident:
-                            return message
+                        reply = json_object(message)
+                        if reply is not None and reply.get("id") == ident:
+                            return reply
                     self._buffer.extend(await self.proc.stdout.receive())
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             with anyio.move_on_after(1.0):
@@ -178,10 +180,11 @@ class McpSession:
         answer = await self.request("tools/call", {"name": tool, "arguments": dict(arguments or {})})
         if "error" in answer:
             return Reply(True, {}, str(answer["error"].get("message", answer["error"])))
-        result = answer.get("result") or {}
-        text = " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+        result: dict[str, Any] = answer.get("result") or {}
+        content: list[dict[str, Any]] = result.get("content", [])
+        text = " ".join(c.get("text", "") for c in content if c.get("type") == "text")
         data = result.get("structuredContent")
-        return Reply(result.get("isError") is True, data if isinstance(data, dict) else {}, text)
+        return Reply(result.get("isError") is True, json_object(data) or {}, text)
 
     async def ok(self, tool: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """A call that must succeed; a failure is noted and ``{}`` returned."""
@@ -196,29 +199,31 @@ class McpSession:
         return await self.ok("shadow_jobs", {"action": "get", "job_id": job_id})
 
     async def wait_approval(self, job_id: str) -> dict[str, Any] | None:
-        """The job's first pending approval, polled for at most ``_WAIT_SECONDS``; None if none came."""
-        with anyio.move_on_after(_WAIT_SECONDS):
+        """The job's first pending approval, polled for at most ``WAIT_SECONDS``; None if none came."""
+        with anyio.move_on_after(WAIT_SECONDS):
             while True:
                 got = await self.job(job_id)
-                pending = got.get("pending_approvals") or []
+                pending: list[dict[str, Any]] = got.get("pending_approvals") or []
                 if pending:
                     return dict(pending[0])
-                if (got.get("job") or {}).get("status") in _FINISHED or not got:
+                row: dict[str, Any] = got.get("job") or {}
+                if row.get("status") in FINISHED or not got:
                     self.problems.append(f"job {job_id} ended {got.get('job')} before asking for approval")
                     return None
                 await anyio.sleep(_POLL_SECONDS)
-        self.problems.append(f"job {job_id} asked for no approval within {_WAIT_SECONDS:g} s")
+        self.problems.append(f"job {job_id} asked for no approval within {WAIT_SECONDS:g} s")
         return None
 
-    async def wait_finished(self, job_id: str, seconds: float = _WAIT_SECONDS) -> str:
+    async def wait_finished(self, job_id: str, seconds: float = WAIT_SECONDS) -> str:
         """The job's status once finished, polled for at most ``seconds`` ("?" when unknown)."""
         status = "?"
         if not job_id:
             return status
         with anyio.move_on_after(seconds):
-            while status not in _FINISHED:
-                status = str(((await self.job(job_id)).get("job") or {}).get("status", "?"))
-                if status not in _FINISHED:
+            while status not in FINISHED:
+                row: dict[str, Any] = (await self.job(job_id)).get("job") or {}
+                status = str(row.get("status", "?"))
+                if status not in FINISHED:
                     await anyio.sleep(_POLL_SECONDS)
         return status
 
@@ -332,11 +337,12 @@ async def job_status(ctx: Context, job_id: str) -> str:
         doc = json.loads(done.stdout.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return "?"
-    job = doc.get("job", doc) if isinstance(doc, dict) else {}
-    return str(job.get("status", "?")) if isinstance(job, dict) else "?"
+    found = json_object(doc)
+    job = json_object(found.get("job", found)) if found is not None else {}
+    return str(job.get("status", "?")) if job is not None else "?"
 
 
-async def settled_status(ctx: Context, job_id: str, seconds: float = _WAIT_SECONDS) -> str:
+async def settled_status(ctx: Context, job_id: str, seconds: float = WAIT_SECONDS) -> str:
     """A job's status through ``<target> --json jobs ID`` once it is finished, polled for at most
     ``seconds`` (bounded further by the check's time left); the last status read when it never was.
 
@@ -345,13 +351,13 @@ async def settled_status(ctx: Context, job_id: str, seconds: float = _WAIT_SECON
     """
     status, pause = await job_status(ctx, job_id), Backoff()
     with anyio.move_on_after(min(seconds, ctx.remaining())):
-        while status not in _FINISHED:
+        while status not in FINISHED:
             await pause.sleep()
             status = await job_status(ctx, job_id)
     return status
 
 
-def _result(problems: list[str], success: str, subresults: list[SubResult] | None = None) -> CheckResult:
+def check_result(problems: list[str], success: str, subresults: list[SubResult] | None = None) -> CheckResult:
     if problems:
         return CheckResult(False, "; ".join(problems), subresults=subresults or [])
     return CheckResult(True, success, subresults=subresults or [])
@@ -432,9 +438,9 @@ async def _approved_sleep(ctx: Context, s: McpSession) -> tuple[str, list[int]]:
     if action.get("argv") != _SLEEP_ARGV or action.get("cwd") != str(ctx.project):
         s.problems.append(f"the approval names {action}, not {_SLEEP_ARGV} in the project")
     await s.ok("shadow_approve", {"approval_id": approval["id"], "decision": "approve"})
-    if await wait_for(lambda: bool(commands_in(ctx.project, _SLEEP_ARGV)), _WAIT_SECONDS):
+    if await wait_for(lambda: bool(commands_in(ctx.project, _SLEEP_ARGV)), WAIT_SECONDS):
         return job_id, commands_in(ctx.project, _SLEEP_ARGV)
-    s.problems.append(f"no `sleep 60` ran in the project within {_WAIT_SECONDS:g} s of the approval")
+    s.problems.append(f"no `sleep 60` ran in the project within {WAIT_SECONDS:g} s of the approval")
     return job_id, []
 
 
@@ -514,7 +520,9 @@ async def stdin_eof_cancels_task(ctx: Context) -> CheckResult:
         left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
     if left:
         problems.append(f"{len(left)} command process(es) were left in the project: {left}")
-    return _result(problems, "the server exited 0 at EOF; the sleeping child and its group were gone; job cancelled")
+    return check_result(
+        problems, "the server exited 0 at EOF; the sleeping child and its group were gone; job cancelled"
+    )
 
 
 @check("delegation:sigkill_cancels_task", covers=["SRV-21", "SRV-22", "CONF-03"], timeout_seconds=120)
@@ -559,21 +567,21 @@ async def sigkill_cancels_task(ctx: Context) -> CheckResult:
     if left:
         problems.append(f"{len(left)} command process(es) were left in the project: {left}")
     where = "the relay into the headless engine" if attached else "the server with its temporary engine"
-    return _result(problems, f"SIGKILL of {where}: the sleeping child and its group were gone; job {status}")
+    return check_result(problems, f"SIGKILL of {where}: the sleeping child and its group were gone; job {status}")
 
 
 async def pending_approval(ctx: Context, job_id: str) -> str:
     """The id of ``job_id``'s pending approval from ``<target> --json approvals`` ("" when none)."""
     done = await ctx.run(ctx.target_argv("--json", "approvals"), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
     try:
-        found = json.loads(done.stdout.decode("utf-8")).get("approvals") or []
+        found = json_objects(json.loads(done.stdout.decode("utf-8")).get("approvals"))
     except (UnicodeDecodeError, ValueError, AttributeError):
         return ""
-    return next((str(a["id"]) for a in found if isinstance(a, dict) and a.get("task_id") == job_id), "")
+    return next((str(a["id"]) for a in found if a.get("task_id") == job_id), "")
 
 
 async def detached_task(
-    ctx: Context, goal: str, problems: list[str], seconds: float = _WAIT_SECONDS
+    ctx: Context, goal: str, problems: list[str], seconds: float = WAIT_SECONDS
 ) -> tuple[str, str]:
     """``run --detach GOAL`` and wait until the task asks for approval.
 
@@ -627,15 +635,15 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
     try:
         async with headless_engine(ctx, problems) as engine:
             if engine is None:
-                return _result(problems, "")
+                return check_result(problems, "")
             job_id, approval = await detached_task(
                 ctx, "conformance detached: look around, then run a command", problems
             )
             if not approval:
-                return _result(problems, "")
+                return check_result(problems, "")
             await _sleep_task_then_eof(ctx, problems, "attached to the engine")
             during = await job_status(ctx, job_id)
-            if during in _FINISHED or await pending_approval(ctx, job_id) != approval:
+            if during in FINISHED or await pending_approval(ctx, job_id) != approval:
                 problems.append(f"after the other owner's EOF the detached job is {during!r} without its approval")
             else:
                 approved = await ctx.run(ctx.target_argv("approve", approval), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
@@ -651,7 +659,7 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
         left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
     if left:
         problems.append(f"{len(left)} command process(es) were left in the project: {left}")
-    return _result(problems, "EOF cancelled the owner's sleeping task; the detached task waited on and finished")
+    return check_result(problems, "EOF cancelled the owner's sleeping task; the detached task waited on and finished")
 
 
 # --- owner job limit (SRV-24, SRV-25) ----------------------------------------------------------
@@ -679,12 +687,13 @@ async def owner_job_limit(ctx: Context) -> CheckResult:
             extra = await s.call("shadow_run", {"prompt": "conformance quick: one too many", "mode": "plan"})
             if not extra.is_error:
                 s.problems.append(f"job {OWNER_JOBS + 1} was accepted: {extra.data}")
-            listed = {str(j.get("id")) for j in (await s.ok("shadow_jobs", {"action": "list"})).get("jobs") or []}
+            jobs: list[dict[str, Any]] = (await s.ok("shadow_jobs", {"action": "list"})).get("jobs") or []
+            listed = {str(j.get("id")) for j in jobs}
             if listed != set(accepted):
                 s.problems.append(f"after the refusal the connection lists {len(listed)} jobs, not its {OWNER_JOBS}")
             status = await s.call("shadow_status")
             if status.is_error:
                 s.problems.append("shadow_status failed after the refused submission")
-    return _result(
+    return check_result(
         s.problems, f"{OWNER_JOBS} jobs accepted, job {OWNER_JOBS + 1} refused; the connection stayed usable"
     )

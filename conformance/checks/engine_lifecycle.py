@@ -30,6 +30,7 @@ from conformance.checks.delegation import (
 )
 from conformance.context import Context
 from conformance.engine import engine_running, headless_engine
+from conformance.json_values import json_object, json_objects
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
 
@@ -57,7 +58,8 @@ def _result(problems: list[str], success: str) -> CheckResult:
 
 def _engine_mode(status: dict[str, Any]) -> Any:
     engine = status.get("engine")
-    return engine.get("mode") if isinstance(engine, dict) else engine
+    found = json_object(engine)
+    return found.get("mode") if found is not None else engine
 
 
 async def _stop_engine(ctx: Context, engine: Any, problems: list[str]) -> None:
@@ -102,7 +104,8 @@ async def restart_keeps_state(ctx: Context) -> CheckResult:
                 return CheckResult(False, "; ".join(problems))
             async with open_session(ctx, "--allow-write") as s:
                 created = await s.ok("shadow_goal", {"action": "create", "title": "survive a restart"})
-                goal_id = str((created.get("goal") or {}).get("id", ""))
+                made: dict[str, Any] = created.get("goal") or {}
+                goal_id = str(made.get("id", ""))
                 await s.ok("shadow_memory", {"action": "append", "text": marker})
                 job = await s.ok("shadow_run", {"prompt": "conformance write", "permission_level": "workspace"})
                 task_id = str(job.get("job_id", ""))
@@ -111,8 +114,8 @@ async def restart_keeps_state(ctx: Context) -> CheckResult:
                     s.problems.append(f"the write task ended {final!r}")
                 if target_file.read_text(encoding="utf-8") == original:
                     s.problems.append(f"the write task did not change {_WRITE_PATH}")
-                listed = (await s.ok("shadow_checkpoint", {"task_id": task_id})).get("checkpoints") or []
-                checkpoints = {str(c.get("id")) for c in listed if isinstance(c, dict)}
+                listed = json_objects((await s.ok("shadow_checkpoint", {"task_id": task_id})).get("checkpoints"))
+                checkpoints = {str(c.get("id")) for c in listed}
                 if not checkpoints:
                     s.problems.append("the write task left no checkpoint")
             problems += [f"before the restart: {p}" for p in s.problems]
@@ -123,22 +126,21 @@ async def restart_keeps_state(ctx: Context) -> CheckResult:
             if engine is None:
                 return CheckResult(False, "the engine did not start again: " + "; ".join(problems))
             async with open_session(ctx, "--allow-write") as s:
-                goal = (await s.ok("shadow_goal", {"action": "get", "goal_id": goal_id})).get("goal") or {}
+                got = await s.ok("shadow_goal", {"action": "get", "goal_id": goal_id})
+                goal: dict[str, Any] = got.get("goal") or {}
                 if goal.get("title") != "survive a restart":
                     s.problems.append(f"goal {goal_id} after the restart: {goal}")
                 note = await s.ok("shadow_memory", {"action": "read"})
                 if marker not in str(note.get("content", "")):
                     s.problems.append("the project note lost the appended text")
-                sessions = (await s.ok("shadow_sessions", {"limit": 50})).get("sessions") or []
-                if not any(
-                    task_id in (str(x.get("id")), str(x.get("task_id"))) for x in sessions if isinstance(x, dict)
-                ):
+                sessions = json_objects((await s.ok("shadow_sessions", {"limit": 50})).get("sessions"))
+                if not any(task_id in (str(x.get("id")), str(x.get("task_id"))) for x in sessions):
                     s.problems.append(f"shadow_sessions does not list the task {task_id}")
-                listed = (await s.ok("shadow_checkpoint", {"task_id": task_id})).get("checkpoints") or []
-                if {str(c.get("id")) for c in listed if isinstance(c, dict)} != checkpoints:
-                    s.problems.append(f"the task's checkpoints changed across the restart: {listed}")
-                why = (await s.ok("shadow_why", {"path": _WRITE_PATH})).get("entries") or []
-                if not any(isinstance(e, dict) and e.get("task_id") == task_id for e in why):
+                shown: list[Any] = (await s.ok("shadow_checkpoint", {"task_id": task_id})).get("checkpoints") or []
+                if {str(c.get("id")) for c in json_objects(shown)} != checkpoints:
+                    s.problems.append(f"the task's checkpoints changed across the restart: {shown}")
+                why = json_objects((await s.ok("shadow_why", {"path": _WRITE_PATH})).get("entries"))
+                if not any(e.get("task_id") == task_id for e in why):
                     s.problems.append(f"shadow_why lost the task's write of {_WRITE_PATH}")
                 await s.ok("shadow_rollback", {"task_id": task_id, "confirm": True})
                 if target_file.read_text(encoding="utf-8") != original:
@@ -341,7 +343,7 @@ async def _background_in_headless_engine(ctx: Context, problems: list[str]) -> N
             return
         listed = await ctx.run([*ctx.target, "--json", "bg", "list"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
         try:
-            found = json.loads(listed.stdout.decode("utf-8")).get("processes") or []
+            found: list[dict[str, Any]] = json.loads(listed.stdout.decode("utf-8")).get("processes") or []
             ident = next(str(p["id"]) for p in found if p.get("pid") in pids or p.get("argv") == _BACKGROUND_ARGV)
         except (UnicodeDecodeError, ValueError, AttributeError, KeyError, StopIteration):
             problems.append(f"engine: `bg list` does not show the background process: {tail(listed.stdout)}")

@@ -27,7 +27,15 @@ from typing import Any
 
 import anyio
 
-from conformance.checks.external_servers import _cli, _leftovers, _model, _register, _run_task, _trust, _turns
+from conformance.checks.external_servers import (
+    add_model,
+    cli,
+    kill_leftovers,
+    register_server,
+    run_task,
+    tool_turns,
+    trust_workspace,
+)
 from conformance.context import Context
 from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, check
@@ -40,26 +48,26 @@ _PY = helper_python()
 _LITERAL = "conformance-literal-8c2e61f0"
 
 
-def _outcome(problems: list[str], success: str) -> CheckResult:
+def outcome(problems: list[str], success: str) -> CheckResult:
     return CheckResult(False, "; ".join(problems)) if problems else CheckResult(True, success)
 
 
-async def _task(
+async def run_project_task(
     ctx: Context, prompt: str, expected: list[tuple[str, dict[str, Any]]], problems: list[str]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run a Build task in the foreground approving exactly ``expected`` (kind, action) pairs; it must end done."""
-    job, events = await _run_task(ctx, prompt, ctx.project, expected, problems)
+    job, events = await run_task(ctx, prompt, ctx.project, expected, problems)
     if job and job.get("status") != "done":
         problems.append(f"task ended {job.get('status')!r}: {job.get('error')}")
-    _leftovers(events, [], problems)
+    kill_leftovers(events, [], problems)
     return job, events
 
 
-def _results(events: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+def tool_results(events: list[dict[str, Any]]) -> list[tuple[bool, str]]:
     return [(bool(e["data"]["ok"]), str(e["data"]["summary"])) for e in events if e["kind"] == "tool.result"]
 
 
-def _expect(results: list[tuple[bool, str]], wanted: list[tuple[bool, str]], problems: list[str]) -> None:
+def expect_results(results: list[tuple[bool, str]], wanted: list[tuple[bool, str]], problems: list[str]) -> None:
     """Each result's ok flag and a text its summary must hold, in order."""
     if len(results) != len(wanted):
         problems.append(f"{len(results)} tool results for {len(wanted)} calls: {[r[1][:80] for r in results]}")
@@ -87,23 +95,23 @@ async def everything(ctx: Context) -> CheckResult:
         ("mcp_resources", {"server": "every", "page": 0}),
     ]
     try:
-        await _trust(ctx, ctx.project)
-        server_id = await _register(
+        await trust_workspace(ctx, ctx.project)
+        server_id = await register_server(
             ctx, {"name": "every", "command": ["node", str(entry), "stdio"]}, ctx.project, problems
         )
-        await _model(ctx, [{"match": "every", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "every", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if server_id is None:
-        return _outcome(problems, "")
+        return outcome(problems, "")
     expected = [
         ("mcp_read_resource", {"server": server_id, "uri": doc}),
         ("mcp_get_prompt", {"server": server_id, "prompt": "args-prompt", "arguments": {"city": "Lisbon"}}),
         ("mcp_call", {"server": server_id, "tool": "gzip-file-as-resource", "arguments": gzip}),
     ]
-    _, events = await _task(ctx, "use every helper", expected, problems)
-    _expect(
-        _results(events),
+    _, events = await run_project_task(ctx, "use every helper", expected, problems)
+    expect_results(
+        tool_results(events),
         [
             (True, "demo://resource/static/document/"),
             (True, "Architecture"),
@@ -118,7 +126,7 @@ async def everything(ctx: Context) -> CheckResult:
     closed = [e["data"] for e in events if e["kind"] == "mcp.closed"]
     if not closed or not closed[0].get("revalidations"):
         problems.append(f"the resources/list_changed notice was not revalidated in place: {closed}")
-    return _outcome(problems, "listed, read and got server-everything's resources and prompts; saw its new resource")
+    return outcome(problems, "listed, read and got server-everything's resources and prompts; saw its new resource")
 
 
 @check("external_helpers:python_sdk", covers=["CW-05", "CW-06"], timeout_seconds=300)
@@ -135,27 +143,27 @@ async def python_sdk(ctx: Context) -> CheckResult:
         ("mcp_get_prompt", {"server": "py", "prompt": "review", "arguments": {"code": "x", "colour": "red"}}),
     ]
     try:
-        await _trust(ctx, ctx.project)
+        await trust_workspace(ctx, ctx.project)
         definition = {
             "name": "py",
             "command": [_PY, str(server), "--changing", "--legacy"],
             "env": {"FIXTURE_LITERAL": _LITERAL},
         }
-        server_id = await _register(ctx, definition, ctx.project, problems)
-        await _model(ctx, [{"match": "change", "turns": _turns(*calls)}])
+        server_id = await register_server(ctx, definition, ctx.project, problems)
+        await add_model(ctx, [{"match": "change", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if server_id is None:
-        return _outcome(problems, "")
+        return outcome(problems, "")
     expected = [
         ("mcp_call", {"server": server_id, "tool": "grow", "arguments": {"name": "later"}}),
         ("mcp_call", {"server": server_id, "tool": "later", "arguments": {"text": "offered next"}}),
         ("mcp_call", {"server": server_id, "tool": "shrink", "arguments": {"name": "later"}}),
         ("mcp_read_resource", {"server": server_id, "uri": "fixture://secret/FIXTURE_LITERAL"}),
     ]
-    _, events = await _task(ctx, "change the tools", expected, problems)
-    _expect(
-        _results(events),
+    _, events = await run_project_task(ctx, "change the tools", expected, problems)
+    expect_results(
+        tool_results(events),
         [
             (True, "added later"),
             (True, "offered next"),
@@ -174,9 +182,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
         problems.append(f"expected at least two in-place revalidations: {closed}")
     if changes != [1, 2]:
         problems.append(f"expected mcp.tools_changed generations [1, 2], got {changes}")
-    return _outcome(
-        problems, "saw a tool added and removed in place; read a redacted resource; refused bad prompt args"
-    )
+    return outcome(problems, "saw a tool added and removed in place; read a redacted resource; refused bad prompt args")
 
 
 @check("external_helpers:ttl", covers=["CW-05"], timeout_seconds=300)
@@ -184,7 +190,7 @@ async def ttl(ctx: Context) -> CheckResult:
     """A server's ttlMs of 0 and of a year are held at 60 s and 24 h."""
     problems: list[str] = []
     server = ctx.repo_root / "fixtures/servers/python_sdk_server.py"
-    await _trust(ctx, ctx.project)
+    await trust_workspace(ctx, ctx.project)
     for i, (ttl_ms, held) in enumerate(((0, 60.0), (365 * 24 * 3600 * 1000, 86400.0))):
         out = bytearray()
         async with ctx.spawn([_PY, str(server), "http", "--ttl-ms", str(ttl_ms)]) as proc:
@@ -196,19 +202,19 @@ async def ttl(ctx: Context) -> CheckResult:
                 name = f"ttl{i}"
                 url = f"http://127.0.0.1:{port}/mcp"
                 try:
-                    server_id = await _register(ctx, {"name": name, "url": url}, ctx.project, problems)
-                    await _model(ctx, [{"match": name, "turns": _turns(("mcp_tools", {"server": name}))}])
+                    server_id = await register_server(ctx, {"name": name, "url": url}, ctx.project, problems)
+                    await add_model(ctx, [{"match": name, "turns": tool_turns(("mcp_tools", {"server": name}))}])
                 except RuntimeError as exc:
                     tg.cancel_scope.cancel()
                     return CheckResult(False, f"set-up failed: {exc}")
                 if server_id is not None:
-                    _, events = await _task(ctx, f"list {name}", [], problems)
+                    _, events = await run_project_task(ctx, f"list {name}", [], problems)
                     connected = [
                         e["data"] for e in events if e["kind"] == "mcp.connected" and e["data"]["server"] == server_id
                     ]
                     seen = connected[0].get("ttl_seconds") if connected else None
                     if seen != held:
                         problems.append(f"ttlMs {ttl_ms} was held at {seen!r} s, expected {held} s")
-                    await _cli(ctx, "mcp", "disable", server_id, workspace=ctx.project)
+                    await cli(ctx, "mcp", "disable", server_id, workspace=ctx.project)
                 tg.cancel_scope.cancel()
-    return _outcome(problems, "ttlMs 0 was held at 60 s and a year at 24 h")
+    return outcome(problems, "ttlMs 0 was held at 60 s and a year at 24 h")

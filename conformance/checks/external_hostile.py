@@ -32,13 +32,22 @@ import json
 import re
 import unicodedata
 from contextlib import suppress
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 
-from conformance.checks.external_oauth import FixtureDidNotStart, _browser, _control, oauth_fixture
-from conformance.checks.external_servers import _cli, _enable, _model, _register, _result, _run_task, _trust, _turns
+from conformance.checks.external_oauth import FixtureDidNotStart, fixture_control, oauth_fixture, play_browser
+from conformance.checks.external_servers import (
+    add_model,
+    check_result,
+    cli,
+    enable_server,
+    register_server,
+    run_task,
+    tool_turns,
+    trust_workspace,
+)
 from conformance.context import Context
 from conformance.loopback_http import read_request
 from conformance.processes import drain, tail
@@ -81,7 +90,7 @@ async def _measured(ctx: Context, name: str, args: list[str], *, play: bool) -> 
                     await anyio.sleep(0.05)
                 found = _URL_LINE.search(err)
                 if found is not None:
-                    await _browser(found.group(1).decode())
+                    await play_browser(found.group(1).decode())
             code = await proc.wait()
     try:
         peak = int(report.read_text(encoding="utf-8")) / 1024
@@ -98,8 +107,8 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
     try:
         async with oauth_fixture(ctx) as origin:
             try:
-                await _trust(ctx, ctx.project)
-                server_id = await _register(
+                await trust_workspace(ctx, ctx.project)
+                server_id = await register_server(
                     ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
                 )
             except (RuntimeError, TimeoutError, OSError) as exc:
@@ -110,7 +119,7 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
     except FixtureDidNotStart as exc:
         return CheckResult(False, str(exc))
     shown = ", ".join(f"{case} {mib:.0f} MiB" for case, mib in peaks.items())
-    return _result(
+    return check_result(
         problems,
         f"every sign-in bomb refused before inflating (peak RSS: {shown}); nothing sent to a guessed endpoint",
         {"peak_rss_mib": peaks},
@@ -120,18 +129,18 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
 async def _bombs(ctx: Context, origin: str, peaks: dict[str, float], problems: list[str]) -> None:
     login = ["mcp", "login", "secure", "--no-browser"]
     for case in ("metadata", "registration", "token"):
-        await _control(origin, bad=f"bomb-{case}", bomb_mib=1024)
+        await fixture_control(origin, bad=f"bomb-{case}", bomb_mib=1024)
         code, text, peaks[case] = await _measured(ctx, case, login, play=case == "token")
         _judge(case, code, text, peaks[case], problems)
-    await _control(origin, bad=None, expires_in=1)
+    await fixture_control(origin, bad=None, expires_in=1)
     code, text, _ = await _measured(ctx, "signed-in", login, play=True)
     if code != 0:
         problems.append(f"the sign-in before the refresh case failed (exit {code}): {tail(text)}")
         return
-    await _control(origin, bad="bomb-refresh", expires_in=3600)
+    await fixture_control(origin, bad="bomb-refresh", expires_in=3600)
     code, text, peaks["refresh"] = await _measured(ctx, "refresh", ["mcp", "tools", "secure"], play=False)
     _judge("refresh", code, text, peaks["refresh"], problems)
-    await _control(origin, bad=None)
+    await fixture_control(origin, bad=None)
 
 
 def _judge(case: str, code: int | None, text: str, peak: float, problems: list[str]) -> None:
@@ -142,11 +151,11 @@ def _judge(case: str, code: int | None, text: str, peak: float, problems: list[s
 
 
 async def _guessed(ctx: Context, origin: str, problems: list[str]) -> None:
-    await _control(origin, bad="no-metadata", requests=[])
-    before = (await _control(origin))["registrations"]
-    code, out, err = await _cli(ctx, "mcp", "login", "secure", "--no-browser")
-    seen = await _control(origin)
-    await _control(origin, bad=None)
+    await fixture_control(origin, bad="no-metadata", requests=[])
+    before = (await fixture_control(origin))["registrations"]
+    code, _, err = await cli(ctx, "mcp", "login", "secure", "--no-browser")
+    seen = await fixture_control(origin)
+    await fixture_control(origin, bad=None)
     if code != 1 or "guessed endpoints" not in err:
         problems.append(f"without metadata: expected exit 1 refusing guessed endpoints, got {code}: {tail(err)}")
     posts = [r for r in seen["requests"] if not str(r).startswith("GET ")]
@@ -186,7 +195,7 @@ class _Strict:
             return self._head(202, {}, b"")
         if rpc == "initialize":
             self.sessions += 1
-            info = {
+            info: dict[str, Any] = {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "s", "version": "1"},
@@ -238,14 +247,19 @@ async def http_session(ctx: Context) -> CheckResult:
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, strict.serve_one)
         try:
-            await _trust(ctx, ctx.project)
+            await trust_workspace(ctx, ctx.project)
             url = f"http://127.0.0.1:{port}/mcp"
-            server_id = await _register(ctx, {"name": "strict", "url": url, "call_timeout": 1}, ctx.project, problems)
+            server_id = await register_server(
+                ctx, {"name": "strict", "url": url, "call_timeout": 1}, ctx.project, problems
+            )
             tasks = [
-                {"match": f"call {t}", "turns": _turns(("mcp_call", {"server": "strict", "tool": t, "arguments": {}}))}
+                {
+                    "match": f"call {t}",
+                    "turns": tool_turns(("mcp_call", {"server": "strict", "tool": t, "arguments": {}})),
+                }
                 for t in ("flood", "slow", "expire")
             ]
-            await _model(ctx, tasks)
+            await add_model(ctx, tasks)
         except RuntimeError as exc:
             tg.cancel_scope.cancel()
             return CheckResult(False, f"set-up failed: {exc}")
@@ -256,14 +270,14 @@ async def http_session(ctx: Context) -> CheckResult:
                 "expire": "ended the session (HTTP 404)",
             }
             for tool, cause in causes.items():
-                expected = [{"server": server_id, "tool": tool, "arguments": {}}]
-                _, events = await _run_task(ctx, f"call {tool}", ctx.project, expected, problems)
+                expected: list[dict[str, Any]] = [{"server": server_id, "tool": tool, "arguments": {}}]
+                _, events = await run_task(ctx, f"call {tool}", ctx.project, expected, problems)
                 text = json.dumps([e["data"] for e in events], ensure_ascii=False)
                 if cause not in text:
                     problems.append(f"the {tool} call did not fail with {cause!r}: {text[-300:]}")
             _session_order(strict, problems)
         tg.cancel_scope.cancel()
-    return _result(
+    return check_result(
         problems,
         "initialized taken before tools/list; 10,000 headers named the 16 KiB limit; the timed-out call's "
         "cancellation reached the server before DELETE; no DELETE after the 404",
@@ -274,7 +288,7 @@ def _session_order(strict: _Strict, problems: list[str]) -> None:
     if strict.early_lists:
         problems.append(f"{strict.early_lists} tools/list requests came before notifications/initialized was taken")
     calls = {
-        str(params["name"]): session
+        str(cast("dict[str, Any]", params)["name"]): session  # a JSON object, as checked below
         for session, what, params in strict.log
         if what == "tools/call" and isinstance(params, dict)
     }
@@ -303,33 +317,35 @@ async def terminal_text(ctx: Context) -> CheckResult:
     folder.mkdir(parents=True, exist_ok=True)
     servers = {"esc": ["escapes"], "bad0": ["bad_name", "0"], "bad1": ["bad_name", "1"], "bad2": ["bad_name", "2"]}
     try:
-        await _trust(ctx, ctx.project)
+        await trust_workspace(ctx, ctx.project)
         for name, mode in servers.items():
             definition = {"name": name, "command": [helper_python(), fixture, *mode], "timeout_sec": 10}
             (folder / f"{name}.json").write_text(json.dumps(definition), encoding="utf-8")
-            await _enable(ctx, f"project:.shadowcode/mcp/{name}.json", ctx.project)
+            await enable_server(ctx, f"project:.shadowcode/mcp/{name}.json", ctx.project)
         call = ("mcp_call", {"server": "esc", "tool": "fail", "arguments": {"text": ESCAPES}})
-        await _model(ctx, [{"match": "use esc", "turns": [*_turns(call)[:-1], {"content": "done" + ESCAPES}]}])
+        await add_model(ctx, [{"match": "use esc", "turns": [*tool_turns(call)[:-1], {"content": "done" + ESCAPES}]}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
-    code, out, err = await _cli(ctx, "mcp", "tools", "esc")
+    code, out, _ = await cli(ctx, "mcp", "tools", "esc")
     lines = out.splitlines()
     if code != 0 or _raw_controls(out) or len(lines) != 6 or "\\x1b]0;owned\\x07" not in out:
         problems.append(f"mcp tools esc (exit {code}) printed {len(lines)} lines, raw {_raw_controls(out)[:5]}")
-    code, out, _ = await _cli(ctx, "mcp", "tools", "esc", "--json")
+    code, out, _ = await cli(ctx, "mcp", "tools", "esc", "--json")
     with suppress(ValueError, KeyError, IndexError):
         if json.loads(out)["tools"][0]["title"] != "Echo" + ESCAPES:
             problems.append("mcp tools --json did not keep the title whole")
     for name in ("bad0", "bad1", "bad2"):
-        code, out, _ = await _cli(ctx, "mcp", "tools", name)
+        code, out, _ = await cli(ctx, "mcp", "tools", name)
         if code != 1 or "not a valid MCP tool name" not in out or len(out.splitlines()) != 1 or _raw_controls(out):
             problems.append(f"mcp tools {name}: exit {code}, {tail(out)}")
     esc_id = "project:.shadowcode/mcp/esc.json"
     expected = [{"server": esc_id, "tool": "fail", "arguments": {"text": ESCAPES}}]
-    job, _ = await _run_task(ctx, "use esc", ctx.project, expected, problems)
+    job, _ = await run_task(ctx, "use esc", ctx.project, expected, problems)
     if job.get("id"):
-        code, out, _ = await _cli(ctx, "jobs", str(job["id"]), "--follow")
+        code, out, _ = await cli(ctx, "jobs", str(job["id"]), "--follow")
         faked = [line for line in out.splitlines() if line.startswith(("approve with", "RED"))]
         if _raw_controls(out) or faked or "\\x1b[2J" not in out:
             problems.append(f"jobs --follow printed raw controls {_raw_controls(out)[:5]} or faked lines {faked}")
-    return _result(problems, "escape sequences shown inert in mcp tools and jobs --follow; invalid tool names refused")
+    return check_result(
+        problems, "escape sequences shown inert in mcp tools and jobs --follow; invalid tool names refused"
+    )

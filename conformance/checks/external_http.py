@@ -33,8 +33,16 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
-from conformance.checks.external_servers import _json as _cli_json
+from conformance.checks.external_servers import (
+    add_model,
+    check_result,
+    cli,
+    cli_json,
+    register_server,
+    run_task,
+    tool_turns,
+    trust_workspace,
+)
 from conformance.context import Context
 from conformance.loopback_http import read_request
 from conformance.processes import announced_port, drain, tail
@@ -65,17 +73,17 @@ async def python_sdk(ctx: Context) -> CheckResult:
                 return CheckResult(False, f"the Python SDK server did not start: {tail(out)}")
             url = f"http://127.0.0.1:{port}/mcp"
             try:
-                await _trust(ctx, ctx.project)
-                server_id = await _register(ctx, {"name": "web", "url": url}, ctx.project, problems)
+                await trust_workspace(ctx, ctx.project)
+                server_id = await register_server(ctx, {"name": "web", "url": url}, ctx.project, problems)
                 calls = [("add", {"a": 20, "b": 22}), ("region", {"region": "Zürich Süd", "note": "conformance"})]
-                turns = _turns(*[("mcp_call", {"server": "web", "tool": t, "arguments": a}) for t, a in calls])
-                await _model(ctx, [{"match": "web", "turns": turns}])
+                turns = tool_turns(*[("mcp_call", {"server": "web", "tool": t, "arguments": a}) for t, a in calls])
+                await add_model(ctx, [{"match": "web", "turns": turns}])
             except RuntimeError as exc:
                 tg.cancel_scope.cancel()
                 return CheckResult(False, f"set-up failed: {exc}")
             if server_id is not None:
                 expected = [{"server": server_id, "tool": t, "arguments": a} for t, a in calls]
-                job, events = await _run_task(ctx, "use web", ctx.project, expected, problems)
+                job, events = await run_task(ctx, "use web", ctx.project, expected, problems)
                 _check_http_task(job, events, problems)
                 text = _events_text(events)
                 if '\\"total\\": 42' not in text and '"total": 42' not in text:
@@ -88,7 +96,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
                 if connected:
                     ctx.record_revision("external_http:python_sdk", str(connected[0].get("protocol_version")))
             tg.cancel_scope.cancel()
-    return _result(problems, "called add and region over Streamable HTTP (2026-07-28) after exact approvals")
+    return check_result(problems, "called add and region over Streamable HTTP (2026-07-28) after exact approvals")
 
 
 def _check_http_task(job: dict[str, Any], events: list[dict[str, Any]], problems: list[str]) -> None:
@@ -117,7 +125,7 @@ class _Hostile:
             return 202, {}, b""
         if rpc == "initialize":
             self.initializes += 1
-            info = {
+            info: dict[str, Any] = {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "h", "version": "1"},
@@ -167,35 +175,35 @@ async def refusals(ctx: Context) -> CheckResult:
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, hostile.serve_one)
         try:
-            await _trust(ctx, ctx.project)
+            await trust_workspace(ctx, ctx.project)
             bearer = ctx.scratch / "plain.json"
             bearer.write_text(
                 json.dumps({"name": "plain", "url": "http://mcp.example.invalid/mcp", "api_key_env": "T"}),
                 encoding="utf-8",
             )
-            code, _, err = await _cli(ctx, "mcp", "add", str(bearer))
+            code, _, err = await cli(ctx, "mcp", "add", str(bearer))
             if code == 0 or "plain http" not in err:
                 problems.append(f"a bearer over plain http off loopback was not refused: exit {code}, {tail(err)}")
             url = f"http://127.0.0.1:{hostile.port}/mcp"
-            server_id = await _register(ctx, {"name": "hostile", "url": url}, ctx.project, problems)
-            remote_id = await _register(
+            server_id = await register_server(ctx, {"name": "hostile", "url": url}, ctx.project, problems)
+            remote_id = await register_server(
                 ctx, {"name": "remote", "url": "https://mcp.example.invalid/mcp"}, ctx.project, problems
             )
             tasks = [
                 {
                     "match": f"call {tool}",
-                    "turns": _turns(("mcp_call", {"server": "hostile", "tool": tool, "arguments": {"text": "a"}})),
+                    "turns": tool_turns(("mcp_call", {"server": "hostile", "tool": tool, "arguments": {"text": "a"}})),
                 }
                 for tool in ("big", "expire")
             ]
-            await _model(ctx, tasks)
+            await add_model(ctx, tasks)
         except RuntimeError as exc:
             tg.cancel_scope.cancel()
             return CheckResult(False, f"set-up failed: {exc}")
         if server_id is not None and remote_id is not None:
             for tool, cause in (("big", "longer than 1048576 bytes"), ("expire", "ended the session (HTTP 404)")):
                 expected = [{"server": server_id, "tool": tool, "arguments": {"text": "a"}}]
-                _, events = await _run_task(ctx, f"call {tool}", ctx.project, expected, problems)
+                _, events = await run_task(ctx, f"call {tool}", ctx.project, expected, problems)
                 text = _events_text(events)
                 if cause not in text:
                     problems.append(f"the {tool} call did not fail with {cause!r}: {text[-300:]}")
@@ -206,7 +214,7 @@ async def refusals(ctx: Context) -> CheckResult:
             if hostile.initializes != 2:
                 problems.append(f"{hostile.initializes} initializations for two tasks: a session was re-initialized")
         tg.cancel_scope.cancel()
-    return _result(
+    return check_result(
         problems, "oversized and expired replies failed their call once; plain-http bearer and network host refused"
     )
 
@@ -227,7 +235,7 @@ async def _gateway_url(ctx: Context, proc: Any, err: bytearray) -> str | None:
 
 def _summaries(events: list[dict[str, Any]]) -> list[Any]:
     """``is_error`` of each tool result in ``events`` (None when a summary is not a JSON object)."""
-    found = []
+    found: list[Any] = []
     for event in events:
         if event["kind"] == "tool.result":
             try:
@@ -253,7 +261,7 @@ async def gateway_bearer(ctx: Context) -> CheckResult:
     served = ctx.scratch / "served"
     served.mkdir()
     token_line = _GATEWAY_TOKEN.encode() + b"\n"
-    code, _, err_text = await _cli(ctx, "--profile", "gateway", "secret", "set", "GW_TOKEN", stdin=token_line)
+    code, _, err_text = await cli(ctx, "--profile", "gateway", "secret", "set", "GW_TOKEN", stdin=token_line)
     if code != 0:
         return CheckResult(False, f"secret set in the gateway profile exited {code}: {tail(err_text)}")
     argv = ctx.target_argv("--profile", "gateway", "mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "GW_TOKEN")
@@ -268,14 +276,14 @@ async def gateway_bearer(ctx: Context) -> CheckResult:
             return CheckResult(False, f"the gateway did not get ready: {tail(err)}")
         printed: list[str] = []
         try:
-            await _trust(ctx, ctx.project)
-            code, _, err_text = await _cli(ctx, "secret", "set", "GW_STORED", stdin=token_line)
+            await trust_workspace(ctx, ctx.project)
+            code, _, err_text = await cli(ctx, "secret", "set", "GW_STORED", stdin=token_line)
             if code != 0:
                 raise RuntimeError(f"secret set exited {code}: {tail(err_text)}")
             ctx.env.pop("GW_STORED", None)
             ids = {
                 # lazy (CW-10): each task starts only the server it calls
-                name: await _register(
+                name: await register_server(
                     ctx, {"name": name, "url": url, "api_key_env": env, "lazy": True}, ctx.project, problems
                 )
                 for name, env in (("gwstored", "GW_STORED"), ("gwenv", "GW_FROM_ENV"))
@@ -283,13 +291,13 @@ async def gateway_bearer(ctx: Context) -> CheckResult:
             tasks = [
                 {
                     "match": f"use {name}",
-                    "turns": _turns(
+                    "turns": tool_turns(
                         ("mcp_call", {"server": name, "tool": "shadow_jobs", "arguments": {"action": "list"}})
                     ),
                 }
                 for name in ids
             ]
-            await _model(ctx, tasks)
+            await add_model(ctx, tasks)
         except RuntimeError as exc:
             tg.cancel_scope.cancel()
             return CheckResult(False, f"set-up failed: {exc}")
@@ -299,19 +307,19 @@ async def gateway_bearer(ctx: Context) -> CheckResult:
             if name == "gwenv":
                 ctx.env["GW_FROM_ENV"] = _GATEWAY_TOKEN
             expected = [{"server": server_id, "tool": "shadow_jobs", "arguments": {"action": "list"}}]
-            job, events = await _run_task(ctx, f"use {name}", ctx.project, expected, problems)
+            job, events = await run_task(ctx, f"use {name}", ctx.project, expected, problems)
             ctx.env.pop("GW_FROM_ENV", None)
             printed.append(json.dumps({"job": job, "events": events}, ensure_ascii=False))
             _check_http_task(job, events, problems)
             if _summaries(events) != [False]:
                 problems.append(f"{name}: the gateway call did not succeed: {_events_text(events)[-400:]}")
         with suppress(RuntimeError):
-            printed.append(json.dumps(await _cli_json(ctx, "jobs", workspace=ctx.project)))
-            printed.append(json.dumps(await _cli_json(ctx, "approvals", workspace=ctx.project)))
+            printed.append(json.dumps(await cli_json(ctx, "jobs", workspace=ctx.project)))
+            printed.append(json.dumps(await cli_json(ctx, "approvals", workspace=ctx.project)))
         leaks = _leaks(ctx, printed)
         if leaks:
             problems.append(f"the gateway token leaked into: {', '.join(leaks)}")
         tg.cancel_scope.cancel()
-    return _result(
+    return check_result(
         problems, "the gateway answered with the bearer from the secret store and from the environment; no leak"
     )

@@ -23,14 +23,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx2
+from anyio.abc import Process
 
-from conformance.checks.external_servers import _cli, _model, _register, _result, _run_task, _trust, _turns
+from conformance.checks.external_servers import (
+    add_model,
+    check_result,
+    cli,
+    register_server,
+    run_task,
+    tool_turns,
+    trust_workspace,
+)
 from conformance.context import Context
 from conformance.processes import announced_port, drain, tail
 from conformance.registry import CheckResult, check
@@ -42,7 +51,7 @@ _URL_LINE = re.compile(rb"authorization URL: (\S+)")
 _ADD = {"a": 20, "b": 22}
 
 
-async def _control(origin: str, **changes: Any) -> dict[str, Any]:
+async def fixture_control(origin: str, **changes: Any) -> dict[str, Any]:
     async with httpx2.AsyncClient(trust_env=False, timeout=30) as client:
         if changes:
             reply = await client.post(origin + "/control", json=changes)
@@ -51,7 +60,7 @@ async def _control(origin: str, **changes: Any) -> dict[str, Any]:
         return dict(reply.json())
 
 
-async def _browser(url: str) -> int:
+async def play_browser(url: str) -> int:
     async with httpx2.AsyncClient(trust_env=False, follow_redirects=False, timeout=30) as client:
         answer = await client.get(url)
         location = answer.headers.get("location")
@@ -64,6 +73,7 @@ async def _login(ctx: Context, problems: list[str], seen: list[str]) -> bool:
     """Run ``mcp login secure --no-browser``, playing the browser; True when it signed in."""
     out, err = bytearray(), bytearray()
     argv = ctx.target_argv("mcp", "login", "secure", "--no-browser")
+    proc: Process | None = None
     with anyio.move_on_after(min(120, ctx.remaining())):
         async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
@@ -72,13 +82,14 @@ async def _login(ctx: Context, problems: list[str], seen: list[str]) -> bool:
                 await anyio.sleep(0.05)
             found = _URL_LINE.search(err)
             if found is not None:
-                status = await _browser(found.group(1).decode())
+                status = await play_browser(found.group(1).decode())
                 if status != 200:
                     problems.append(f"the loopback callback answered HTTP {status}")
             await proc.wait()
+    returncode = None if proc is None else proc.returncode
     seen.append((out + err).decode("utf-8", "replace"))
-    if proc.returncode != 0 or b"signed in to config:secure" not in out:
-        problems.append(f"mcp login exited {proc.returncode}: {tail(err)}")
+    if returncode != 0 or b"signed in to config:secure" not in out:
+        problems.append(f"mcp login exited {returncode}: {tail(err)}")
         return False
     return True
 
@@ -89,14 +100,14 @@ def _text(events: list[dict[str, Any]]) -> str:
 
 async def _task(ctx: Context, n: int, server_id: str, problems: list[str]) -> str:
     expected = [{"server": server_id, "tool": "add", "arguments": _ADD}]
-    job, events = await _run_task(ctx, f"call secure {n}", ctx.project, expected, problems)
+    job, events = await run_task(ctx, f"call secure {n}", ctx.project, expected, problems)
     if job.get("status") != "done":
         problems.append(f"task {n} ended {job.get('status')!r}: {job.get('error')}")
     return _text(events)
 
 
 def _leaks(ctx: Context, tokens: list[str], outputs: list[str]) -> list[str]:
-    found = []
+    found: list[str] = []
     for path in ctx.home.rglob("*"):
         if path.is_file() and path.name not in ("secrets.json", "secrets.json.tmp"):
             data = path.read_bytes()
@@ -110,7 +121,7 @@ class FixtureDidNotStart(Exception):
 
 
 @asynccontextmanager
-async def oauth_fixture(ctx: Context) -> AsyncIterator[str]:
+async def oauth_fixture(ctx: Context) -> AsyncGenerator[str, None]:
     """The loopback OAuth fixture server, listening and answering its control endpoint.
 
     Yields:
@@ -132,7 +143,7 @@ async def oauth_fixture(ctx: Context) -> AsyncIterator[str]:
                 with anyio.fail_after(60):
                     while True:
                         try:
-                            await _control(origin)
+                            await fixture_control(origin)
                             break
                         except (OSError, httpx2.HTTPError):  # it may print its port before it listens
                             await anyio.sleep(0.1)
@@ -151,21 +162,21 @@ async def sign_in(ctx: Context) -> CheckResult:
     try:
         async with oauth_fixture(ctx) as origin:
             try:
-                await _trust(ctx, ctx.project)
-                server_id = await _register(
+                await trust_workspace(ctx, ctx.project)
+                server_id = await register_server(
                     ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
                 )
-                call = _turns(("mcp_call", {"server": "secure", "tool": "add", "arguments": _ADD}))
-                await _model(ctx, [{"match": f"call secure {n}", "turns": call} for n in range(1, 5)])
+                call = tool_turns(("mcp_call", {"server": "secure", "tool": "add", "arguments": _ADD}))
+                await add_model(ctx, [{"match": f"call secure {n}", "turns": call} for n in range(1, 5)])
             except (RuntimeError, TimeoutError) as exc:
                 return CheckResult(False, f"set-up failed: {exc}")
             if server_id is not None:
                 await _steps(ctx, origin, server_id, problems, seen)
-                issued = (await _control(origin))["issued"]
+                issued = (await fixture_control(origin))["issued"]
                 problems += _leaks(ctx, issued, seen)
     except FixtureDidNotStart as exc:
         return CheckResult(False, str(exc))
-    return _result(
+    return check_result(
         problems,
         "login by a played browser, an authenticated task call, refresh after expiry, logout and refusal "
         "after an issuer change all behaved; no token outside the secret store",
@@ -173,7 +184,7 @@ async def sign_in(ctx: Context) -> CheckResult:
 
 
 async def _steps(ctx: Context, origin: str, server_id: str, problems: list[str], seen: list[str]) -> None:
-    code, out, _ = await _cli(ctx, "--json", "mcp", "doctor")
+    code, out, _ = await cli(ctx, "--json", "mcp", "doctor")
     seen.append(out)
     if "authorization_required" not in out:
         problems.append(f"mcp doctor did not report authorization_required before login (exit {code})")
@@ -182,18 +193,18 @@ async def _steps(ctx: Context, origin: str, server_id: str, problems: list[str],
     text = await _task(ctx, 1, server_id, problems)
     if '\\"total\\": 42' not in text and '"total": 42' not in text:
         problems.append(f"the signed-in task's call did not return 42: {text[-300:]}")
-    await _control(origin, expires_in=1)
+    await fixture_control(origin, expires_in=1)
     signed = await _login(ctx, problems, seen)
-    await _control(origin, expires_in=3600)
+    await fixture_control(origin, expires_in=3600)
     if signed:
-        before = (await _control(origin))["refreshes"]
+        before = (await fixture_control(origin))["refreshes"]
         await anyio.sleep(1.5)
         text = await _task(ctx, 2, server_id, problems)
-        if (await _control(origin))["refreshes"] != before + 1:
+        if (await fixture_control(origin))["refreshes"] != before + 1:
             problems.append("an expired sign-in was not refreshed exactly once at connection start")
         if '"total": 42' not in text and '\\"total\\": 42' not in text:
             problems.append(f"the call after the refresh did not return 42: {text[-300:]}")
-    code, out, err = await _cli(ctx, "mcp", "logout", "secure")
+    code, out, err = await cli(ctx, "mcp", "logout", "secure")
     seen.append(out + err)
     if code != 0 or "signed out of config:secure" not in out:
         problems.append(f"mcp logout exited {code}: {tail(err)}")
@@ -202,10 +213,10 @@ async def _steps(ctx: Context, origin: str, server_id: str, problems: list[str],
         problems.append(f"after logout the call did not fail asking to log in: {text[-300:]}")
     if not await _login(ctx, problems, seen):
         return
-    await _control(origin, issuer_path="/as2")
-    authorized = (await _control(origin))["authorized"]
+    await fixture_control(origin, issuer_path="/as2")
+    authorized = (await fixture_control(origin))["authorized"]
     text = await _task(ctx, 4, server_id, problems)
     if "not used: run `shadowcode mcp login" not in text:
         problems.append(f"after an issuer change the stored sign-in was not refused: {text[-300:]}")
-    if (await _control(origin))["authorized"] != authorized:
+    if (await fixture_control(origin))["authorized"] != authorized:
         problems.append("a sign-in bound to the old issuer was still sent to the server")

@@ -53,37 +53,37 @@ _SECRET = "conformance-secret-5b7e21d9"
 _PY = helper_python()
 
 
-def _result(problems: list[str], success: str, data: dict[str, Any] | None = None) -> CheckResult:
+def check_result(problems: list[str], success: str, data: dict[str, Any] | None = None) -> CheckResult:
     if problems:
         return CheckResult(False, "; ".join(problems), data or {})
     return CheckResult(True, success, data or {})
 
 
-async def _cli(ctx: Context, *args: str, workspace: Path | None = None, stdin: bytes = b"") -> tuple[int, str, str]:
+async def cli(ctx: Context, *args: str, workspace: Path | None = None, stdin: bytes = b"") -> tuple[int, str, str]:
     done = await ctx.run(ctx.target_argv(*args, workspace=workspace), stdin=stdin, timeout_seconds=60)
     out = done.stdout.decode("utf-8", "replace")
     err = done.stderr.decode("utf-8", "replace")
     return (-999 if done.returncode is None else done.returncode), out, err
 
 
-async def _json(ctx: Context, *args: str, workspace: Path | None = None) -> Any:
-    code, out, err = await _cli(ctx, "--json", *args, workspace=workspace)
+async def cli_json(ctx: Context, *args: str, workspace: Path | None = None) -> Any:
+    code, out, err = await cli(ctx, "--json", *args, workspace=workspace)
     if code != 0:
         raise RuntimeError(f"`{' '.join(args)}` exited {code}: {tail(err)}")
     return json.loads(out)
 
 
-async def _model(ctx: Context, tasks: list[dict[str, Any]]) -> None:
+async def add_model(ctx: Context, tasks: list[dict[str, Any]]) -> None:
     script = ctx.scratch / f"model-{time.monotonic_ns()}.json"
     script.write_text(json.dumps({"tasks": tasks}), encoding="utf-8")
-    code, _, err = await _cli(
+    code, _, err = await cli(
         ctx, "models", "add", "scripted", "--provider", "scripted", "--script", str(script), "--default"
     )
     if code != 0:
         raise RuntimeError(f"models add exited {code}: {tail(err)}")
 
 
-def _turns(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def tool_turns(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = [
         {"content": f"step {i}", "tool_calls": [{"name": name, "arguments": args}]}
         for i, (name, args) in enumerate(calls)
@@ -91,33 +91,33 @@ def _turns(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [*turns, {"content": "finished"}]
 
 
-async def _register(ctx: Context, definition: dict[str, Any], workspace: Path, problems: list[str]) -> str | None:
+async def register_server(ctx: Context, definition: dict[str, Any], workspace: Path, problems: list[str]) -> str | None:
     path = ctx.scratch / f"{definition['name']}.json"
     path.write_text(json.dumps(definition), encoding="utf-8")
     try:
-        added = await _json(ctx, "mcp", "add", str(path), workspace=workspace)
-        await _enable(ctx, str(added["id"]), workspace)
+        added = await cli_json(ctx, "mcp", "add", str(path), workspace=workspace)
+        await enable_server(ctx, str(added["id"]), workspace)
     except RuntimeError as exc:
         problems.append(str(exc))
         return None
     return str(added["id"])
 
 
-async def _enable(ctx: Context, server_id: str, workspace: Path) -> None:
-    catalog = await _json(ctx, "mcp", workspace=workspace)
+async def enable_server(ctx: Context, server_id: str, workspace: Path) -> None:
+    catalog = await cli_json(ctx, "mcp", workspace=workspace)
     digest = next(s["hash"] for s in catalog["servers"] if s["id"] == server_id)
-    code, _, err = await _cli(ctx, "mcp", "enable", server_id, "--hash", str(digest), workspace=workspace)
+    code, _, err = await cli(ctx, "mcp", "enable", server_id, "--hash", str(digest), workspace=workspace)
     if code != 0:
         raise RuntimeError(f"mcp enable {server_id} exited {code}: {tail(err)}")
 
 
-async def _trust(ctx: Context, workspace: Path) -> None:
-    code, _, err = await _cli(ctx, "trust", "--level", "workspace", str(workspace), workspace=workspace)
+async def trust_workspace(ctx: Context, workspace: Path) -> None:
+    code, _, err = await cli(ctx, "trust", "--level", "workspace", str(workspace), workspace=workspace)
     if code != 0:
         raise RuntimeError(f"trust exited {code}: {tail(err)}")
 
 
-async def _run_task(
+async def run_task(
     ctx: Context,
     prompt: str,
     workspace: Path,
@@ -143,7 +143,7 @@ async def _run_task(
             tg.start_soon(drain, proc.stderr, bytearray())
             pause = Backoff()
             while proc.returncode is None:
-                pending = (await _json(ctx, "approvals", workspace=workspace))["approvals"]
+                pending = (await cli_json(ctx, "approvals", workspace=workspace))["approvals"]
                 if pending:
                     pause.reset()
                 for approval in pending:
@@ -159,7 +159,7 @@ async def _run_task(
                         approved += 1
                     if on_approval is not None:
                         on_approval(approval)
-                    await _cli(ctx, decision, approval["id"], workspace=workspace)
+                    await cli(ctx, decision, approval["id"], workspace=workspace)
                 with anyio.move_on_after(pause.next()):
                     await proc.wait()
             await proc.wait()
@@ -169,7 +169,7 @@ async def _run_task(
         problems.append(f"{approved} of {len(expected)} expected approvals were asked for")
     try:
         job = json.loads(bytes(out).decode("utf-8") or "null")
-        shown = await _json(ctx, "jobs", str(job["id"]), workspace=workspace)
+        shown = await cli_json(ctx, "jobs", str(job["id"]), workspace=workspace)
     except (ValueError, TypeError, KeyError, RuntimeError) as exc:
         problems.append(f"cannot read the task's outcome: {type(exc).__name__}: {tail(bytes(out))}")
         return {}, []
@@ -196,7 +196,7 @@ def _group_members(pgid: int) -> list[int]:
     return found
 
 
-def _leftovers(events: list[dict[str, Any]], extra_pids: list[int], problems: list[str]) -> None:
+def kill_leftovers(events: list[dict[str, Any]], extra_pids: list[int], problems: list[str]) -> None:
     """Report (and kill) any server process, group member or grandchild still alive."""
     pids = [int(e["data"]["pid"]) for e in events if e["kind"] == "mcp.connected" and e["data"].get("pid")]
     left = sorted({p for pid in pids for p in _group_members(pid)} | {p for p in extra_pids if _alive(p)})
@@ -241,8 +241,8 @@ async def everything(ctx: Context) -> CheckResult:
             False, f"server-everything is not installed ({entry.relative_to(ctx.repo_root)}); run npm ci"
         )
     try:
-        await _trust(ctx, ctx.project)
-        server_id = await _register(
+        await trust_workspace(ctx, ctx.project)
+        server_id = await register_server(
             ctx, {"name": "everything", "command": ["node", str(entry), "stdio"]}, ctx.project, problems
         )
         calls: list[tuple[str, dict[str, Any]]] = [
@@ -251,16 +251,16 @@ async def everything(ctx: Context) -> CheckResult:
             ("mcp__everything__echo", {"message": "conformance"}),
             ("mcp_call", {"server": "everything", "tool": "get-sum", "arguments": {"a": 2, "b": 3}}),
         ]
-        await _model(ctx, [{"match": "everything", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "everything", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if server_id is None:
-        return _result(problems, "")
+        return check_result(problems, "")
     expected = [
         {"server": server_id, "tool": "echo", "arguments": {"message": "conformance"}},
         {"server": server_id, "tool": "get-sum", "arguments": {"a": 2, "b": 3}},
     ]
-    job, events = await _run_task(ctx, "call everything", ctx.project, expected, problems)
+    job, events = await run_task(ctx, "call everything", ctx.project, expected, problems)
     _check_lifecycle(job, events, 1, problems)
     results = _results(events)
     if len(results) != 4 or not all(r["ok"] for r in results):
@@ -272,8 +272,8 @@ async def everything(ctx: Context) -> CheckResult:
             problems.append(f"echo returned {results[2]['summary'][:160]}")
         if "5" not in results[3]["summary"]:
             problems.append(f"get-sum returned {results[3]['summary'][:160]}")
-    _leftovers(events, [], problems)
-    return _result(problems, "listed tools, called echo and get-sum after exact approvals, cleaned up before done")
+    kill_leftovers(events, [], problems)
+    return check_result(problems, "listed tools, called echo and get-sum after exact approvals, cleaned up before done")
 
 
 @check(
@@ -286,8 +286,8 @@ async def python_sdk(ctx: Context) -> CheckResult:
     problems: list[str] = []
     server = ctx.repo_root / "fixtures/servers/python_sdk_server.py"
     try:
-        await _trust(ctx, ctx.project)
-        code, _, err = await _cli(ctx, "secret", "set", "CONFORMANCE_TOKEN", stdin=_SECRET.encode() + b"\n")
+        await trust_workspace(ctx, ctx.project)
+        code, _, err = await cli(ctx, "secret", "set", "CONFORMANCE_TOKEN", stdin=_SECRET.encode() + b"\n")
         if code != 0:
             raise RuntimeError(f"secret set exited {code}: {tail(err)}")
         definition = {
@@ -295,25 +295,25 @@ async def python_sdk(ctx: Context) -> CheckResult:
             "command": [_PY, str(server)],
             "env_refs": {"FIXTURE_TOKEN": "CONFORMANCE_TOKEN"},
         }
-        server_id = await _register(ctx, definition, ctx.project, problems)
+        server_id = await register_server(ctx, definition, ctx.project, problems)
         probes = ["FIXTURE_TOKEN", "OPENAI_API_KEY", "SHADOWCODE_HOME", "LD_LIBRARY_PATH"]
         calls = [("mcp__pysdk__env_value", {"name": n}) for n in probes] + [
             ("mcp__pysdk__add", {"a": 20, "b": 22}),
             ("mcp__pysdk__fail", {"message": "expected failure"}),
             ("mcp__pysdk__record", {"text": "in the project"}),
         ]
-        await _model(ctx, [{"match": "pysdk", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "pysdk", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if server_id is None:
-        return _result(problems, "")
+        return check_result(problems, "")
     expected = [
         {"server": server_id, "tool": name.removeprefix("mcp__pysdk__"), "arguments": args} for name, args in calls
     ]
     ctx.env["OPENAI_API_KEY"] = "provider-key-must-not-pass"
     ctx.env["LD_LIBRARY_PATH"] = str(ctx.scratch)
     try:
-        job, events = await _run_task(ctx, "use pysdk", ctx.project, expected, problems)
+        job, events = await run_task(ctx, "use pysdk", ctx.project, expected, problems)
     finally:
         ctx.env.pop("OPENAI_API_KEY", None)
         ctx.env.pop("LD_LIBRARY_PATH", None)
@@ -336,8 +336,8 @@ async def python_sdk(ctx: Context) -> CheckResult:
     for path in ctx.home.rglob("*"):
         if path.is_file() and path.name != "secrets.json" and _SECRET.encode() in path.read_bytes():
             problems.append(f"the secret value is stored in {path.name}")
-    _leftovers(events, [], problems)
-    return _result(problems, "secret redacted, environment scrubbed, errors and structured results kept, no leak")
+    kill_leftovers(events, [], problems)
+    return check_result(problems, "secret redacted, environment scrubbed, errors and structured results kept, no leak")
 
 
 _HOSTILE_BATCHES: tuple[tuple[tuple[str, str, str], ...], ...] = (
@@ -373,14 +373,14 @@ async def hostile(ctx: Context) -> CheckResult:
         folder = workspace / ".shadowcode/mcp"
         folder.mkdir(parents=True)
         try:
-            await _trust(ctx, workspace)
+            await trust_workspace(ctx, workspace)
             for mode, arg, _ in batch:
                 argv = [_PY, str(fixture), mode, *([arg] if arg else [])]
                 name = mode.replace("_", "-")
                 (folder / f"{name}.json").write_text(
                     json.dumps({"name": name, "command": argv, "timeout_sec": 3}), encoding="utf-8"
                 )
-                await _enable(ctx, f"project:.shadowcode/mcp/{name}.json", workspace)
+                await enable_server(ctx, f"project:.shadowcode/mcp/{name}.json", workspace)
             calls: list[tuple[str, dict[str, Any]]] = [("mcp_tools", {})]
             expected: list[dict[str, Any]] = []
             if index == 2:
@@ -396,10 +396,10 @@ async def hostile(ctx: Context) -> CheckResult:
             # Ask for each server's tools last: the task waits for each start it began at boot (CW-10),
             # so every failure is seen before the task ends.
             calls += [("mcp_tools", {"server": mode.replace("_", "-")}) for mode, _, _ in batch]
-            await _model(ctx, [{"match": f"hostile batch {index}", "turns": _turns(*calls)}])
+            await add_model(ctx, [{"match": f"hostile batch {index}", "turns": tool_turns(*calls)}])
         except RuntimeError as exc:
             return CheckResult(False, f"set-up failed: {exc}")
-        job, events = await _run_task(ctx, f"hostile batch {index}", workspace, expected, problems)
+        job, events = await run_task(ctx, f"hostile batch {index}", workspace, expected, problems)
         if job.get("status") != "done":
             problems.append(f"batch {index}: task ended {job.get('status')!r}: {job.get('error')}")
         notes = " ".join(str(e["data"].get("note")) for e in events if e["kind"] == "task.note")
@@ -432,8 +432,10 @@ async def hostile(ctx: Context) -> CheckResult:
                     problems.append(f"a failed connection was used again: {results[3][:160]}")
             if "eeee" in json.dumps(events):
                 problems.append("server stderr reached the task's events")
-        _leftovers(events, grandchildren, problems)
-    return _result(problems, f"every hostile server ended as named; cleanup outcomes {outcomes}", {"cleanup": outcomes})
+        kill_leftovers(events, grandchildren, problems)
+    return check_result(
+        problems, f"every hostile server ended as named; cleanup outcomes {outcomes}", {"cleanup": outcomes}
+    )
 
 
 @check("external_servers:definitions", covers=["CLI-02", "CLI-03", "CLI-05", "CLI-06"], timeout_seconds=240)
@@ -460,8 +462,8 @@ async def definitions(ctx: Context) -> CheckResult:
             f"name: s{i}\ncommand: [{json.dumps(_PY)}, {json.dumps(str(fixture))}]\n", encoding="utf-8"
         )
     try:
-        await _trust(ctx, ctx.project)
-        catalog = await _json(ctx, "mcp")
+        await trust_workspace(ctx, ctx.project)
+        catalog = await cli_json(ctx, "mcp")
         errors = {s["id"]: s.get("error") or "" for s in catalog["servers"]}
         for def_id, needle in (
             ("project:.shadowcode/mcp/shell.json", "field 'command'"),
@@ -473,47 +475,47 @@ async def definitions(ctx: Context) -> CheckResult:
                 problems.append(f"{def_id} was not refused naming {needle!r}: {errors.get(def_id)!r}")
         if any("nested" in def_id for def_id in errors):
             problems.append(f"a definition in a subfolder was read (no recursion): {sorted(errors)}")
-        stale = await _cli(ctx, "mcp", "enable", "project:.shadowcode/mcp/s0.yaml", "--hash", "0" * 64)
+        stale = await cli(ctx, "mcp", "enable", "project:.shadowcode/mcp/s0.yaml", "--hash", "0" * 64)
         if stale[0] == 0:
             problems.append("enable with a stale hash succeeded")
         for i in range(4):
-            await _enable(ctx, f"project:.shadowcode/mcp/s{i}.yaml", ctx.project)
+            await enable_server(ctx, f"project:.shadowcode/mcp/s{i}.yaml", ctx.project)
         try:
-            await _enable(ctx, "project:.shadowcode/mcp/s4.yaml", ctx.project)
+            await enable_server(ctx, "project:.shadowcode/mcp/s4.yaml", ctx.project)
             problems.append("a fifth server was enabled")
         except RuntimeError:
             pass
         (folder / "s0.yaml").write_text(
             (folder / "s0.yaml").read_text(encoding="utf-8") + "description: edited\n", encoding="utf-8"
         )
-        catalog = await _json(ctx, "mcp")
+        catalog = await cli_json(ctx, "mcp")
         state = {s["id"]: s["grant"]["state"] for s in catalog["servers"]}
         if state.get("project:.shadowcode/mcp/s0.yaml") != "changed":
             problems.append(
                 f"an edited project file is {state.get('project:.shadowcode/mcp/s0.yaml')!r}, not 'changed'"
             )
-        await _model(ctx, [{"match": "review", "turns": [{"content": "nothing"}]}])
-        _, events = await _run_task(ctx, "review check", ctx.project, [], problems)
+        await add_model(ctx, [{"match": "review", "turns": [{"content": "nothing"}]}])
+        _, events = await run_task(ctx, "review check", ctx.project, [], problems)
         notes = " ".join(str(e["data"].get("note")) for e in events if e["kind"] == "task.note")
         if "s0.yaml changed" not in notes:
             problems.append("a new task was not told that a changed definition was left out")
         connected = {e["data"]["server"] for e in events if e["kind"] == "mcp.connected"}
         if "project:.shadowcode/mcp/s0.yaml" in connected:
             problems.append("a changed definition was started by a new task")
-        _leftovers(events, [], problems)
+        kill_leftovers(events, [], problems)
         global_file = ctx.scratch / "g.json"
         global_file.write_text(json.dumps({"name": "g", "command": [_PY, str(fixture)]}), encoding="utf-8")
-        code, _, _ = await _cli(ctx, "mcp", "disable", "project:.shadowcode/mcp/s1.yaml")
-        added = await _json(ctx, "mcp", "add", str(global_file))
-        await _enable(ctx, "config:g", ctx.project)
-        removed = await _cli(ctx, "mcp", "remove", "config:g", "--hash", str(added["hash"]))
-        await _json(ctx, "mcp", "add", str(global_file))
-        state = {s["id"]: s["grant"]["state"] for s in (await _json(ctx, "mcp"))["servers"]}
+        code, _, _ = await cli(ctx, "mcp", "disable", "project:.shadowcode/mcp/s1.yaml")
+        added = await cli_json(ctx, "mcp", "add", str(global_file))
+        await enable_server(ctx, "config:g", ctx.project)
+        removed = await cli(ctx, "mcp", "remove", "config:g", "--hash", str(added["hash"]))
+        await cli_json(ctx, "mcp", "add", str(global_file))
+        state = {s["id"]: s["grant"]["state"] for s in (await cli_json(ctx, "mcp"))["servers"]}
         if code != 0 or removed[0] != 0 or state.get("config:g") != "disabled":
             problems.append(f"disable/remove/re-add: exits {code}, {removed[0]}; config:g is {state.get('config:g')!r}")
     except RuntimeError as exc:
         problems.append(str(exc))
-    return _result(problems, "bad definitions refused, four-server limit and hashes enforced, changes need review")
+    return check_result(problems, "bad definitions refused, four-server limit and hashes enforced, changes need review")
 
 
 @check("external_servers:edited_definition", covers=["CLI-06", "CLI-09", "CLI-10"], timeout_seconds=180)
@@ -526,9 +528,9 @@ async def edited_definition(ctx: Context) -> CheckResult:
     target = folder / "rec.json"
     target.write_text(json.dumps({"name": "rec", "command": [_PY, str(fixture), "plain"]}), encoding="utf-8")
     try:
-        await _trust(ctx, ctx.project)
-        await _enable(ctx, "project:.shadowcode/mcp/rec.json", ctx.project)
-        await _model(ctx, [{"match": "record", "turns": _turns(("mcp__rec__record", {"text": "sent"}))}])
+        await trust_workspace(ctx, ctx.project)
+        await enable_server(ctx, "project:.shadowcode/mcp/rec.json", ctx.project)
+        await add_model(ctx, [{"match": "record", "turns": tool_turns(("mcp__rec__record", {"text": "sent"}))}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
 
@@ -536,7 +538,7 @@ async def edited_definition(ctx: Context) -> CheckResult:
         target.write_text(json.dumps({"name": "rec", "command": [_PY, str(fixture), "ignore_term"]}), encoding="utf-8")
 
     expected = [{"server": "project:.shadowcode/mcp/rec.json", "tool": "record", "arguments": {"text": "sent"}}]
-    job, events = await _run_task(ctx, "record it", ctx.project, expected, problems, on_approval=edit)
+    job, events = await run_task(ctx, "record it", ctx.project, expected, problems, on_approval=edit)
     if job.get("status") != "done":
         problems.append(f"task ended {job.get('status')!r}: {job.get('error')}")
     results = [r["summary"] for r in _results(events)]
@@ -544,5 +546,5 @@ async def edited_definition(ctx: Context) -> CheckResult:
         problems.append(f"the approved call was not refused after the edit: {results}")
     if "mcp.call" in _kinds(events) or (ctx.project / "calls.log").exists():
         problems.append("the call reached the server after its definition changed")
-    _leftovers(events, [], problems)
-    return _result(problems, "the approved call was refused after the edit and nothing reached the server")
+    kill_leftovers(events, [], problems)
+    return check_result(problems, "the approved call was refused after the edit and nothing reached the server")

@@ -28,10 +28,10 @@ from typing import Any, Final
 
 import anyio
 
-from conformance.checks.external_helpers import _expect, _outcome, _results, _task
-from conformance.checks.external_servers import _model, _register, _trust, _turns
+from conformance.checks.external_helpers import expect_results, outcome, run_project_task, tool_results
+from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
 from conformance.context import Context
-from conformance.official import Installed, failures, installed, run_server_scenario
+from conformance.official import Installed, ScenarioRun, failures, installed, run_server_scenario
 from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, SubResult, check
 from conformance.resources import helper_python
@@ -56,7 +56,7 @@ async def listed_and_verified(ctx: Context) -> CheckResult:
     """Skills are listed without reading a file; a verified read passes, a tampered one is refused."""
     problems: list[str] = []
     logs = {v: ctx.scratch / f"reads-{v}.log" for v in _VARIANTS}
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("mcp_resources", {}),
         ("mcp_read_resource", {"server": "good", "uri": "skill://pdf-processing/not-listed.md"}),
         ("mcp_read_resource", {"server": "good", "uri": _PDF}),
@@ -64,24 +64,24 @@ async def listed_and_verified(ctx: Context) -> CheckResult:
     ]
     ids: dict[str, str] = {}
     try:
-        await _trust(ctx, ctx.project)
+        await trust_workspace(ctx, ctx.project)
         for variant in _VARIANTS:
             argv = [helper_python(), str(_fixture(ctx)), "--variant", variant, "--log", str(logs[variant])]
-            found = await _register(ctx, {"name": variant, "command": argv}, ctx.project, problems)
+            found = await register_server(ctx, {"name": variant, "command": argv}, ctx.project, problems)
             if found is not None:
                 ids[variant] = found
-        await _model(ctx, [{"match": "skills", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "skills", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if len(ids) != len(_VARIANTS):
-        return _outcome(problems, "")
+        return outcome(problems, "")
     expected = [
         ("mcp_read_resource", {"server": ids["good"], "uri": _PDF}),
         ("mcp_read_resource", {"server": ids["wrong-digest"], "uri": _FORMS}),
     ]
-    _, events = await _task(ctx, "use the skills", expected, problems)
-    _expect(
-        _results(events),
+    _, events = await run_project_task(ctx, "use the skills", expected, problems)
+    expect_results(
+        tool_results(events),
         [
             (True, '"servers"'),
             (False, "is not one of its listed files; nothing was sent"),
@@ -103,7 +103,7 @@ async def listed_and_verified(ctx: Context) -> CheckResult:
     reads = {v: (logs[v].read_text(encoding="utf-8").split() if logs[v].exists() else []) for v in _VARIANTS}
     if reads != {"good": [_PDF], "wrong-digest": [_FORMS], "dotdot": [], "limits": []}:
         problems.append(f"the servers saw other reads than the two approved ones: {reads}")
-    return _outcome(problems, "skills listed without a read; SKILL.md verified; wrong digest, '..' and 513 refused")
+    return outcome(problems, "skills listed without a read; SKILL.md verified; wrong digest, '..' and 513 refused")
 
 
 def _listing_problems(ids: dict[str, str], listed: dict[str, Any], problems: list[str]) -> None:
@@ -117,11 +117,13 @@ def _listing_problems(ids: dict[str, str], listed: dict[str, Any], problems: lis
         if got is None:
             problems.append(f"no mcp.skills event for {variant}")
             continue
-        if not kept <= set(got.get("kept") or []):
+        kept_uris: list[str] = got.get("kept") or []
+        skipped_entries: list[dict[str, Any]] = got.get("skipped") or []
+        if not kept <= set(kept_uris):
             problems.append(f"{variant}: expected {sorted(kept)} kept, got {got.get('kept')}")
-        reasons = {s.get("uri"): str(s.get("reason")) for s in got.get("skipped") or []}
+        reasons = {s.get("uri"): str(s.get("reason")) for s in skipped_entries}
         for uri, reason in skipped.items():
-            if uri in (got.get("kept") or []) or reason not in reasons.get(uri, ""):
+            if uri in kept_uris or reason not in reasons.get(uri, ""):
                 problems.append(f"{variant}: expected {uri} skipped for {reason!r}, got {reasons.get(uri)!r}")
 
 
@@ -138,6 +140,7 @@ def _package(ctx: Context) -> Installed | str:
 async def _scenario(ctx: Context, tool: Installed, scenario: str, mode: str) -> SubResult:
     name = f"official:skills:{scenario}:{mode}"
     out = bytearray()
+    run: ScenarioRun | None = None
     async with ctx.spawn([helper_python(), str(_fixture(ctx)), mode]) as proc, anyio.create_task_group() as tg:
         port = await announced_port(proc, tg, out)
         if port is None:
@@ -147,6 +150,8 @@ async def _scenario(ctx: Context, tool: Installed, scenario: str, mode: str) -> 
         run = await run_server_scenario(ctx, tool, url, scenario, _SCENARIO_SECONDS)
         tg.cancel_scope.cancel()
     shutil.rmtree(ctx.scratch / "official" / scenario, ignore_errors=True)  # the next mode's results go there
+    if run is None:  # the task group ended the block before the package ran
+        return SubResult(name, ("CW-09",), False, f"the conformance package did not run: {tail(out)}")
     judged = run.judged()
     problems = failures(run.checks) + ([] if judged else [f"no check was made: {run.log()}"])
     detail = "; ".join(problems) or f"{len(judged)} package checks SUCCESS"

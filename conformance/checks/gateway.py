@@ -31,11 +31,11 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -71,6 +71,7 @@ _BODY_MAX_BYTES = 1024 * 1024
 _HEADER_DEADLINE_SECONDS = 5.0
 """GW-07: seconds to receive a request head."""
 _PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -105,7 +106,7 @@ async def _keep(stream: anyio.abc.ByteReceiveStream | None, sink: bytearray, see
 
 
 @asynccontextmanager
-async def _gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
+async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
     """Start the target's gateway and wait for its address; it is killed when the block ends.
 
     Raises:
@@ -189,7 +190,7 @@ async def _exchange(gw: Gateway, raw: bytes) -> int:
         return _status(await _read(stream))
 
 
-async def _stop(gw: Gateway, sig: int = signal.SIGTERM) -> int | None:
+async def _stop(gw: Gateway, sig: signal.Signals = signal.SIGTERM) -> int | None:
     with suppress(ProcessLookupError):
         gw.proc.send_signal(sig)
     with anyio.move_on_after(40):
@@ -204,7 +205,7 @@ async def _stop(gw: Gateway, sig: int = signal.SIGTERM) -> int | None:
 async def startup(ctx: Context) -> CheckResult:
     """The ready address comes on stderr, stdout stays empty, stdin EOF is ignored, SIGTERM stops it."""
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             if gw.proc.stdin is not None:
                 await gw.proc.stdin.aclose()
             with anyio.fail_after(_REQUEST_SECONDS):
@@ -212,7 +213,7 @@ async def startup(ctx: Context) -> CheckResult:
                     await anyio.sleep(0.05)
             status = await _exchange(gw, _raw(gw))
             code = await _stop(gw)
-            problems = []
+            problems: list[str] = []
             if status != 200:
                 problems.append(f"an authenticated ping after stdin EOF answered {status}")
             if code != 0:
@@ -287,7 +288,7 @@ async def _refused_start(ctx: Context, bind: str, *, token: str, extra: tuple[st
 
     argv = ctx.serve_argv("--http", bind, *(extra or ("--token-env", _TOKEN_ENV)))
     done = await run_command(argv, env={**ctx.env, _TOKEN_ENV: token}, cwd=ctx.cwd, timeout_seconds=30)
-    problems = []
+    problems: list[str] = []
     if done.returncode != 2:
         problems.append(f"exit {done.returncode}, expected 2")
     if done.stdout:
@@ -306,7 +307,7 @@ async def refusals(ctx: Context) -> CheckResult:
         subs.append(SubResult(f"gateway:refusals:{name}", covers, ok, detail))
 
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             own = f"{gw.host}:{gw.port}"
             other = f"{gw.host}:{gw.port + 1 if gw.port < 65535 else gw.port - 1}"
             padded = b'{"jsonrpc":"2.0","id":1,"method":"ping","pad":"' + b"x" * _BODY_MAX_BYTES + b'"}'
@@ -346,6 +347,7 @@ async def refusals(ctx: Context) -> CheckResult:
             # machine may open fewer than 128 connections a second): one that took more than a
             # second with no 429 is sent again, at most _FLOOD_ATTEMPTS in all.
             slow: list[str] = []
+            refused, others, seconds = 0, 0, 0.0  # _FLOOD_ATTEMPTS bursts (at least one) set these
             for _ in range(_FLOOD_ATTEMPTS):
                 refused, others, seconds = await _request_flood(gw)
                 if refused or seconds <= 1.0:
@@ -381,7 +383,7 @@ async def refusals(ctx: Context) -> CheckResult:
         add(name, ("GW-03",), ok, detail)
     for name, value in (("start_token_32", "b" * 32), ("start_token_512", "c" * 512)):
         try:
-            async with _gateway(ctx, token=value) as edge:
+            async with start_gateway(ctx, token=value) as edge:
                 got = await _exchange(edge, _raw(edge))
             add(name, ("GW-03",), got == 200, f"with a {len(value)}-character token a request was answered {got}")
         except* AssertionError as group:  # raised inside the gateway's task group, so it may come wrapped
@@ -406,7 +408,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
     found: dict[str, Any] = {}
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             for mode in ("auto", "legacy"):
                 http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {gw.token}"}, timeout=_REQUEST_SECONDS)
                 async with http:
@@ -453,7 +455,7 @@ async def _node_probe(ctx: Context, probe: str) -> CheckResult:
     from conformance.processes import run_command
 
     try:
-        async with _gateway(ctx, "--allow-write", "--allow-approvals") as gw:
+        async with start_gateway(ctx, "--allow-write", "--allow-approvals") as gw:
             budget = max(10.0, ctx.remaining() - 15)
             argv = [node, str(script), "--url", gw.url, "--token-env", _TOKEN_ENV,
                     "--workspace", str(ctx.project), "--timeout-ms", str(int(budget * 1000))]  # fmt: skip
@@ -502,7 +504,7 @@ async def inspector_cli(ctx: Context) -> CheckResult:
             False, "node_probes/node_modules/.bin/mcp-inspector-cli is missing; run npm ci in node_probes"
         )
     try:
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             argv = [str(cli), "--cli", gw.url, "--transport", "http", "--header",
                     f"Authorization: Bearer {gw.token}", "--method", "tools/list"]  # fmt: skip
             # The CLI looks for "../package.json" relative to its working directory but imports it
@@ -587,10 +589,10 @@ def _logged(log: Path, task_id: str | None = None) -> int:
     return len([x for x in lines if task_id is None or x.get("task_id") == task_id])
 
 
-async def _wait(what: str, probe: Any, bound: float) -> Any:
+async def _wait(what: str, probe: Callable[[], Awaitable[_T]], bound: float) -> _T:
     with anyio.move_on_after(bound):
         while True:
-            found = await probe() if callable(probe) else probe
+            found = await probe()
             if found:
                 return found
             await anyio.sleep(0.1)
@@ -630,7 +632,7 @@ async def kill_scenario(ctx: Context) -> CheckResult:
                 unrelated = await _cli_json(ctx, "run", "--detach", "--model", "busy", "unrelated work")
                 facts["unrelated"] = unrelated["job_id"]
                 await _wait("the busy model's first request", _sync(lambda: _logged(busy_log) >= 1), 30)
-                async with _gateway(ctx, "--allow-write", "--allow-approvals") as gw:
+                async with start_gateway(ctx, "--allow-write", "--allow-approvals") as gw:
                     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {gw.token}"}, timeout=30)
                     async with http, Client(streamable_http_client(gw.url, http_client=http)) as client:
                         facts["command_job"] = await _owned_command(client, pidfile)
@@ -674,7 +676,7 @@ async def kill_scenario(ctx: Context) -> CheckResult:
             if engine.stderr is not None:
                 with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await engine.stderr.aclose()
-    problems = []
+    problems: list[str] = []
     if facts.get("queued_status_before") not in ("queued", "running"):
         problems.append(f"the second owned task was {facts.get('queued_status_before')} before the kill")
     if facts.get("unrelated_after_kill") != "running":
@@ -749,7 +751,7 @@ async def dropped_request_keeps_job(ctx: Context) -> CheckResult:
             raise AssertionError(f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
         script = {"tasks": [{"match": "", "turns": [{"content": "thought it over", "delay_seconds": 1.5}]}]}
         await _models(ctx, {"slow": log}, {"slow": script})
-        async with _gateway(ctx) as gw:
+        async with start_gateway(ctx) as gw:
             params = {"name": "shadow_run", "arguments": {"prompt": "take your time", "model": "slow"}}
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
             raw = _raw(gw, body=body, extra=(("MCP-Protocol-Version", LEGACY_REVISIONS[-1]),))

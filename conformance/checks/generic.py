@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anyio
 
-from conformance.checks.stdio_limits import _Session, raw_session
+from conformance.checks.stdio_limits import StdioSession, raw_session
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from conformance.json_values import json_object, json_objects
 from conformance.registry import CheckResult, check
 from conformance.verdicts import JSONRPC, Weight, spec
 
@@ -66,7 +67,7 @@ _DISCOVER: Final = spec(MODERN_REVISION, "server/discover")
 _PING: Final = f"{spec('2025-11-25', 'basic/utilities/ping')} ; {JSONRPC}#response_object"
 _SHUTDOWN: Final = spec("2025-11-25", "basic/lifecycle#shutdown")
 _BATCHING: Final = spec(_BATCH_REVISION, "basic#batching")
-_ENVELOPE: Final = {
+_ENVELOPE: Final[dict[str, Any]] = {
     "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
@@ -95,7 +96,7 @@ def _discover(ident: Any) -> bytes:
 _INITIALIZED = _frame({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
 
-def _server(ctx: Context) -> AbstractAsyncContextManager[_Session]:
+def _server(ctx: Context) -> AbstractAsyncContextManager[StdioSession]:
     """The target command exactly as given, spoken to raw."""
     return raw_session(ctx, list(ctx.target), _CLOSE_SECONDS)
 
@@ -130,7 +131,7 @@ def _names_modern(answer: dict[str, Any] | None) -> bool:
     return bool(answer) and isinstance(answer.get("result"), dict) and MODERN_REVISION in json.dumps(answer["result"])
 
 
-async def _open(s: _Session, problems: list[str]) -> _Peer | None:
+async def _open(s: StdioSession, problems: list[str]) -> _Peer | None:
     """``initialize`` + ``initialized``, or, when ``initialize`` is refused with an error and
     ``server/discover`` names 2026-07-28, that revision without a handshake; None with a problem
     noted when neither works."""
@@ -149,13 +150,13 @@ async def _open(s: _Session, problems: list[str]) -> _Peer | None:
     return None
 
 
-async def _error_reply(s: _Session) -> dict[str, Any] | None:
+async def _error_reply(s: StdioSession) -> dict[str, Any] | None:
     """The next error response with id null, skipping notifications (None when none comes in time)."""
     with suppress(TimeoutError):
         while (line := await s.line(_ANSWER_SECONDS)) is not None:
             with suppress(ValueError):
-                doc = json.loads(line)
-                if isinstance(doc, dict) and "error" in doc and doc.get("id") is None:
+                doc = json_object(json.loads(line))
+                if doc is not None and "error" in doc and doc.get("id") is None:
                     return doc
     return None
 
@@ -165,13 +166,27 @@ def _answered(answer: dict[str, Any] | None) -> bool:
 
 
 def _code(answer: dict[str, Any] | None) -> Any:
-    return ((answer or {}).get("error") or {}).get("code")
+    error: dict[str, Any] = (answer or {}).get("error") or {}
+    return error.get("code")
+
+
+def _result(answer: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``result`` object of an answer ({} when it has none)."""
+    result: dict[str, Any] = (answer or {}).get("result") or {}
+    return result
 
 
 _KW: Final[dict[str, Any]] = {"profile": PROFILE, "timeout_seconds": 40}
 
 
-@check("generic:stdout_purity", covers=["SRV-01"], **{**_KW, "timeout_seconds": 60}, weight=Weight.MUST, source=_STDIO)
+@check(
+    "generic:stdout_purity",
+    covers=["SRV-01"],
+    profile=PROFILE,
+    timeout_seconds=60,
+    weight=Weight.MUST,
+    source=_STDIO,
+)
 async def stdout_purity(ctx: Context) -> CheckResult:
     """Handshake, pings and (when declared) ``tools/list``: every request answered, stdout only JSON-RPC."""
     problems: list[str] = []
@@ -192,7 +207,8 @@ async def stdout_purity(ctx: Context) -> CheckResult:
 @check(
     "generic:legacy_handshakes",
     covers=["SRV-03"],
-    **{**_KW, "timeout_seconds": 90},
+    profile=PROFILE,
+    timeout_seconds=90,
     weight=Weight.MUST,
     source=_NEGOTIATION,
     revisions=LEGACY_REVISIONS,
@@ -210,7 +226,7 @@ async def legacy_handshakes(ctx: Context) -> CheckResult:
         async with _server(ctx) as s:
             await s.send(_initialize(1, revision))
             answer = await s.response(1)
-            got = ((answer or {}).get("result") or {}).get("protocolVersion")
+            got = _result(answer).get("protocolVersion")
             landed[revision] = got
             refused += answer is not None and "error" in answer
             if got not in LEGACY_REVISIONS:
@@ -251,7 +267,7 @@ async def modern_discover(ctx: Context) -> CheckResult:
         if _code(answer) == _METHOD_NOT_FOUND and not s.problems():
             await s.send(_initialize(2))
             hello = await s.response(2)
-            spoke = ((hello or {}).get("result") or {}).get("protocolVersion")
+            spoke = _result(hello).get("protocolVersion")
             return CheckResult.not_applicable(
                 f"server/discover answered -32601 (method not found): the server does not claim {MODERN_REVISION}"
                 + (f"; initialize lands on {spoke}" if spoke else "")
@@ -378,14 +394,17 @@ async def large_id_echoed(ctx: Context) -> CheckResult:
         return s.verdict(problems, "an id past 2**53 echoed exactly; a duplicate id did no harm")
 
 
-async def _batch_reply(s: _Session, idents: tuple[int, ...]) -> dict[str, Any] | list[Any] | None:
+async def _batch_reply(s: StdioSession, idents: tuple[int, ...]) -> dict[str, Any] | list[Any] | None:
     """The first answer to a batch: an array, an error, or a response naming one of ``idents``."""
     with suppress(TimeoutError):
         while (line := await s.line(_ANSWER_SECONDS)) is not None:
             with suppress(ValueError):
                 doc = json.loads(line)
-                if isinstance(doc, list) or (isinstance(doc, dict) and ("error" in doc or doc.get("id") in idents)):
-                    return doc
+                if isinstance(doc, list):
+                    return cast("list[Any]", doc)
+                found = json_object(doc)
+                if found is not None and ("error" in found or found.get("id") in idents):
+                    return found
     return None
 
 
@@ -430,7 +449,7 @@ async def batch_of_2025_03_26(ctx: Context) -> CheckResult:
     async with _server(ctx) as s:
         await s.send(_initialize(0, _BATCH_REVISION))
         answer = await s.response(0)
-        landed = ((answer or {}).get("result") or {}).get("protocolVersion")
+        landed = _result(answer).get("protocolVersion")
         if landed != _BATCH_REVISION:
             if answer is None or s.problems():
                 return s.verdict([f"initialize with {_BATCH_REVISION} got {answer!r:.200}"], "")
@@ -441,7 +460,7 @@ async def batch_of_2025_03_26(ctx: Context) -> CheckResult:
         await s.send(_INITIALIZED)
         await s.send(b'[{"jsonrpc":"2.0","id":11,"method":"ping"},{"jsonrpc":"2.0","id":12,"method":"ping"}]\n')
         reply = await _batch_reply(s, (11, 12))
-        ids = sorted(str(r.get("id")) for r in reply if isinstance(r, dict)) if isinstance(reply, list) else []
+        ids = sorted(str(r.get("id")) for r in json_objects(reply))
         if ids != ["11", "12"]:
             problems.append(f"a batch of two pings got {reply!r:.200}, expected an array answering ids 11 and 12")
         return s.verdict(problems, f"on {_BATCH_REVISION} a batch of two pings got an array with both answers")
@@ -515,7 +534,8 @@ async def closed_stdout_exits(ctx: Context) -> CheckResult:
 @check(
     "generic:pings_paced_answered",
     covers=["SRV-01"],
-    **{**_KW, "timeout_seconds": 60},
+    profile=PROFILE,
+    timeout_seconds=60,
     weight=Weight.MUST,
     source=_PING,
 )

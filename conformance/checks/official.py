@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from conformance.bridge import StdioBridge
-from conformance.checks.gateway import _gateway
+from conformance.checks.gateway import start_gateway
 from conformance.context import MODERN_REVISION, Context
 from conformance.official import (
     ALPHA_VERSION,
@@ -192,7 +192,7 @@ async def _endpoint(ctx: Context) -> AsyncGenerator[_Endpoint | CheckResult, Non
         else:
             yield CheckResult.not_asked("not run: official server scenarios need --url or --target")
         return
-    async with _gateway(ctx) as gw:
+    async with start_gateway(ctx) as gw:
         with BearerProxy(gw.url, gw.token) as proxy:
             yield _Endpoint(proxy.url)
 

@@ -25,8 +25,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.external_helpers import _outcome
-from conformance.checks.external_servers import _cli, _json, _leftovers, _model, _run_task, _trust, _turns
+from conformance.checks.external_helpers import outcome
+from conformance.checks.external_servers import (
+    add_model,
+    cli,
+    cli_json,
+    kill_leftovers,
+    run_task,
+    tool_turns,
+    trust_workspace,
+)
 from conformance.context import Context
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
@@ -46,7 +54,7 @@ def _bundle(ctx: Context, folder: Path, servers: dict[str, Any]) -> Path:
 
 
 def _review_problems(review: dict[str, Any], bundle: Path, problems: list[str]) -> None:
-    servers = review.get("servers") or []
+    servers: list[dict[str, Any]] = review.get("servers") or []
     if len(servers) != 1:
         problems.append(f"review shows {len(servers)} servers, expected 1")
         return
@@ -76,18 +84,20 @@ async def drift_and_revoke(ctx: Context) -> CheckResult:
         ("mcp_call", {"server": _ECHO, "tool": "echo", "arguments": {"text": "after drift"}}),
     ]
     try:
-        await _trust(ctx, ctx.project)
-        review = await _json(ctx, "plugin", "review", str(bundle), workspace=ctx.project)
+        await trust_workspace(ctx, ctx.project)
+        review = await cli_json(ctx, "plugin", "review", str(bundle), workspace=ctx.project)
         _review_problems(review, bundle, problems)
-        trusted = await _json(ctx, "plugin", "trust", str(bundle), "--digest", review["digest"], workspace=ctx.project)
-        catalog = await _json(ctx, "mcp", workspace=ctx.project)
+        trusted = await cli_json(
+            ctx, "plugin", "trust", str(bundle), "--digest", review["digest"], workspace=ctx.project
+        )
+        catalog = await cli_json(ctx, "mcp", workspace=ctx.project)
         staged = [s["grant"]["state"] for s in catalog["servers"] if s["id"] == _ECHO_ID]
         if trusted.get("state") != "trusted" or staged != ["disabled"]:
             problems.append(f"trust did not stage without enabling: {trusted.get('state')}, catalog {staged}")
-        enabled = await _json(ctx, "plugin", "enable", "notes", workspace=ctx.project)
+        enabled = await cli_json(ctx, "plugin", "enable", "notes", workspace=ctx.project)
         if enabled.get("servers") != [_ECHO_ID]:
             problems.append(f"enable attached {enabled.get('servers')}")
-        await _model(ctx, [{"match": "plugin", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "plugin", "turns": tool_turns(*calls)}])
     except (RuntimeError, KeyError) as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     seen: list[str] = []
@@ -99,7 +109,7 @@ async def drift_and_revoke(ctx: Context) -> CheckResult:
                 handle.write("# edited after trust\n")
 
     expected = [{"server": _ECHO_ID, "tool": "echo", "arguments": c[1]["arguments"]} for c in calls]
-    job, events = await _run_task(ctx, "call the plugin", ctx.project, expected, problems, edit_on_second)
+    job, events = await run_task(ctx, "call the plugin", ctx.project, expected, problems, edit_on_second)
     if job.get("status") != "done":
         problems.append(f"task ended {job.get('status')!r}: {job.get('error')}")
     results = [e["data"] for e in events if e["kind"] == "tool.result"]
@@ -115,12 +125,12 @@ async def drift_and_revoke(ctx: Context) -> CheckResult:
     if kinds.count("mcp.call") != 1 or "mcp.plugin_withdrawn" not in kinds:
         problems.append(f"expected one mcp.call and an mcp.plugin_withdrawn, got {kinds.count('mcp.call')} calls")
     try:
-        listed = await _json(ctx, "plugin", "list", workspace=ctx.project)
+        listed = await cli_json(ctx, "plugin", "list", workspace=ctx.project)
         if [p["state"] for p in listed["plugins"]] != ["drifted"]:
             problems.append(f"plugin list after the edit: {[p['state'] for p in listed['plugins']]}")
-        revoked = await _json(ctx, "plugin", "revoke", "notes", workspace=ctx.project)
-        catalog = await _json(ctx, "mcp", workspace=ctx.project)
-        after = await _json(ctx, "plugin", "list", workspace=ctx.project)
+        revoked = await cli_json(ctx, "plugin", "revoke", "notes", workspace=ctx.project)
+        catalog = await cli_json(ctx, "mcp", workspace=ctx.project)
+        after = await cli_json(ctx, "plugin", "list", workspace=ctx.project)
     except RuntimeError as exc:
         return CheckResult(False, f"after the task: {exc}")
     if revoked.get("state") != "revoked" or revoked.get("grants_revoked") != 1:
@@ -128,8 +138,8 @@ async def drift_and_revoke(ctx: Context) -> CheckResult:
     left = [s["id"] for s in catalog["servers"] if str(s["id"]).startswith("plugin:")]
     if left or after["plugins"]:
         problems.append(f"after revoke the catalog still lists {left} and plugin list {after['plugins']}")
-    _leftovers(events, [], problems)
-    return _outcome(problems, "called after approval; refused for drift with nothing sent; revoke left nothing")
+    kill_leftovers(events, [], problems)
+    return outcome(problems, "called after approval; refused for drift with nothing sent; revoke left nothing")
 
 
 @check("plugins:oauth_refused", covers=["CW-12"], timeout_seconds=60)
@@ -143,13 +153,13 @@ async def oauth_refused(ctx: Context) -> CheckResult:
     }
     bundle = _bundle(ctx, ctx.scratch / "bundle-oauth", {"remote": remote})
     for args in (("plugin", "review", str(bundle)), ("plugin", "trust", str(bundle), "--digest", "0" * 64)):
-        code, out, err = await _cli(ctx, *args, workspace=ctx.project)
+        code, out, err = await cli(ctx, *args, workspace=ctx.project)
         if code != 2 or out or "cannot use MCP OAuth" not in err:
             problems.append(f"`{args[1]}` exited {code} with stdout {out[:100]!r}, stderr {err[:200]!r}")
     try:
-        listed = await _json(ctx, "plugin", "list", workspace=ctx.project)
+        listed = await cli_json(ctx, "plugin", "list", workspace=ctx.project)
     except RuntimeError as exc:
         return CheckResult(False, str(exc))
     if listed["plugins"]:
         problems.append(f"something was trusted: {listed['plugins']}")
-    return _outcome(problems, "review and trust refuse a plugin remote declaring OAuth; nothing trusted")
+    return outcome(problems, "review and trust refuse a plugin remote declaring OAuth; nothing trusted")

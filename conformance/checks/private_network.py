@@ -22,8 +22,8 @@ import socket
 
 import anyio
 
-from conformance.checks.external_helpers import _outcome, _results, _task
-from conformance.checks.external_servers import _model, _register, _trust, _turns
+from conformance.checks.external_helpers import outcome, run_project_task, tool_results
+from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
 from conformance.context import Context
 from conformance.processes import announced_port, tail
 from conformance.registry import CheckResult, check
@@ -71,15 +71,15 @@ async def loopback_name(ctx: Context) -> CheckResult:
         ]
         ids: dict[str, str] = {}
         try:
-            await _trust(ctx, ctx.project)
+            await trust_workspace(ctx, ctx.project)
             for server_name, allow in (("refused", False), ("allowed", True)):
                 doc = {"name": server_name, "url": url, "lazy": True}
-                got = await _register(
+                got = await register_server(
                     ctx, doc | ({"allow_private_network": True} if allow else {}), ctx.project, problems
                 )
                 if got is not None:
                     ids[server_name] = got
-            await _model(ctx, [{"match": "private", "turns": _turns(*calls)}])
+            await add_model(ctx, [{"match": "private", "turns": tool_turns(*calls)}])
             settings = ctx.home / "profiles" / "default" / "settings.json"
             doc = json.loads(settings.read_text(encoding="utf-8"))
             doc["mcp"] = {"network_hosts": [name]}
@@ -89,8 +89,8 @@ async def loopback_name(ctx: Context) -> CheckResult:
             return CheckResult(False, f"set-up failed: {exc}")
         if len(ids) == 2:
             expected = [("mcp_call", {"server": ids["allowed"], "tool": "echo", "arguments": {"text": "pinned"}})]
-            _, events = await _task(ctx, "private names", expected, problems)
-            results = _results(events)
+            _, events = await run_project_task(ctx, "private names", expected, problems)
+            results = tool_results(events)
             if len(results) != 2:
                 problems.append(f"{len(results)} tool results for 2 calls")
             else:
@@ -103,4 +103,4 @@ async def loopback_name(ctx: Context) -> CheckResult:
             if connected != [ids["allowed"]]:
                 problems.append(f"expected only the opted-in server connected, got {connected}")
         tg.cancel_scope.cancel()
-    return _outcome(problems, f"{name} (loopback) refused without allow_private_network, reached with it")
+    return outcome(problems, f"{name} (loopback) refused without allow_private_network, reached with it")

@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.external_helpers import _outcome, _results, _task
-from conformance.checks.external_servers import _model, _register, _trust, _turns
+from conformance.checks.external_helpers import outcome, run_project_task, tool_results
+from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
 from conformance.context import Context
 from conformance.registry import CheckResult, check
 from conformance.resources import helper_python
@@ -53,7 +53,7 @@ async def lazy_and_background(ctx: Context) -> CheckResult:
         "heavy": {"command": _flagged(ctx, flags["heavy"], "plain"), "lazy": True},
         "needed": {"command": _flagged(ctx, flags["needed"], "plain"), "lazy": True},
     }
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("mcp_tools", {}),
         ("mcp_call", {"server": "needed", "tool": "echo", "arguments": {"text": "on demand"}}),
         ("mcp_tools", {"server": "eager"}),
@@ -61,18 +61,18 @@ async def lazy_and_background(ctx: Context) -> CheckResult:
     ]
     ids: dict[str, str] = {}
     try:
-        await _trust(ctx, ctx.project)
+        await trust_workspace(ctx, ctx.project)
         for name, doc in definitions.items():
-            found = await _register(ctx, {"name": name} | doc, ctx.project, problems)
+            found = await register_server(ctx, {"name": name} | doc, ctx.project, problems)
             if found is not None:
                 ids[name] = found
-        await _model(ctx, [{"match": "boot", "turns": _turns(*calls)}])
+        await add_model(ctx, [{"match": "boot", "turns": tool_turns(*calls)}])
     except RuntimeError as exc:
         return CheckResult(False, f"set-up failed: {exc}")
     if len(ids) != len(definitions):
-        return _outcome(problems, "")
+        return outcome(problems, "")
     expected = [("mcp_call", {"server": ids["needed"], "tool": "echo", "arguments": {"text": "on demand"}})]
-    _, events = await _task(ctx, "boot the servers", expected, problems)
+    _, events = await run_project_task(ctx, "boot the servers", expected, problems)
     kinds = [e["kind"] for e in events]
     eager_connected = [
         i for i, e in enumerate(events) if e["kind"] == "mcp.connected" and e["data"]["server"] == ids["eager"]
@@ -86,9 +86,9 @@ async def lazy_and_background(ctx: Context) -> CheckResult:
         problems.append("the lazy server no task needed was started")
     if not flags["eager"].exists() or not flags["needed"].exists():
         problems.append("eager or needed never started")
-    results = _results(events)
+    results = tool_results(events)
     if len(results) != 4:
-        return _outcome(problems + [f"{len(results)} tool results for 4 calls"], "")
+        return outcome(problems + [f"{len(results)} tool results for 4 calls"], "")
     first, last = _states(results[0][1], problems), _states(results[3][1], problems)
     want_first = {"eager": ("connecting", False), "heavy": ("not connected", True), "needed": ("not connected", True)}
     want_last = {"eager": ("connected", False), "heavy": ("not connected", True), "needed": ("connected", True)}
@@ -100,4 +100,4 @@ async def lazy_and_background(ctx: Context) -> CheckResult:
         problems.append(f"the lazy server's call did not answer: {results[1][1][:200]}")
     if not results[2][0] or '"echo"' not in results[2][1]:
         problems.append(f"eager's tool list was not given once it connected: {results[2][1][:200]}")
-    return _outcome(problems, "first request not held; lazy server started only for its call; the unneeded one never")
+    return outcome(problems, "first request not held; lazy server started only for its call; the unneeded one never")

@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.external_servers import _cli, _enable, _result, _trust
+from conformance.checks.external_servers import check_result, cli, enable_server, trust_workspace
 from conformance.context import Context
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
@@ -56,7 +56,7 @@ def _servers(ctx: Context) -> list[list[tuple[str, list[str], str]]]:
 
 
 async def _validate(ctx: Context, workspace: Path, problems: list[str]) -> dict[str, dict[str, Any]]:
-    code, out, err = await _cli(ctx, "--json", "mcp", "validate", workspace=workspace)
+    code, out, err = await cli(ctx, "--json", "mcp", "validate", workspace=workspace)
     if code not in (0, 1):
         problems.append(f"mcp validate exited {code}: {tail(err)}")
         return {}
@@ -82,12 +82,12 @@ async def stdio_discovery(ctx: Context) -> CheckResult:
         folder = workspace / ".shadowcode/mcp"
         folder.mkdir(parents=True)
         try:
-            await _trust(ctx, workspace)
+            await trust_workspace(ctx, workspace)
             for name, argv, _ in servers:
                 (folder / f"{name}.json").write_text(
                     json.dumps({"name": name, "command": argv, "timeout_sec": 30}), encoding="utf-8"
                 )
-                await _enable(ctx, f"project:.shadowcode/mcp/{name}.json", workspace)
+                await enable_server(ctx, f"project:.shadowcode/mcp/{name}.json", workspace)
         except RuntimeError as exc:
             return CheckResult(False, f"set-up failed: {exc}")
         report = await _validate(ctx, workspace, problems)
@@ -109,4 +109,4 @@ async def stdio_discovery(ctx: Context) -> CheckResult:
     if exit_probes != 1:
         problems.append(f"the server that exits when probed was probed {exit_probes} times, expected once")
     shown = ", ".join(f"{name} {revision}" for name, revision in seen.items())
-    return _result(problems, f"negotiated: {shown}", {"revisions": seen})
+    return check_result(problems, f"negotiated: {shown}", {"revisions": seen})

@@ -89,7 +89,7 @@ def _ping_of_size(ident: int, size: int) -> bytes:
     return head.replace('"pad": ""', '"pad": "' + "x" * (size - len(head)) + '"').encode("utf-8")
 
 
-class _Session:
+class StdioSession:
     """One target process: raw sends, checked stdout lines, drained stderr."""
 
     def __init__(self, proc: Process) -> None:
@@ -180,7 +180,7 @@ class _Session:
 @asynccontextmanager
 async def raw_session(
     ctx: Context, argv: list[str], close_seconds: float = _CLOSE_GRACE_SECONDS
-) -> AsyncGenerator[_Session, None]:
+) -> AsyncGenerator[StdioSession, None]:
     """``argv`` started and spoken to raw; on the way out its stdin is closed and its exit awaited.
 
     Args:
@@ -189,7 +189,7 @@ async def raw_session(
         close_seconds: how long to wait for the exit after stdin closes (the run kills it after).
     """
     async with ctx.spawn(argv) as proc, anyio.create_task_group() as tg:
-        session = _Session(proc)
+        session = StdioSession(proc)
         tg.start_soon(drain, proc.stderr, session.stderr)
         try:
             yield session
@@ -202,11 +202,11 @@ async def raw_session(
             tg.cancel_scope.cancel()
 
 
-def _serve(ctx: Context) -> AbstractAsyncContextManager[_Session]:
+def _serve(ctx: Context) -> AbstractAsyncContextManager[StdioSession]:
     return raw_session(ctx, ctx.serve_argv())
 
 
-async def _closed_with_reason(session: _Session, what: str) -> list[str]:
+async def _closed_with_reason(session: StdioSession, what: str) -> list[str]:
     if not await session.closes():
         return [f"{what}: the connection stayed open"]
     if not session.said_why():

@@ -219,9 +219,9 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 @asynccontextmanager
 async def gateway_client(ctx: Context, *flags: str) -> AsyncGenerator[tuple[HttpClient, Any], None]:
     """A gateway of the target and a client of it; yields ``(client, gateway)``."""
-    from conformance.checks.gateway import _gateway
+    from conformance.checks.gateway import start_gateway
 
-    async with _gateway(ctx, *flags) as gw:
+    async with start_gateway(ctx, *flags) as gw:
         yield HttpClient(gw.url, gw.token), gw
 
 
