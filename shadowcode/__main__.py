@@ -168,12 +168,19 @@ def _front(argv: list[str], manifest: Manifest | None) -> int | None:
         return None
     from shadowcode.mcp.server.front import serve_front
 
+    import zipimport
+
     main_module = sys.modules.get("__main__")
     spec = getattr(main_module, "__spec__", None)
     if spec is not None and spec.name == "shadowcode.__main__":
         program = ["-m", "shadowcode"]  # python -m shadowcode
+    elif sys.argv and sys.argv[0] and isinstance(getattr(main_module, "__loader__", None), zipimport.zipimporter):
+        # The archive needs nothing of the interpreter's own site-packages (its bootstrap adds
+        # its copy), so its child skips their start-up files (``.pth``): faster, and nothing
+        # installed beside the interpreter can stand in for a module of the archive.
+        program = ["-S", os.path.abspath(sys.argv[0])]
     elif sys.argv and sys.argv[0]:
-        program = [os.path.abspath(sys.argv[0])]  # the archive, or the console script
+        program = [os.path.abspath(sys.argv[0])]  # the console script
     else:
         return None
     return serve_front([sys.executable, *program, *argv], manifest)
