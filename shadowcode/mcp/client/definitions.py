@@ -35,7 +35,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -79,7 +78,6 @@ PROJECT_FOLDERS: tuple[str, ...] = (".shadowcode/mcp", ".shadow/mcp")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}")
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ERRORS_SHOWN = 3
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _check_name(value: str) -> str:
@@ -531,6 +529,25 @@ def _format_errors(source: str, exc: ValidationError) -> str:
     return f"{source}: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
+class _BadYaml(ValueError):
+    """YAML the safe loader refused; its cause is the loader's own error."""
+
+
+def _yaml_document(text: str) -> object:
+    """``text`` read by YAML's safe loader, imported on first use (a start that reads no YAML file never loads it).
+
+    Raises:
+        _BadYaml: not valid YAML.
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        raise _BadYaml(type(exc).__name__) from exc
+
+
 def parse_definition(data: bytes, source: str, *, fmt: str) -> StdioSpec | HttpSpec:
     """Validate one definition's bytes (CLI-03).
 
@@ -550,9 +567,10 @@ def parse_definition(data: bytes, source: str, *, fmt: str) -> StdioSpec | HttpS
         raise ConfigError(f"{source}: the definition is {len(data)} bytes; the limit is {MCP_DEFINITION_MAX_BYTES}")
     try:
         text = data.decode("utf-8")
-        doc = json.loads(text) if fmt == "json" else yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - safe loader
-    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{source}: not valid {fmt.upper()} ({type(exc).__name__})") from exc
+        doc = json.loads(text) if fmt == "json" else _yaml_document(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        cause = exc.__cause__ if isinstance(exc, _BadYaml) else exc
+        raise ConfigError(f"{source}: not valid {fmt.upper()} ({type(cause).__name__})") from exc
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: a definition must be an object")
     has_command, has_url = "command" in doc, "url" in doc
