@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from conformance.context import MODERN_REVISION
+from conformance.json_values import json_object
 from conformance.limits import (
     BRIDGE_ANSWER_SECONDS,
     BRIDGE_BODY_MAX_BYTES,
@@ -121,13 +122,13 @@ class _Child:
     def _route(self, message: Any) -> None:
         with self._lock:
             waiters = dict(self._waiters)
-        doc = _object(message)
+        doc = json_object(message)
         if doc is not None and "id" in doc and "method" not in doc:
             waiter = waiters.get(json.dumps(doc.get("id")))
             if waiter is not None:
                 waiter.queue.put(message)
             return
-        params = _object(doc.get("params")) if doc is not None else None
+        params = json_object(doc.get("params")) if doc is not None else None
         token = params.get("progressToken") if params is not None else None
         chosen = [w for w in waiters.values() if token is not None and w.progress_token == token]
         if not chosen and doc is not None and str(doc.get("method")).startswith("notifications/"):
@@ -187,15 +188,10 @@ def _error(ident: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
 
 
-def _object(value: object) -> dict[str, Any] | None:
-    """``value`` when it is a JSON object (decoded JSON's keys are strings), else None."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
-
-
 def _enveloped(message: dict[str, Any]) -> bool:
     """Whether a message carries the 2026-07-28 per-request envelope in ``params._meta``."""
-    params = _object(message.get("params"))
-    meta = _object(params.get("_meta")) if params is not None else None
+    params = json_object(message.get("params"))
+    meta = json_object(params.get("_meta")) if params is not None else None
     return meta is not None and _VERSION_KEY in meta
 
 
@@ -270,7 +266,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._json(413, _error(None, -32600, f"bodies over {BRIDGE_BODY_MAX_BYTES} bytes are not relayed"))
             return
         try:
-            message = _object(json.loads(self.rfile.read(length)))
+            message = json_object(json.loads(self.rfile.read(length)))
         except ValueError:
             self._json(400, _error(None, -32700, "Parse error"))
             return
@@ -301,8 +297,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _relay(self, child: _Child, message: dict[str, Any], rewrite: bool, extra: dict[str, str]) -> None:
         original = message["id"]
         child_id: Any = f"bridge-{next(self.bridge.counter)}" if rewrite else original
-        params = _object(message.get("params"))
-        meta = _object(params.get("_meta")) if params is not None else None
+        params = json_object(message.get("params"))
+        meta = json_object(params.get("_meta")) if params is not None else None
         token = (meta or {}).get("progressToken") if params is not None else None
         waiter = child.expect(child_id, token, str(message.get("method")))
         streaming = False
@@ -323,7 +319,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     else:
                         self._json(504 if got is None else 502, _error(original, -32603, why), extra)
                     return
-                reply = _object(got)
+                reply = json_object(got)
                 answered = reply is not None and "method" not in reply and reply.get("id") == child_id
                 if reply is not None and answered:
                     got = {**reply, "id": original}

@@ -41,6 +41,7 @@ import yaml
 
 from conformance.checks.generic_http import exchange_sync
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from conformance.json_values import json_object, json_objects
 from conformance.official_verdicts import RequirementSet
 from conformance.processes import Completed, tail
 from conformance.resources import NODE_SETUP_ARGV
@@ -128,21 +129,10 @@ def installed(repo_root: Path, *, alpha: bool = False) -> Installed | str:
     if missing:
         return f"not run: {' and '.join(missing)} missing; install with `{install_command(repo_root)}`"
     try:
-        version = str((_object(json.loads(manifest.read_text(encoding="utf-8"))) or {}).get("version", "?"))
+        version = str((json_object(json.loads(manifest.read_text(encoding="utf-8"))) or {}).get("version", "?"))
     except (OSError, ValueError):
         version = "?"
     return Installed(node, script, version)
-
-
-def _object(value: object) -> dict[str, Any] | None:
-    """``value`` when it is a JSON (or YAML) mapping, keys taken to be strings; else None."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
-
-
-def _objects(value: object) -> list[dict[str, Any]]:
-    """The mappings in ``value`` when it is a list (others dropped); else []."""
-    items = cast("list[object]", value) if isinstance(value, list) else []
-    return [found for item in items if (found := _object(item)) is not None]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -338,7 +328,7 @@ def failures(checks: list[dict[str, Any]]) -> list[str]:
         if c.get("status") not in _JUDGED or c.get("status") == "SUCCESS":
             continue
         notes: list[str] = []
-        code = (_object(c.get("details")) or {}).get("statusCode")
+        code = (json_object(c.get("details")) or {}).get("statusCode")
         if code is not None:
             notes.append(f"HTTP {code}")
         if c.get("errorMessage"):
@@ -373,13 +363,13 @@ def requirement_set(tool: Installed, revision: str) -> RequirementSet:
         OSError, ValueError: the file is missing or not the expected YAML.
     """
     path = tool.script.parent.parent / "requirements" / f"{revision}.yaml"
-    doc = _object(yaml.safe_load(path.read_text(encoding="utf-8")))
+    doc = json_object(yaml.safe_load(path.read_text(encoding="utf-8")))
     server: object = doc.get("server") if doc is not None else None
     if doc is None or not isinstance(server, list):
         raise ValueError(f"{path} holds no server scenario list")
     extra = {
         str(e["scenario"]): str(e.get("reason", ""))
-        for e in _objects(doc.get("not_scored"))
+        for e in json_objects(doc.get("not_scored"))
         if e.get("leg") == "server" and e.get("scenario")
     }
     return RequirementSet(revision, frozenset(str(s) for s in cast("list[object]", server)), extra)
@@ -400,7 +390,7 @@ async def run_requirement_set(ctx: Context, tool: Installed, url: str, revision:
             checks: object = json.loads(Path(found).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             checks = []
-        results[match.group("scenario")] = _objects(checks)
+        results[match.group("scenario")] = json_objects(checks)
     return SetRun(results, requirement_set(tool, revision), done)
 
 
@@ -453,29 +443,29 @@ def _probe_sync(url: str) -> Claims:
     hello = _post(
         url, 1, "initialize", {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}, "clientInfo": info}, {}
     )
-    result = _object((_object(hello.answer(1)) or {}).get("result"))
+    result = json_object((json_object(hello.answer(1)) or {}).get("result"))
     if hello.status == 200 and result is not None:
         claims.legacy = str(result.get("protocolVersion") or "")
-        claims.legacy_capabilities = _object(result.get("capabilities")) or {}
+        claims.legacy_capabilities = json_object(result.get("capabilities")) or {}
         session = hello.headers.get("mcp-session-id")
         if session:
             exchange_sync(url, "DELETE", None, {"Mcp-Session-Id": session}, None, _PROBE_SECONDS, False)
     modern = {"MCP-Protocol-Version": MODERN_REVISION}
     found = _post(url, 2, "server/discover", {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": "server/discover"})
-    discovered = _object((_object(found.answer(2)) or {}).get("result"))
+    discovered = json_object((json_object(found.answer(2)) or {}).get("result"))
     claims.modern = found.status == 200 and discovered is not None and MODERN_REVISION in json.dumps(discovered)
     said = [f"initialize ({LEGACY_REVISIONS[-1]}): {claims.legacy or hello.show()}", f"server/discover: {found.show()}"]
     claims.said = "; ".join(said)
     if not claims.modern or discovered is None:
         return claims
-    capabilities = _object(discovered.get("capabilities") or {})
+    capabilities = json_object(discovered.get("capabilities") or {})
     claims.modern_capabilities = capabilities or {}
     extensions: object = (capabilities.get("extensions") or {}) if capabilities is not None else {}
     claims.extensions = frozenset(str(name) for name in cast("dict[object, object] | list[object] | str", extensions))
     inventory: set[str] = set()
     for n, (method, key, field_name, prefix) in enumerate(_LISTS, start=3):
         got = _post(url, n, method, {"_meta": dict(_ENVELOPE)}, {**modern, "Mcp-Method": method})
-        items = _objects((_object((_object(got.answer(n)) or {}).get("result")) or {}).get(key))
+        items = json_objects((json_object((json_object(got.answer(n)) or {}).get("result")) or {}).get(key))
         inventory |= {prefix + str(i.get(field_name)) for i in items if i.get(field_name)}
     claims.inventory = frozenset(inventory)
     return claims

@@ -18,6 +18,7 @@ import anyio
 from conformance.checks.delegation import configure_model, kill_commands
 from conformance.context import Context
 from conformance.engine import headless_engine
+from conformance.json_values import json_objects
 from conformance.polling import Backoff
 from conformance.processes import Completed, tail
 from conformance.registry import CheckResult, check
@@ -36,12 +37,6 @@ def _json(done: Completed) -> dict[str, Any] | None:
     except (UnicodeDecodeError, ValueError):
         return None
     return cast("dict[str, Any]", doc) if isinstance(doc, dict) else None
-
-
-def _objects(value: object) -> list[dict[str, Any]]:
-    """The JSON objects in ``value`` when it is a list (others dropped); else []."""
-    items = cast("list[object]", value) if isinstance(value, list) else []
-    return [cast("dict[str, Any]", item) for item in items if isinstance(item, dict)]
 
 
 @check("terminal:build_rollback_why", covers=["ENG-06", "SRV-18", "SRV-19"], timeout_seconds=180)
@@ -93,7 +88,7 @@ async def build_rollback_why(ctx: Context) -> CheckResult:
             timeout_seconds=_COMMAND_TIMEOUT_SECONDS,
         )
         listed = _json(why)
-        entries = _objects(listed.get("entries")) if listed is not None else []
+        entries = json_objects(listed.get("entries")) if listed is not None else []
         kinds = [e.get("kind") for e in entries if e.get("task_id") == task_id]
         if kinds[:2] != ["rollback", "write"]:
             problems.append(f"`why {_WRITE_PATH}` does not show the rollback then the write of {task_id}: {kinds}")
@@ -112,7 +107,7 @@ async def _wait_approval(ctx: Context, task_id: str) -> dict[str, Any] | None:
             listed = _json(
                 await ctx.run([*ctx.target, "--json", "approvals"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
             )
-            found = [a for a in _objects((listed or {}).get("approvals", [])) if a.get("task_id") == task_id]
+            found = [a for a in json_objects((listed or {}).get("approvals", [])) if a.get("task_id") == task_id]
             if found:
                 return found[0]
             await pause.sleep()
@@ -171,7 +166,7 @@ async def sigkill_waiting_approval(ctx: Context) -> CheckResult:
             listed = _json(
                 await ctx.run([*ctx.target, "--json", "approvals"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
             )
-            ids = [a.get("id") for a in _objects((listed or {}).get("approvals", []))]
+            ids = [a.get("id") for a in json_objects((listed or {}).get("approvals", []))]
             if approval_id in ids:
                 problems.append(f"after the restart `approvals` still lists {approval_id}")
             approved = await ctx.run([*ctx.target, "approve", approval_id], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
