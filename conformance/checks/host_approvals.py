@@ -51,12 +51,12 @@ __all__ = [
     "page_refusals",
 ]
 
-_ONCE = "conformance hostask once"
-_ARGV = ["python3", "-c", "print('asked in the host')"]
-_OUTPUT = "asked in the host"
-_CALL_SECONDS = 30.0
-_WAIT_SECONDS = 45.0
-_POLL_SECONDS = 0.1
+ONCE = "conformance hostask once"
+ARGV = ["python3", "-c", "print('asked in the host')"]
+OUTPUT = "asked in the host"
+CALL_SECONDS = 30.0
+WAIT_SECONDS = 45.0
+POLL_SECONDS = 0.1
 _QUIET_SECONDS = 2.0
 """Four times the server's APPROVAL_ASK_POLL_SECONDS: long enough for a question that would come."""
 _FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
@@ -103,13 +103,13 @@ class Host:
         ident = self._next_id
         self._next_id += 1
         await self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params or {}})
-        with anyio.move_on_after(_CALL_SECONDS):
+        with anyio.move_on_after(CALL_SECONDS):
             while ident not in self._replies:
                 if self._ended:
                     raise Ended(f"the server ended the session during {method}: {tail(self.stderr)}")
                 await self._arrived.wait()
             return self._replies.pop(ident)
-        raise Ended(f"no answer to {method} within {_CALL_SECONDS:g} s")
+        raise Ended(f"no answer to {method} within {CALL_SECONDS:g} s")
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
         """``tools/call``: ``(ok, structured content, text)``."""
@@ -171,22 +171,22 @@ class Host:
     async def settled(self, job_id: str) -> dict[str, Any]:
         """The job's ``shadow_jobs get`` once finished (or the last one seen after the bound)."""
         got: dict[str, Any] = {}
-        with anyio.move_on_after(_WAIT_SECONDS):
+        with anyio.move_on_after(WAIT_SECONDS):
             while (got.get("job") or {}).get("status") not in _FINISHED:
                 got = await self.job(job_id)
-                await anyio.sleep(_POLL_SECONDS)
+                await anyio.sleep(POLL_SECONDS)
         return got
 
     async def pending(self, job_id: str) -> list[dict[str, Any]]:
         """The job's pending approvals once it has one (empty after the bound)."""
-        with anyio.move_on_after(_WAIT_SECONDS):
+        with anyio.move_on_after(WAIT_SECONDS):
             while True:
                 got = await self.job(job_id)
                 if got.get("pending_approvals"):
                     return list(got["pending_approvals"])
                 if (got.get("job") or {}).get("status") in _FINISHED:
                     return []
-                await anyio.sleep(_POLL_SECONDS)
+                await anyio.sleep(POLL_SECONDS)
         return []
 
 
@@ -237,7 +237,7 @@ def _kinds(job: dict[str, Any]) -> list[str]:
     return [str(e.get("kind")) for e in _events(job)]
 
 
-def _result(problems: list[str], passed: str) -> CheckResult:
+def result(problems: list[str], passed: str) -> CheckResult:
     return CheckResult(not problems, "; ".join(problems[:4]) if problems else passed)
 
 
@@ -251,9 +251,9 @@ def _names_the_action(params: dict[str, Any], ctx: Context, argv: list[str]) -> 
 
 
 async def _wait_asked(session: Host, count: int = 1) -> bool:
-    with anyio.move_on_after(_WAIT_SECONDS):
+    with anyio.move_on_after(WAIT_SECONDS):
         while len(session.asked) < count:
-            await anyio.sleep(_POLL_SECONDS)
+            await anyio.sleep(POLL_SECONDS)
         return True
     return False
 
@@ -272,12 +272,12 @@ async def legacy_accept_runs_the_named_command(ctx: Context) -> CheckResult:
     flags = ("--allow-write", "--approve-in-host")
     async with host(ctx, flags, _FORM, accept) as a, host(ctx, flags, _FORM) as b:
         quick = await _delegate(b, "conformance quick: B's own job", problems)  # B has an owner that watches
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         if not job_id:
-            return _result(problems, "")
+            return result(problems, "")
         if not await _wait_asked(a):
-            return _result([f"no elicitation/create reached the owning client; stderr: {tail(a.stderr)}"], "")
-        wrong = _names_the_action(a.asked[0], ctx, _ARGV)
+            return result([f"no elicitation/create reached the owning client; stderr: {tail(a.stderr)}"], "")
+        wrong = _names_the_action(a.asked[0], ctx, ARGV)
         if wrong:
             problems.append(wrong)
         if a.asked[0].get("mode", "form") != "form":
@@ -288,7 +288,7 @@ async def legacy_accept_runs_the_named_command(ctx: Context) -> CheckResult:
             problems.append(f"after the host accepted, the job is {status}, not done")
         results = [e for e in _events(job) if e.get("kind") == "command.result"]
         outputs = [str((e.get("data") or {}).get("output", "")) for e in results]
-        if len(results) != 1 or _OUTPUT not in outputs[0]:
+        if len(results) != 1 or OUTPUT not in outputs[0]:
             problems.append(f"the accepted command did not run exactly once with its output: {outputs}")
         if quick:
             await b.settled(quick)
@@ -296,7 +296,7 @@ async def legacy_accept_runs_the_named_command(ctx: Context) -> CheckResult:
             problems.append(f"another connection was asked about A's approval: {b.asked[0].get('message', '')[:120]!r}")
         if len(a.asked) != 1:
             problems.append(f"the owning client was asked {len(a.asked)} times for one approval")
-    return _result(problems, "asked the owning client only, with the exact argv and folder; accept ran it once")
+    return result(problems, "asked the owning client only, with the exact argv and folder; accept ran it once")
 
 
 @check("host_approvals:legacy_decline_denies", covers=["SRV-29"], timeout_seconds=150)
@@ -311,9 +311,9 @@ async def legacy_decline_denies(ctx: Context) -> CheckResult:
         return {"action": "decline"}
 
     async with host(ctx, ("--allow-write", "--approve-in-host"), _FORM, decline) as a:
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         if not job_id:
-            return _result(problems, "")
+            return result(problems, "")
         job = await a.settled(job_id)
         if not a.asked:
             problems.append("no elicitation/create reached the client")
@@ -324,7 +324,7 @@ async def legacy_decline_denies(ctx: Context) -> CheckResult:
             problems.append(f"the job's approval.resolved events say {resolved}, not ['denied']")
         if (job.get("job") or {}).get("status") not in _FINISHED:
             problems.append(f"the job did not finish after the denial: {job.get('job')}")
-    return _result(problems, "decline denied the approval; the command never started and the job says denied")
+    return result(problems, "decline denied the approval; the command never started and the job says denied")
 
 
 @check("host_approvals:nothing_asked_without_the_flag", covers=["SRV-29"], timeout_seconds=150)
@@ -334,25 +334,25 @@ async def nothing_asked_without_the_flag(ctx: Context) -> CheckResult:
     if problem:
         return CheckResult(False, problem)
     problems: list[str] = []
-    alone = await ctx.run(ctx.serve_argv("--allow-write", "--approval-page"), timeout_seconds=_CALL_SECONDS)
+    alone = await ctx.run(ctx.serve_argv("--allow-write", "--approval-page"), timeout_seconds=CALL_SECONDS)
     if alone.returncode != 2 or alone.stdout.strip() or b"--approve-in-host" not in alone.stderr:
         problems.append(f"--approval-page alone exited {alone.returncode} (stderr {tail(alone.stderr)!r})")
     async with host(ctx, ("--allow-write",), _FORM) as a:
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         pending = await a.pending(job_id) if job_id else []
         if not pending:
-            return _result(problems or ["the task asked for no approval"], "")
+            return result(problems or ["the task asked for no approval"], "")
         await anyio.sleep(_QUIET_SECONDS)  # a question would have come by now
         if a.asked:
             asked = str(a.asked[0].get("message", ""))[:120]
             problems.append(f"a server without --approve-in-host asked the host: {asked!r}")
-        approved = await ctx.run(ctx.target_argv("approve", str(pending[0]["id"])), timeout_seconds=_CALL_SECONDS)
+        approved = await ctx.run(ctx.target_argv("approve", str(pending[0]["id"])), timeout_seconds=CALL_SECONDS)
         if approved.returncode != 0:
             problems.append(f"`approve` exited {approved.returncode}: {tail(approved.stderr)}")
         job = await a.settled(job_id)
         if (job.get("job") or {}).get("status") != "done" or "command.result" not in _kinds(job):
             problems.append(f"after `approve` the job is {(job.get('job') or {}).get('status')} without its command")
-    return _result(problems, "nothing asked without --approve-in-host; the terminal decided")
+    return result(problems, "nothing asked without --approve-in-host; the terminal decided")
 
 
 # --- the approval page (URL mode) ----------------------------------------------------------
@@ -368,7 +368,7 @@ async def _http(url: str, method: str, *, origin: str | None = None, body: bytes
         lines += ["Content-Type: application/x-www-form-urlencoded", f"Content-Length: {len(body)}"]
     raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
     data = bytearray()
-    with anyio.fail_after(_CALL_SECONDS):
+    with anyio.fail_after(CALL_SECONDS):
         async with await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80) as stream:
             await stream.send(raw)
             with suppress(anyio.EndOfStream, anyio.BrokenResourceError):
@@ -391,18 +391,18 @@ async def page_refusals(ctx: Context) -> CheckResult:
         return {"action": "accept"}  # the person opened the page; the page decides
 
     async with host(ctx, ("--allow-write", "--approve-in-host"), _URL_ONLY, opened) as a:
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         if not job_id or not await _wait_asked(a):
-            return _result(problems or [f"no URL elicitation reached the client; stderr: {tail(a.stderr)}"], "")
+            return result(problems or [f"no URL elicitation reached the client; stderr: {tail(a.stderr)}"], "")
         params = a.asked[0]
         url = str(params.get("url", ""))
         parts = urlsplit(url)
         if params.get("mode") != "url" or parts.scheme != "http" or parts.hostname != "127.0.0.1":
-            return _result([f"the question is not a loopback URL elicitation: {json.dumps(params)[:300]}"], "")
+            return result([f"the question is not a loopback URL elicitation: {json.dumps(params)[:300]}"], "")
         token = parts.path.rsplit("/", 1)[-1]
         origin = f"{parts.scheme}://{parts.netloc}"
         status, page = await _http(url, "GET")
-        if status != 200 or all(f"<code>{a}</code>" not in page for a in _ARGV[:1]) or str(ctx.project) not in page:
+        if status != 200 or all(f"<code>{a}</code>" not in page for a in ARGV[:1]) or str(ctx.project) not in page:
             problems.append(f"the page (status {status}) does not show the argv and folder: {page[:200]!r}")
         refusals = {
             "another Origin": await _http(url, "POST", origin="http://example.com", body=b"decision=approve"),
@@ -431,4 +431,4 @@ async def page_refusals(ctx: Context) -> CheckResult:
         listing = json.dumps(job) + json.dumps((await a.call("shadow_jobs", {"action": "list"}))[1])
         if token in listing:
             problems.append("the page's token appears in a tool result")
-    return _result(problems, "the page refused another Origin, no Origin, a wrong token and reuse; its form approved")
+    return result(problems, "the page refused another Origin, no Origin, a wrong token and reuse; its form approved")

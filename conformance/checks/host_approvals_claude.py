@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.checks.delegation import configure_model
-from conformance.checks.hosts import _OFFLINE, _is_main_loop, _is_messages
-from conformance.checks.registration import _failed, _host_bin, _host_env, _missing_host, _register
+from conformance.checks.hosts import OFFLINE, is_main_loop, is_messages
+from conformance.checks.registration import failed, host_bin, host_env, missing_host, register
 from conformance.context import Context
 from conformance.engine import headless_engine
 from conformance.processes import Completed, run_command, tail
@@ -105,11 +105,11 @@ class _Script:
         self.polls = 0
 
     def answer(self, request: ModelRequest, index: int) -> Reply:
-        if not _is_messages(request):
+        if not is_messages(request):
             if request.method == "POST" and request.path.split("?")[0] == "/v1/messages/count_tokens":
                 return Reply(200, "application/json", b'{"input_tokens": 1}')
             return Reply(404, "application/json", b'{"error": "not found"}')
-        if not _is_main_loop(request):
+        if not is_main_loop(request):
             return messages_reply(request, f"msg_{index}", [{"type": "text", "text": "ShadowCode"}])
         results = _tool_results(request.body)
         if "call_run" not in results:
@@ -169,13 +169,13 @@ async def _run_claude(
     Returns:
         The run (or the check's failure before it), the model's requests and the hook's log file.
     """
-    claude = _host_bin(ctx, "claude")
+    claude = host_bin(ctx, "claude")
     if claude is None:
-        return _missing_host("claude"), [], Path()
+        return missing_host("claude"), [], Path()
     problem, _ = await configure_model(ctx)
     if problem:
         return CheckResult(False, problem), [], Path()
-    done, problem = await _register(ctx, "--client", "claude", "--allow-write", "--approve-in-host", *flags)
+    done, problem = await register(ctx, "--client", "claude", "--allow-write", "--approve-in-host", *flags)
     if problem:
         return CheckResult(False, problem), [], Path()
     (ctx.project / ".mcp.json").write_bytes(done.stdout)
@@ -189,11 +189,11 @@ async def _run_claude(
     async with headless_engine(ctx, problems) as engine, scripted_model(script.answer) as model:
         if engine is None:
             return CheckResult(False, "; ".join(problems) or "the headless engine did not start"), [], Path()
-        env = _host_env(
+        env = host_env(
             ctx,
             ANTHROPIC_BASE_URL=model.url,
             ANTHROPIC_API_KEY="sk-ant-scripted",
-            **_OFFLINE,
+            **OFFLINE,
         )
         env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
         argv = [
@@ -234,8 +234,8 @@ def _ran(job: dict[str, Any], problems: list[str], how: str) -> None:
 
 
 def _verdict(problems: list[str], run: Completed, passed: str) -> CheckResult:
-    if not problems and (failed := _failed("claude -p", run)):
-        problems.append(failed)
+    if not problems and (failure := failed("claude -p", run)):
+        problems.append(failure)
     detail = "; ".join(problems[:4]) if problems else passed
     if problems:
         detail += f" (claude stderr: {tail(run.stderr)})"

@@ -25,13 +25,13 @@ import anyio
 
 from conformance.checks.delegation import configure_model
 from conformance.checks.host_approvals import (
-    _ARGV,
-    _CALL_SECONDS,
-    _ONCE,
-    _OUTPUT,
-    _POLL_SECONDS,
-    _WAIT_SECONDS,
-    _result,
+    ARGV,
+    CALL_SECONDS,
+    ONCE,
+    OUTPUT,
+    POLL_SECONDS,
+    WAIT_SECONDS,
+    result,
 )
 from conformance.context import Context
 from conformance.registry import CheckResult, check
@@ -58,7 +58,7 @@ def _task_caps(*, tasks: bool = True) -> dict[str, Any]:
 async def _input_required(call: Any, task_id: str, known: set[str]) -> dict[str, Any]:
     """``tasks/get`` until the task asks for input under a key not in ``known`` (or the bound passes)."""
     seen: dict[str, Any] = {}
-    with anyio.move_on_after(_WAIT_SECONDS):
+    with anyio.move_on_after(WAIT_SECONDS):
         while True:
             seen = (await call("tasks/get", {"taskId": task_id, "_meta": _task_caps()})).get("result") or {}
             requests = seen.get("inputRequests") or {}
@@ -66,7 +66,7 @@ async def _input_required(call: Any, task_id: str, known: set[str]) -> dict[str,
                 return seen
             if seen.get("status") in ("completed", "failed", "cancelled"):
                 return seen
-            await anyio.sleep(_POLL_SECONDS)
+            await anyio.sleep(POLL_SECONDS)
     return seen
 
 
@@ -126,11 +126,11 @@ async def _state_round(ctx: Context, call: Any, problems: list[str]) -> None:
     decline = {"action": "decline"}
     await call("tasks/update", {"taskId": task_id, "inputResponses": {other: decline}, "_meta": _task_caps()})
     done: dict[str, Any] = {}
-    with anyio.move_on_after(_WAIT_SECONDS):
+    with anyio.move_on_after(WAIT_SECONDS):
         while done.get("status") not in ("completed", "failed", "cancelled"):
-            await anyio.sleep(_POLL_SECONDS)
+            await anyio.sleep(POLL_SECONDS)
             done = (await call("tasks/get", {"taskId": task_id, "_meta": _task_caps()})).get("result") or {}
-    shown = await ctx.run(ctx.target_argv("--json", "jobs", task_id), timeout_seconds=_CALL_SECONDS)
+    shown = await ctx.run(ctx.target_argv("--json", "jobs", task_id), timeout_seconds=CALL_SECONDS)
     try:
         events = json.loads(shown.stdout).get("events") or []
     except (ValueError, AttributeError):
@@ -151,7 +151,7 @@ async def state_refused_stdio(ctx: Context) -> CheckResult:
     problems: list[str] = []
     async with stdio_client(ctx, "--allow-write", "--approve-in-host") as client:
         await _state_round(ctx, client.call, problems)
-    return _result(problems, "altered, unknown, replayed keys refused (-32602); the approval stayed pending each time")
+    return result(problems, "altered, unknown, replayed keys refused (-32602); the approval stayed pending each time")
 
 
 @check("host_approvals_modern:state_refused_gateway", covers=["SRV-29", "SRV-26", "GW-05"], timeout_seconds=180)
@@ -168,7 +168,7 @@ async def state_refused_gateway(ctx: Context) -> CheckResult:
             await _state_round(ctx, client.call, problems)
     except (AssertionError, OSError, ValueError) as exc:
         problems.append(f"the gateway exchange failed: {exc}")
-    return _result(problems, "over HTTP: altered, unknown and replayed keys refused, the approval still pending")
+    return result(problems, "over HTTP: altered, unknown and replayed keys refused, the approval still pending")
 
 
 @check("host_approvals_modern:asked_within_shadow_jobs_gateway", covers=["SRV-29", "GW-05"], timeout_seconds=180)
@@ -184,7 +184,7 @@ async def asked_within_shadow_jobs_gateway(ctx: Context) -> CheckResult:
     meta["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {"form": {}}}
     try:
         async with gateway_client(ctx, "--allow-write", "--approve-in-host") as (client, _):
-            arguments = {"prompt": _ONCE, "permission_level": "workspace"}
+            arguments = {"prompt": ONCE, "permission_level": "workspace"}
             run = await client.call("tools/call", {"name": "shadow_run", "arguments": arguments, "_meta": meta})
             job = str(((run.get("result") or {}).get("structuredContent") or {}).get("job_id", ""))
             pending = await approval_of(ctx, job) if job else None
@@ -192,9 +192,9 @@ async def asked_within_shadow_jobs_gateway(ctx: Context) -> CheckResult:
             asked = (await client.call("tools/call", get)).get("result") or {}
             requests = asked.get("inputRequests") or {}
             if pending is None or asked.get("resultType") != "input_required" or list(requests) != [pending]:
-                return _result([f"shadow_jobs get of a waiting job answered {str(asked)[:300]}"], "")
+                return result([f"shadow_jobs get of a waiting job answered {str(asked)[:300]}"], "")
             message = str((requests[pending].get("params") or {}).get("message", ""))
-            if json.dumps(_ARGV) not in message or str(ctx.project) not in message:
+            if json.dumps(ARGV) not in message or str(ctx.project) not in message:
                 problems.append(f"the question does not name the exact argv and folder: {message[:200]!r}")
             accept = {pending: {"action": "accept", "content": {"approve": True}}}
             state = str(asked.get("requestState", ""))
@@ -205,16 +205,16 @@ async def asked_within_shadow_jobs_gateway(ctx: Context) -> CheckResult:
             if (again.get("result") or {}).get("resultType") != "complete":
                 problems.append(f"the repeated call with the answer answered {str(again)[:200]}")
             ran: list[str] = []
-            with anyio.move_on_after(_WAIT_SECONDS):
+            with anyio.move_on_after(WAIT_SECONDS):
                 while not ran:
-                    shown = await ctx.run(ctx.target_argv("--json", "jobs", job), timeout_seconds=_CALL_SECONDS)
+                    shown = await ctx.run(ctx.target_argv("--json", "jobs", job), timeout_seconds=CALL_SECONDS)
                     with suppress(ValueError, AttributeError):
                         events = json.loads(shown.stdout).get("events") or []
                         results = [e for e in events if e.get("kind") == "command.result"]
                         ran = [str((e.get("data") or {}).get("output", "")) for e in results]
-                    await anyio.sleep(_POLL_SECONDS)
-            if len(ran) != 1 or _OUTPUT not in ran[0]:
+                    await anyio.sleep(POLL_SECONDS)
+            if len(ran) != 1 or OUTPUT not in ran[0]:
                 problems.append(f"after the answer the command results are {ran}")
     except (AssertionError, OSError, ValueError) as exc:
         problems.append(f"the gateway exchange failed: {exc}")
-    return _result(problems, "asked within shadow_jobs get over HTTP; a bent state refused; the answer ran the command")
+    return result(problems, "asked within shadow_jobs get over HTTP; a bent state refused; the answer ran the command")

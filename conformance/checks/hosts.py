@@ -43,12 +43,12 @@ from typing import Any
 
 from conformance.checks.python_client import EXPECTED_TOOLS
 from conformance.checks.registration import (
-    _codex_section,
-    _failed,
-    _host_bin,
-    _host_env,
-    _missing_host,
-    _register,
+    codex_section,
+    failed,
+    host_bin,
+    host_env,
+    missing_host,
+    register,
 )
 from conformance.context import Context
 from conformance.processes import Completed, run_command, tail
@@ -67,7 +67,7 @@ _HOST_ATTEMPTS = 3
 """Host runs a check makes at most while the first request comes out without the tools."""
 _ATTEMPT_RESERVE_SECONDS = 60.0
 _CLOSED_PORT_PROXY = "http://127.0.0.1:9"
-_OFFLINE = {
+OFFLINE = {
     "HTTP_PROXY": _CLOSED_PORT_PROXY,
     "HTTPS_PROXY": _CLOSED_PORT_PROXY,
     "ALL_PROXY": _CLOSED_PORT_PROXY,
@@ -142,7 +142,7 @@ def _judge_status(ctx: Context, status: dict[str, Any] | None, text: str) -> str
     return None
 
 
-def _verdict(
+def verdict(
     ctx: Context,
     host: str,
     offered: set[str],
@@ -170,14 +170,14 @@ def _verdict(
             data,
         )
     if result_text is None:
-        problem = _failed(host, run) or f"{host} exited 0"
+        problem = failed(host, run) or f"{host} exited 0"
         return CheckResult(False, f"no {_TOOL} result reached the model ({problem})", data)
     status = _status_in(result_text)
     data["status"] = status
     problem = _judge_status(ctx, status, result_text)
     if problem:
         return CheckResult(False, problem, data)
-    if problem := _failed(host, run):
+    if problem := failed(host, run):
         return CheckResult(False, problem, data)
     project = status["project"] if status else {}
     return CheckResult(
@@ -197,7 +197,7 @@ async def _run_host(ctx: Context, argv: list[str], env: Mapping[str, str]) -> Co
     )
 
 
-async def _first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
+async def first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
     """Run the host up to :data:`_HOST_ATTEMPTS` times while its first request lacks the tools.
 
     A host waits well under a second for its MCP servers before it first asks the model (Codex
@@ -300,16 +300,16 @@ def _codex_config(url: str, snippet: str) -> str:
 @check("hosts:codex_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=300)
 async def codex_first_turn(ctx: Context) -> CheckResult:
     """``codex exec`` with the printed section: ShadowCode's tools in the first request, ``shadow_status`` answered."""
-    codex = _host_bin(ctx, "codex")
+    codex = host_bin(ctx, "codex")
     if codex is None:
-        return _missing_host("codex")
-    if problem := _failed("trust", await ctx.trust()):
+        return missing_host("codex")
+    if problem := failed("trust", await ctx.trust()):
         return CheckResult(False, problem)
-    done, problem = await _register(ctx, "--client", "codex")
+    done, problem = await register(ctx, "--client", "codex")
     if problem:
         return CheckResult(False, problem)
     snippet = done.stdout.decode("utf-8")
-    entry, problem = _codex_section(snippet)
+    entry, problem = codex_section(snippet)
     if problem:
         return CheckResult(False, problem)
     pinned = (entry.get("env") or {}).get("SHADOWCODE_HOME")
@@ -322,7 +322,7 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
         runs += 1
         codex_home = ctx.scratch / f"codex home {runs}"
         codex_home.mkdir()
-        env = _host_env(ctx, CODEX_HOME=str(codex_home), **_OFFLINE)
+        env = host_env(ctx, CODEX_HOME=str(codex_home), **OFFLINE)
         env.pop("SHADOWCODE_HOME", None)  # only the section's env table may carry the profile
         script = _CodexScript()
         async with scripted_model(script.answer) as model:
@@ -332,13 +332,13 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
             run = await _run_host(ctx, argv, env)
         turns = [r for r in model.requests if r.method == "POST" and r.path.split("?")[0].endswith("/responses")]
         if not turns:
-            return CheckResult(False, f"Codex never asked the model ({_failed('codex exec', run) or 'exit 0'})")
+            return CheckResult(False, f"Codex never asked the model ({failed('codex exec', run) or 'exit 0'})")
         first = _codex_tools(turns[0].body)
         namespaced = any("namespace" in how for how in first.values())
         how = "in the namespace tool mcp__shadowcode" if namespaced else "as mcp__shadowcode__* functions"
-        return _verdict(ctx, "Codex", set(first), how, _codex_result(turns[1:]), run, started, turns[0].at)
+        return verdict(ctx, "Codex", set(first), how, _codex_result(turns[1:]), run, started, turns[0].at)
 
-    return await _first_turn(ctx, attempt)
+    return await first_turn(ctx, attempt)
 
 
 # --- Claude Code ----------------------------------------------------------------------------
@@ -360,13 +360,13 @@ def _claude_offered(body: object) -> tuple[set[str], str]:
     return named, "by name in Claude Code's deferred-tools list (schemas load through its ToolSearch)"
 
 
-def _is_messages(request: ModelRequest) -> bool:
+def is_messages(request: ModelRequest) -> bool:
     return request.method == "POST" and request.path.split("?")[0] == "/v1/messages"
 
 
-def _is_main_loop(request: ModelRequest) -> bool:
+def is_main_loop(request: ModelRequest) -> bool:
     """A request of the agent's own turn (it offers tools), not a side request such as a title."""
-    return _is_messages(request) and isinstance(request.body, dict) and bool(request.body.get("tools"))
+    return is_messages(request) and isinstance(request.body, dict) and bool(request.body.get("tools"))
 
 
 class _ClaudeScript:
@@ -376,11 +376,11 @@ class _ClaudeScript:
         self.called = False
 
     def answer(self, request: ModelRequest, index: int) -> Reply:
-        if not _is_messages(request):
+        if not is_messages(request):
             if request.method == "POST" and request.path.split("?")[0] == "/v1/messages/count_tokens":
                 return Reply(200, "application/json", b'{"input_tokens": 1}')
             return _NOT_FOUND
-        if _is_main_loop(request) and not self.called and _claude_offered(request.body)[0] >= {_TOOL}:
+        if is_main_loop(request) and not self.called and _claude_offered(request.body)[0] >= {_TOOL}:
             self.called = True
             use = {"type": "tool_use", "id": _CALL_ID, "name": f"mcp__{_NAME}__{_TOOL}", "input": {}}
             return messages_reply(request, f"msg_{index}", [use])
@@ -406,12 +406,12 @@ def _claude_result(requests: Iterable[ModelRequest]) -> str | None:
 @check("hosts:claude_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=300)
 async def claude_first_turn(ctx: Context) -> CheckResult:
     """``claude -p`` with the printed project ``.mcp.json``: tools on turn one, ``shadow_status`` answered."""
-    claude = _host_bin(ctx, "claude")
+    claude = host_bin(ctx, "claude")
     if claude is None:
-        return _missing_host("claude")
-    if problem := _failed("trust", await ctx.trust()):
+        return missing_host("claude")
+    if problem := failed("trust", await ctx.trust()):
         return CheckResult(False, problem)
-    done, problem = await _register(ctx, "--client", "claude")
+    done, problem = await register(ctx, "--client", "claude")
     if problem:
         return CheckResult(False, problem)
     try:
@@ -425,7 +425,7 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
     async def attempt() -> CheckResult:
         script = _ClaudeScript()
         async with scripted_model(script.answer) as model:
-            env = _host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **_OFFLINE)
+            env = host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **OFFLINE)
             env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
             argv = [
                 str(claude),
@@ -439,10 +439,10 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
             ]
             started = time.monotonic()
             run = await _run_host(ctx, argv, env)
-        turns = [r for r in model.requests if _is_main_loop(r)]
+        turns = [r for r in model.requests if is_main_loop(r)]
         if not turns:
-            return CheckResult(False, f"Claude Code never asked the model ({_failed('claude -p', run) or 'exit 0'})")
+            return CheckResult(False, f"Claude Code never asked the model ({failed('claude -p', run) or 'exit 0'})")
         offered, how = _claude_offered(turns[0].body)
-        return _verdict(ctx, "Claude Code", offered, how, _claude_result(turns[1:]), run, started, turns[0].at)
+        return verdict(ctx, "Claude Code", offered, how, _claude_result(turns[1:]), run, started, turns[0].at)
 
-    return await _first_turn(ctx, attempt)
+    return await first_turn(ctx, attempt)
