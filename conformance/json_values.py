@@ -12,9 +12,10 @@ imports nothing of the implementation it checks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
-__all__ = ["json_array", "json_object", "json_objects"]
+__all__ = ["json_array", "json_member", "json_object", "json_objects"]
 
 
 def json_object(value: object) -> dict[str, Any] | None:
@@ -30,3 +31,8 @@ def json_array(value: object) -> list[Any] | None:
 def json_objects(value: object) -> list[dict[str, Any]]:
     """The JSON objects in ``value`` when it is an array (other items dropped); else []."""
     return [found for item in json_array(value) or [] if (found := json_object(item)) is not None]
+
+
+def json_member(parent: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The JSON object under ``key`` in ``parent``; {} when it is missing or not an object."""
+    return json_object(parent.get(key)) or {}
