@@ -33,6 +33,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conformance.context import Context
+from conformance.json_values import json_array, json_member, json_object
 from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
 from conformance.processes import Completed, kill_group, run_command, start_process, tail
 from conformance.registry import CheckResult, SubResult, check
@@ -152,8 +153,8 @@ async def register(
 def _json_entry(done: Completed) -> dict[str, Any]:
     """The server entry of a JSON snippet; raises ValueError/KeyError on another shape."""
     document = json.loads(done.stdout.decode("utf-8"))
-    entry = document["mcpServers"][_NAME]
-    if not isinstance(entry, dict):
+    entry = json_object(document["mcpServers"][_NAME])
+    if entry is None:
         raise ValueError("the server entry is not a JSON object")
     return entry
 
@@ -209,9 +210,9 @@ async def launch_command_is_absolute(ctx: Context) -> CheckResult:
         entry = _json_entry(done)
     except (ValueError, KeyError) as exc:
         return CheckResult(False, f"not a generic mcpServers snippet: {exc!r}: {tail(done.stdout)}")
-    command, args = entry.get("command"), entry.get("args")
+    command, args = entry.get("command"), json_array(entry.get("args"))
     data = {"entry": entry}
-    if not isinstance(command, str) or not isinstance(args, list):
+    if not isinstance(command, str) or args is None:
         return CheckResult(False, "command or args missing", data)
     problems: list[str] = []
     if not os.path.isabs(command) or not os.access(command, os.X_OK):
@@ -320,8 +321,8 @@ def _stdio_of(client: str, document: Any) -> tuple[Any, Any, Any]:
     """``(command, args, env)`` a host reads from its printed document, per its documented shape."""
     if client in ("opencode", "kilo"):
         entry = document["mcp"][_NAME]
-        argv = entry["command"] if entry.get("type") == "local" else None
-        return (argv[0], argv[1:], entry.get("environment")) if isinstance(argv, list) and argv else (None, None, None)
+        argv = json_array(entry["command"]) if entry.get("type") == "local" else None
+        return (argv[0], argv[1:], entry.get("environment")) if argv else (None, None, None)
     if client == "continue":
         (entry,) = [item for item in document["mcpServers"] if item.get("name") == _NAME]
     elif client == "vscode":
@@ -530,6 +531,7 @@ async def claude_http_connected(ctx: Context) -> CheckResult:
     )
     stderr = bytearray()
     announced = anyio.Event()
+    result = CheckResult(False, "the Claude Code session over HTTP did not finish")
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_stderr, proc.stderr, stderr, announced)
@@ -637,8 +639,8 @@ async def registered_command_keeps_its_profile(ctx: Context) -> CheckResult:
 
 async def _trusted_under(ctx: Context, entry: Mapping[str, Any], env: Mapping[str, str]) -> tuple[bool, str]:
     """Start ``entry`` with exactly ``env`` and report whether ``shadow_status`` sees the project trusted."""
-    command, args = entry.get("command"), entry.get("args")
-    if not isinstance(command, str) or not isinstance(args, list):
+    command, args = entry.get("command"), json_array(entry.get("args"))
+    if not isinstance(command, str) or args is None:
         return False, f"no command and args in {entry!r}"
     params = StdioServerParameters(command=command, args=[str(a) for a in args], env=dict(env), cwd=str(ctx.scratch))
     log = ctx.scratch / f"keeps-profile-{len(list(ctx.scratch.glob('keeps-profile-*')))}.log"
@@ -651,10 +653,10 @@ async def _trusted_under(ctx: Context, entry: Mapping[str, Any], env: Mapping[st
                 result = await client.call_tool("shadow_status", {})
     except Exception as exc:  # a failed session is the finding; quote the server's stderr
         return False, f"session failed: {type(exc).__name__}: {exc} (stderr: {tail(log.read_bytes())})"
-    status = result.structured_content if isinstance(result.structured_content, dict) else {}
-    project = status.get("project") if isinstance(status.get("project"), dict) else {}
+    status = json_object(result.structured_content) or {}
+    project = json_member(status, "project")
     profile = status.get("profile")
-    name = profile.get("name") if isinstance(profile, dict) else profile
+    name = found.get("name") if (found := json_object(profile)) is not None else profile
     if result.is_error or project.get("trusted") is not True or name != "pinned":
         return False, f"profile {name!r}, project {project!r}: the trust given in 'pinned' is not seen"
     return True, f"profile {name!r} sees the project trusted at {project.get('level')!r}"
