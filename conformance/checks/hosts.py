@@ -51,6 +51,7 @@ from conformance.checks.registration import (
     register,
 )
 from conformance.context import Context
+from conformance.json_values import json_array, json_member, json_object, json_objects
 from conformance.processes import Completed, run_command, tail
 from conformance.registry import CheckResult, check
 from conformance.scripted_model import ModelRequest, Reply, messages_reply, responses_reply, scripted_model
@@ -89,8 +90,9 @@ def _text_of(output: object) -> str:
     """A tool result's text: a string as is, content blocks joined."""
     if isinstance(output, str):
         return output
-    if isinstance(output, list):
-        return "\n".join(_text_of(part.get("text") if isinstance(part, dict) else part) for part in output)
+    if (parts := json_array(output)) is not None:
+        blocks = [(block.get("text") if (block := json_object(part)) is not None else part) for part in parts]
+        return "\n".join(_text_of(block) for block in blocks)
     return ""
 
 
@@ -120,8 +122,9 @@ def _status_in(text: str) -> dict[str, Any] | None:
         except ValueError:
             start = text.find("{", start + 1)
             continue
-        if isinstance(value, dict) and "project" in value:
-            return value
+        found = json_object(value)
+        if found is not None and "project" in found:
+            return found
         start = text.find("{", start + 1)
     return None
 
@@ -130,13 +133,13 @@ def _judge_status(ctx: Context, status: dict[str, Any] | None, text: str) -> str
     """A problem sentence unless the status shows the sample project trusted and the run's engine mode, else None."""
     if status is None:
         return f"the {_TOOL} result that reached the model holds no status: {tail(text, 300)!r}"
-    project = status.get("project") if isinstance(status.get("project"), dict) else {}
+    project = json_member(status, "project")
     if project.get("trusted") is not True or project.get("path") != str(ctx.project):
         return (
             f"the server the host started does not see the trust given beforehand (profile "
             f"{status.get('profile')!r}, project {project!r}): the registered command lost its profile"
         )
-    engine = status.get("engine") if isinstance(status.get("engine"), dict) else {}
+    engine = json_member(status, "engine")
     if engine.get("mode") != ctx.engine.value:
         return f"the server reports engine mode {engine.get('mode')!r}, expected {ctx.engine.value!r} in this run"
     return None
@@ -179,7 +182,7 @@ def verdict(
         return CheckResult(False, problem, data)
     if problem := failed(host, run):
         return CheckResult(False, problem, data)
-    project = status["project"] if status else {}
+    project = json_member(status, "project") if status else {}
     return CheckResult(
         True,
         f"{host}'s first request ({first_at - started:.1f} s after start) offered all {len(EXPECTED_TOOLS)} "
@@ -228,17 +231,14 @@ async def first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]]
 
 def _codex_tools(body: object) -> dict[str, dict[str, str]]:
     """ShadowCode tools a Responses request offers: tool name to how a call names it."""
-    tools = body.get("tools") if isinstance(body, dict) else None
     found: dict[str, dict[str, str]] = {}
     namespace, prefix = f"mcp__{_NAME}", f"mcp__{_NAME}__"
-    for tool in tools if isinstance(tools, list) else []:
-        if not isinstance(tool, dict):
-            continue
+    for tool in json_objects((json_object(body) or {}).get("tools")):
         name = tool.get("name")
         if tool.get("type") == "namespace" and name in (namespace, prefix):
-            for child in tool.get("tools") or []:
-                if isinstance(child, dict) and isinstance(child.get("name"), str):
-                    found[child["name"]] = {"namespace": str(name), "name": child["name"]}
+            for child in json_objects(tool.get("tools")):
+                if isinstance(child_name := child.get("name"), str):
+                    found[child_name] = {"namespace": str(name), "name": child_name}
         elif tool.get("type") == "function" and isinstance(name, str) and name.startswith(prefix):
             found[name[len(prefix) :]] = {"name": name}
     return found
@@ -270,13 +270,8 @@ class _CodexScript:
 def _codex_result(requests: Iterable[ModelRequest]) -> str | None:
     """The text of the ``function_call_output`` for the scripted call, from any request."""
     for request in requests:
-        items = request.body.get("input") if isinstance(request.body, dict) else None
-        for item in items if isinstance(items, list) else []:
-            if (
-                isinstance(item, dict)
-                and item.get("type") == "function_call_output"
-                and item.get("call_id") == _CALL_ID
-            ):
+        for item in json_objects((json_object(request.body) or {}).get("input")):
+            if item.get("type") == "function_call_output" and item.get("call_id") == _CALL_ID:
                 return _text_of(item.get("output"))
     return None
 
@@ -312,7 +307,7 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
     entry, problem = codex_section(snippet)
     if problem:
         return CheckResult(False, problem)
-    pinned = (entry.get("env") or {}).get("SHADOWCODE_HOME")
+    pinned = json_member(entry, "env").get("SHADOWCODE_HOME")
     if pinned != str(ctx.home):
         return CheckResult(False, f"the section does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
     runs = 0
@@ -347,15 +342,12 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
 def _claude_offered(body: object) -> tuple[set[str], str]:
     """ShadowCode tools a Messages request offers, and how: as tool definitions or as deferred names."""
     prefix = f"mcp__{_NAME}__"
-    tools = body.get("tools") if isinstance(body, dict) else None
-    defined = {
-        t["name"][len(prefix) :]
-        for t in (tools if isinstance(tools, list) else [])
-        if isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"].startswith(prefix)
-    }
+    request = json_object(body)
+    names = [t.get("name") for t in json_objects((request or {}).get("tools"))]
+    defined = {name[len(prefix) :] for name in names if isinstance(name, str) and name.startswith(prefix)}
     if defined:
         return defined, "as tool definitions"
-    text = json.dumps(body.get("messages") if isinstance(body, dict) else None)
+    text = json.dumps(request.get("messages") if request is not None else None)
     named = {tool for tool in EXPECTED_TOOLS if f"{prefix}{tool}" in text}
     return named, "by name in Claude Code's deferred-tools list (schemas load through its ToolSearch)"
 
@@ -366,7 +358,8 @@ def is_messages(request: ModelRequest) -> bool:
 
 def is_main_loop(request: ModelRequest) -> bool:
     """A request of the agent's own turn (it offers tools), not a side request such as a title."""
-    return is_messages(request) and isinstance(request.body, dict) and bool(request.body.get("tools"))
+    body = json_object(request.body)
+    return is_messages(request) and body is not None and bool(body.get("tools"))
 
 
 class _ClaudeScript:
@@ -382,7 +375,7 @@ class _ClaudeScript:
             return _NOT_FOUND
         if is_main_loop(request) and not self.called and _claude_offered(request.body)[0] >= {_TOOL}:
             self.called = True
-            use = {"type": "tool_use", "id": _CALL_ID, "name": f"mcp__{_NAME}__{_TOOL}", "input": {}}
+            use: dict[str, Any] = {"type": "tool_use", "id": _CALL_ID, "name": f"mcp__{_NAME}__{_TOOL}", "input": {}}
             return messages_reply(request, f"msg_{index}", [use])
         return messages_reply(request, f"msg_{index}", [{"type": "text", "text": _FINAL}])
 
@@ -390,15 +383,9 @@ class _ClaudeScript:
 def _claude_result(requests: Iterable[ModelRequest]) -> str | None:
     """The text of the ``tool_result`` for the scripted call, from any request."""
     for request in requests:
-        messages = request.body.get("messages") if isinstance(request.body, dict) else None
-        for message in messages if isinstance(messages, list) else []:
-            content = message.get("content") if isinstance(message, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if (
-                    isinstance(block, dict)
-                    and block.get("type") == "tool_result"
-                    and block.get("tool_use_id") == _CALL_ID
-                ):
+        for message in json_objects((json_object(request.body) or {}).get("messages")):
+            for block in json_objects(message.get("content")):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == _CALL_ID:
                     return _text_of(block.get("content"))
     return None
 
@@ -418,7 +405,7 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
         entry = json.loads(done.stdout.decode("utf-8"))["mcpServers"][_NAME]
     except (ValueError, KeyError, TypeError) as exc:
         return CheckResult(False, f"not a Claude Code .mcp.json snippet: {exc!r}: {tail(done.stdout)}")
-    if (entry.get("env") or {}).get("SHADOWCODE_HOME") != str(ctx.home):
+    if json_member(entry, "env").get("SHADOWCODE_HOME") != str(ctx.home):
         return CheckResult(False, f"the entry does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
     (ctx.project / ".mcp.json").write_bytes(done.stdout)  # the project's registration, as printed
 

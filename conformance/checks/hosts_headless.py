@@ -48,6 +48,7 @@ from conformance.host_wires import (
     is_chat,
     is_gemini,
 )
+from conformance.json_values import json_member, json_object
 from conformance.limits import CLEANUP_WAIT_SECONDS
 from conformance.processes import Completed, kill_marked, run_command, tail
 from conformance.registry import CheckResult, check
@@ -109,7 +110,7 @@ class _Script:
     def main_loop(self, requests: list[ModelRequest]) -> list[ModelRequest]:
         """The requests of the agent's own turn: those offering tools (not titles or summaries)."""
         match = is_gemini if self.wire == "gemini" else is_chat
-        return [r for r in requests if match(r) and isinstance(r.body, dict) and r.body.get("tools")]
+        return [r for r in requests if match(r) and (json_object(r.body) or {}).get("tools")]
 
     def offered(self, request: ModelRequest) -> dict[str, str]:
         return (gemini_offered if self.wire == "gemini" else chat_offered)(request.body)
@@ -160,11 +161,11 @@ def _entry_problem(ctx: Context, text: str, client: str) -> str | None:
     try:
         document = yaml.safe_load(text) if client == "continue" else json.loads(text)
         if client in ("opencode", "kilo"):
-            env = document["mcp"][_NAME].get("environment") or {}
+            env = json_member(document["mcp"][_NAME], "environment")
         elif client == "continue":
-            env = next(e for e in document["mcpServers"] if e.get("name") == _NAME).get("env") or {}
+            env = json_member(next(e for e in document["mcpServers"] if e.get("name") == _NAME), "env")
         else:
-            env = document["mcpServers"][_NAME].get("env") or {}
+            env = json_member(document["mcpServers"][_NAME], "env")
     except (ValueError, KeyError, TypeError, StopIteration, AttributeError, yaml.YAMLError) as exc:
         return f"not a {client} entry: {exc!r}: {tail(text)}"
     if env.get("SHADOWCODE_HOME") != str(ctx.home):
@@ -234,7 +235,7 @@ async def _first_turn_of(ctx: Context, host: _Host) -> CheckResult:
 
 def _marked(marker: str) -> list[int]:
     """Live processes (not zombies) whose environment holds ``marker``."""
-    needle, found = marker.encode("utf-8"), []
+    needle, found = marker.encode("utf-8"), list[int]()
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         try:
             if needle in (entry / "environ").read_bytes().split(b"\0"):
