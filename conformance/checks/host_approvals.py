@@ -41,6 +41,7 @@ import anyio.abc
 
 from conformance.checks.delegation import configure_model
 from conformance.context import LEGACY_REVISIONS, Context
+from conformance.json_values import json_member, json_object, json_objects
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 
@@ -60,8 +61,8 @@ POLL_SECONDS = 0.1
 _QUIET_SECONDS = 2.0
 """Four times the server's APPROVAL_ASK_POLL_SECONDS: long enough for a question that would come."""
 _FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
-_FORM = {"elicitation": {"form": {}}}
-_URL_ONLY = {"elicitation": {"url": {}}}
+_FORM: dict[str, Any] = {"elicitation": {"form": {}}}
+_URL_ONLY: dict[str, Any] = {"elicitation": {"url": {}}}
 
 Answer = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Given an ``elicitation/create``'s params, the result to send (None: never answer)."""
@@ -85,9 +86,9 @@ class Host:
     proc: anyio.abc.Process
     stderr: bytearray
     answer: Answer
-    asked: list[dict[str, Any]] = field(default_factory=list)
-    withdrawn: list[Any] = field(default_factory=list)
-    _replies: dict[int, dict[str, Any]] = field(default_factory=dict)
+    asked: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    withdrawn: list[Any] = field(default_factory=list[Any])
+    _replies: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
     _arrived: anyio.Event = field(default_factory=anyio.Event)
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
     _next_id: int = 1
@@ -116,10 +117,10 @@ class Host:
         answer = await self.request("tools/call", {"name": tool, "arguments": arguments})
         if "error" in answer:
             return False, {}, str(answer["error"])
-        result = answer.get("result") or {}
-        text = " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict))
-        data = result.get("structuredContent")
-        return result.get("isError") is not True, data if isinstance(data, dict) else {}, text
+        result = json_member(answer, "result")
+        text = " ".join(c.get("text", "") for c in json_objects(result.get("content", [])))
+        data = json_member(result, "structuredContent")
+        return result.get("isError") is not True, data, text
 
     async def read(self, tg: anyio.abc.TaskGroup) -> None:
         """Read the server's lines: responses for :meth:`request`, its requests for ``answer``."""
@@ -138,21 +139,23 @@ class Host:
             self._ended = True
             self._wake()
 
-    def _take(self, message: Any, tg: anyio.abc.TaskGroup) -> None:
-        if not isinstance(message, dict):
+    def _take(self, line: Any, tg: anyio.abc.TaskGroup) -> None:
+        message = json_object(line)
+        if message is None:
             return
         method = message.get("method")
         if method is None and isinstance(message.get("id"), int):
             self._replies[message["id"]] = message
             self._wake()
         elif method == "elicitation/create" and "id" in message:
-            params = message.get("params") or {}
+            params = json_member(message, "params")
             self.asked.append(params)
             tg.start_soon(self._respond, message["id"], params)
         elif method == "notifications/cancelled":
-            self.withdrawn.append((message.get("params") or {}).get("requestId"))
+            self.withdrawn.append(json_member(message, "params").get("requestId"))
         elif method is not None and "id" in message:
-            refusal = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not served"}}
+            error = {"code": -32601, "message": "not served"}
+            refusal: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "error": error}
             tg.start_soon(self.send, refusal)
 
     async def _respond(self, ident: Any, params: dict[str, Any]) -> None:
@@ -172,7 +175,7 @@ class Host:
         """The job's ``shadow_jobs get`` once finished (or the last one seen after the bound)."""
         got: dict[str, Any] = {}
         with anyio.move_on_after(WAIT_SECONDS):
-            while (got.get("job") or {}).get("status") not in _FINISHED:
+            while json_member(got, "job").get("status") not in _FINISHED:
                 got = await self.job(job_id)
                 await anyio.sleep(POLL_SECONDS)
         return got
@@ -184,7 +187,7 @@ class Host:
                 got = await self.job(job_id)
                 if got.get("pending_approvals"):
                     return list(got["pending_approvals"])
-                if (got.get("job") or {}).get("status") in _FINISHED:
+                if json_member(got, "job").get("status") in _FINISHED:
                     return []
                 await anyio.sleep(POLL_SECONDS)
         return []
@@ -230,7 +233,7 @@ async def _delegate(session: Host, prompt: str, problems: list[str]) -> str:
 
 
 def _events(job: dict[str, Any]) -> list[dict[str, Any]]:
-    return [e for e in job.get("events") or [] if isinstance(e, dict)]
+    return json_objects(job.get("events"))
 
 
 def _kinds(job: dict[str, Any]) -> list[str]:
@@ -283,11 +286,11 @@ async def legacy_accept_runs_the_named_command(ctx: Context) -> CheckResult:
         if a.asked[0].get("mode", "form") != "form":
             problems.append(f"a client declaring form mode was asked in mode {a.asked[0].get('mode')!r}")
         job = await a.settled(job_id)
-        status = (job.get("job") or {}).get("status")
+        status = json_member(job, "job").get("status")
         if status != "done":
             problems.append(f"after the host accepted, the job is {status}, not done")
         results = [e for e in _events(job) if e.get("kind") == "command.result"]
-        outputs = [str((e.get("data") or {}).get("output", "")) for e in results]
+        outputs = [str(json_member(e, "data").get("output", "")) for e in results]
         if len(results) != 1 or OUTPUT not in outputs[0]:
             problems.append(f"the accepted command did not run exactly once with its output: {outputs}")
         if quick:
@@ -319,10 +322,10 @@ async def legacy_decline_denies(ctx: Context) -> CheckResult:
             problems.append("no elicitation/create reached the client")
         if "command.started" in _kinds(job):
             problems.append("the declined command started")
-        resolved = [(e.get("data") or {}).get("status") for e in _events(job) if e.get("kind") == "approval.resolved"]
+        resolved = [json_member(e, "data").get("status") for e in _events(job) if e.get("kind") == "approval.resolved"]
         if resolved != ["denied"]:
             problems.append(f"the job's approval.resolved events say {resolved}, not ['denied']")
-        if (job.get("job") or {}).get("status") not in _FINISHED:
+        if json_member(job, "job").get("status") not in _FINISHED:
             problems.append(f"the job did not finish after the denial: {job.get('job')}")
     return result(problems, "decline denied the approval; the command never started and the job says denied")
 
@@ -350,8 +353,8 @@ async def nothing_asked_without_the_flag(ctx: Context) -> CheckResult:
         if approved.returncode != 0:
             problems.append(f"`approve` exited {approved.returncode}: {tail(approved.stderr)}")
         job = await a.settled(job_id)
-        if (job.get("job") or {}).get("status") != "done" or "command.result" not in _kinds(job):
-            problems.append(f"after `approve` the job is {(job.get('job') or {}).get('status')} without its command")
+        if json_member(job, "job").get("status") != "done" or "command.result" not in _kinds(job):
+            problems.append(f"after `approve` the job is {json_member(job, 'job').get('status')} without its command")
     return result(problems, "nothing asked without --approve-in-host; the terminal decided")
 
 
@@ -426,8 +429,8 @@ async def page_refusals(ctx: Context) -> CheckResult:
         if reused != 410:
             problems.append(f"using the link again was answered {reused}, not 410")
         job = await a.settled(job_id)
-        if (job.get("job") or {}).get("status") != "done" or "command.result" not in _kinds(job):
-            problems.append(f"after the page approved, the job is {(job.get('job') or {}).get('status')}")
+        if json_member(job, "job").get("status") != "done" or "command.result" not in _kinds(job):
+            problems.append(f"after the page approved, the job is {json_member(job, 'job').get('status')}")
         listing = json.dumps(job) + json.dumps((await a.call("shadow_jobs", {"action": "list"}))[1])
         if token in listing:
             problems.append("the page's token appears in a tool result")
