@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from conformance.checks.python_client import EXPECTED_TOOLS
+from conformance.json_values import json_array, json_member, json_object, json_objects
 from conformance.scripted_model import ModelRequest
 
 __all__ = [
@@ -69,20 +69,15 @@ def is_gemini(request: ModelRequest) -> bool:
 
 def chat_offered(body: object) -> dict[str, str]:
     """ShadowCode tools a Chat Completions request offers: tool name to the function name the host gave it."""
-    tools = body.get("tools") if isinstance(body, dict) else None
-    return _offered(
-        (t.get("function") or {}).get("name") if isinstance(t, dict) and isinstance(t.get("function"), dict) else None
-        for t in (tools if isinstance(tools, list) else [])
-    )
+    tools = json_objects((json_object(body) or {}).get("tools"))
+    return _offered(json_member(t, "function").get("name") for t in tools)
 
 
 def gemini_offered(body: object) -> dict[str, str]:
     """ShadowCode tools a Gemini request offers: tool name to the function name the host gave it."""
-    tools = body.get("tools") if isinstance(body, dict) else None
     names: list[object] = []
-    for tool in tools if isinstance(tools, list) else []:
-        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
-        names += [d.get("name") for d in declarations or [] if isinstance(d, dict)]
+    for tool in json_objects((json_object(body) or {}).get("tools")):
+        names += [d.get("name") for d in json_objects(tool.get("functionDeclarations"))]
     return _offered(names)
 
 
@@ -98,17 +93,18 @@ def result_text(value: object) -> str:
             parsed = json.loads(value)
         except ValueError:
             return value
-        return result_text(parsed) if isinstance(parsed, (list, dict)) else value
+        nested = json_array(parsed) is not None or json_object(parsed) is not None
+        return result_text(parsed) if nested else value
     strings: list[str] = []
 
-    def walk(part: Any) -> None:
+    def walk(part: object) -> None:
         if isinstance(part, str):
             strings.append(part)
-        elif isinstance(part, list):
-            for item in part:
+        elif (items := json_array(part)) is not None:
+            for item in items:
                 walk(item)
-        elif isinstance(part, dict):
-            for item in part.values():
+        elif (members := json_object(part)) is not None:
+            for item in members.values():
                 walk(item)
 
     walk(value)
@@ -118,9 +114,8 @@ def result_text(value: object) -> str:
 def chat_result(requests: Iterable[ModelRequest], call_id: str) -> str | None:
     """The text of the ``tool`` message answering ``call_id``, from any request."""
     for request in requests:
-        messages = request.body.get("messages") if isinstance(request.body, dict) else None
-        for message in messages if isinstance(messages, list) else []:
-            if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+        for message in json_objects((json_object(request.body) or {}).get("messages")):
+            if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
                 return result_text(message.get("content"))
     return None
 
@@ -128,11 +123,9 @@ def chat_result(requests: Iterable[ModelRequest], call_id: str) -> str | None:
 def gemini_result(requests: Iterable[ModelRequest], function: str) -> str | None:
     """The ``functionResponse`` for ``function``, as text, from any request."""
     for request in requests:
-        contents = request.body.get("contents") if isinstance(request.body, dict) else None
-        for content in contents if isinstance(contents, list) else []:
-            parts = content.get("parts") if isinstance(content, dict) else None
-            for part in parts if isinstance(parts, list) else []:
-                answer = part.get("functionResponse") if isinstance(part, dict) else None
-                if isinstance(answer, dict) and answer.get("name") == function:
+        for content in json_objects((json_object(request.body) or {}).get("contents")):
+            for part in json_objects(content.get("parts")):
+                answer = json_object(part.get("functionResponse"))
+                if answer is not None and answer.get("name") == function:
                     return result_text(answer.get("response"))
     return None

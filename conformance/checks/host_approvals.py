@@ -41,6 +41,7 @@ import anyio.abc
 
 from conformance.checks.delegation import configure_model
 from conformance.context import LEGACY_REVISIONS, Context
+from conformance.json_values import json_member, json_object, json_objects
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 
@@ -51,17 +52,17 @@ __all__ = [
     "page_refusals",
 ]
 
-_ONCE = "conformance hostask once"
-_ARGV = ["python3", "-c", "print('asked in the host')"]
-_OUTPUT = "asked in the host"
-_CALL_SECONDS = 30.0
-_WAIT_SECONDS = 45.0
-_POLL_SECONDS = 0.1
+ONCE = "conformance hostask once"
+ARGV = ["python3", "-c", "print('asked in the host')"]
+OUTPUT = "asked in the host"
+CALL_SECONDS = 30.0
+WAIT_SECONDS = 45.0
+POLL_SECONDS = 0.1
 _QUIET_SECONDS = 2.0
 """Four times the server's APPROVAL_ASK_POLL_SECONDS: long enough for a question that would come."""
 _FINISHED = frozenset({"done", "failed", "cancelled", "interrupted"})
-_FORM = {"elicitation": {"form": {}}}
-_URL_ONLY = {"elicitation": {"url": {}}}
+_FORM: dict[str, Any] = {"elicitation": {"form": {}}}
+_URL_ONLY: dict[str, Any] = {"elicitation": {"url": {}}}
 
 Answer = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """Given an ``elicitation/create``'s params, the result to send (None: never answer)."""
@@ -85,9 +86,9 @@ class Host:
     proc: anyio.abc.Process
     stderr: bytearray
     answer: Answer
-    asked: list[dict[str, Any]] = field(default_factory=list)
-    withdrawn: list[Any] = field(default_factory=list)
-    _replies: dict[int, dict[str, Any]] = field(default_factory=dict)
+    asked: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    withdrawn: list[Any] = field(default_factory=list[Any])
+    _replies: dict[int, dict[str, Any]] = field(default_factory=dict[int, dict[str, Any]])
     _arrived: anyio.Event = field(default_factory=anyio.Event)
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
     _next_id: int = 1
@@ -103,23 +104,23 @@ class Host:
         ident = self._next_id
         self._next_id += 1
         await self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params or {}})
-        with anyio.move_on_after(_CALL_SECONDS):
+        with anyio.move_on_after(CALL_SECONDS):
             while ident not in self._replies:
                 if self._ended:
                     raise Ended(f"the server ended the session during {method}: {tail(self.stderr)}")
                 await self._arrived.wait()
             return self._replies.pop(ident)
-        raise Ended(f"no answer to {method} within {_CALL_SECONDS:g} s")
+        raise Ended(f"no answer to {method} within {CALL_SECONDS:g} s")
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
         """``tools/call``: ``(ok, structured content, text)``."""
         answer = await self.request("tools/call", {"name": tool, "arguments": arguments})
         if "error" in answer:
             return False, {}, str(answer["error"])
-        result = answer.get("result") or {}
-        text = " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict))
-        data = result.get("structuredContent")
-        return result.get("isError") is not True, data if isinstance(data, dict) else {}, text
+        result = json_member(answer, "result")
+        text = " ".join(c.get("text", "") for c in json_objects(result.get("content", [])))
+        data = json_member(result, "structuredContent")
+        return result.get("isError") is not True, data, text
 
     async def read(self, tg: anyio.abc.TaskGroup) -> None:
         """Read the server's lines: responses for :meth:`request`, its requests for ``answer``."""
@@ -138,21 +139,23 @@ class Host:
             self._ended = True
             self._wake()
 
-    def _take(self, message: Any, tg: anyio.abc.TaskGroup) -> None:
-        if not isinstance(message, dict):
+    def _take(self, line: Any, tg: anyio.abc.TaskGroup) -> None:
+        message = json_object(line)
+        if message is None:
             return
         method = message.get("method")
         if method is None and isinstance(message.get("id"), int):
             self._replies[message["id"]] = message
             self._wake()
         elif method == "elicitation/create" and "id" in message:
-            params = message.get("params") or {}
+            params = json_member(message, "params")
             self.asked.append(params)
             tg.start_soon(self._respond, message["id"], params)
         elif method == "notifications/cancelled":
-            self.withdrawn.append((message.get("params") or {}).get("requestId"))
+            self.withdrawn.append(json_member(message, "params").get("requestId"))
         elif method is not None and "id" in message:
-            refusal = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not served"}}
+            error = {"code": -32601, "message": "not served"}
+            refusal: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "error": error}
             tg.start_soon(self.send, refusal)
 
     async def _respond(self, ident: Any, params: dict[str, Any]) -> None:
@@ -171,22 +174,22 @@ class Host:
     async def settled(self, job_id: str) -> dict[str, Any]:
         """The job's ``shadow_jobs get`` once finished (or the last one seen after the bound)."""
         got: dict[str, Any] = {}
-        with anyio.move_on_after(_WAIT_SECONDS):
-            while (got.get("job") or {}).get("status") not in _FINISHED:
+        with anyio.move_on_after(WAIT_SECONDS):
+            while json_member(got, "job").get("status") not in _FINISHED:
                 got = await self.job(job_id)
-                await anyio.sleep(_POLL_SECONDS)
+                await anyio.sleep(POLL_SECONDS)
         return got
 
     async def pending(self, job_id: str) -> list[dict[str, Any]]:
         """The job's pending approvals once it has one (empty after the bound)."""
-        with anyio.move_on_after(_WAIT_SECONDS):
+        with anyio.move_on_after(WAIT_SECONDS):
             while True:
                 got = await self.job(job_id)
                 if got.get("pending_approvals"):
                     return list(got["pending_approvals"])
-                if (got.get("job") or {}).get("status") in _FINISHED:
+                if json_member(got, "job").get("status") in _FINISHED:
                     return []
-                await anyio.sleep(_POLL_SECONDS)
+                await anyio.sleep(POLL_SECONDS)
         return []
 
 
@@ -230,14 +233,14 @@ async def _delegate(session: Host, prompt: str, problems: list[str]) -> str:
 
 
 def _events(job: dict[str, Any]) -> list[dict[str, Any]]:
-    return [e for e in job.get("events") or [] if isinstance(e, dict)]
+    return json_objects(job.get("events"))
 
 
 def _kinds(job: dict[str, Any]) -> list[str]:
     return [str(e.get("kind")) for e in _events(job)]
 
 
-def _result(problems: list[str], passed: str) -> CheckResult:
+def result(problems: list[str], passed: str) -> CheckResult:
     return CheckResult(not problems, "; ".join(problems[:4]) if problems else passed)
 
 
@@ -251,9 +254,9 @@ def _names_the_action(params: dict[str, Any], ctx: Context, argv: list[str]) -> 
 
 
 async def _wait_asked(session: Host, count: int = 1) -> bool:
-    with anyio.move_on_after(_WAIT_SECONDS):
+    with anyio.move_on_after(WAIT_SECONDS):
         while len(session.asked) < count:
-            await anyio.sleep(_POLL_SECONDS)
+            await anyio.sleep(POLL_SECONDS)
         return True
     return False
 
@@ -272,23 +275,23 @@ async def legacy_accept_runs_the_named_command(ctx: Context) -> CheckResult:
     flags = ("--allow-write", "--approve-in-host")
     async with host(ctx, flags, _FORM, accept) as a, host(ctx, flags, _FORM) as b:
         quick = await _delegate(b, "conformance quick: B's own job", problems)  # B has an owner that watches
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         if not job_id:
-            return _result(problems, "")
+            return result(problems, "")
         if not await _wait_asked(a):
-            return _result([f"no elicitation/create reached the owning client; stderr: {tail(a.stderr)}"], "")
-        wrong = _names_the_action(a.asked[0], ctx, _ARGV)
+            return result([f"no elicitation/create reached the owning client; stderr: {tail(a.stderr)}"], "")
+        wrong = _names_the_action(a.asked[0], ctx, ARGV)
         if wrong:
             problems.append(wrong)
         if a.asked[0].get("mode", "form") != "form":
             problems.append(f"a client declaring form mode was asked in mode {a.asked[0].get('mode')!r}")
         job = await a.settled(job_id)
-        status = (job.get("job") or {}).get("status")
+        status = json_member(job, "job").get("status")
         if status != "done":
             problems.append(f"after the host accepted, the job is {status}, not done")
         results = [e for e in _events(job) if e.get("kind") == "command.result"]
-        outputs = [str((e.get("data") or {}).get("output", "")) for e in results]
-        if len(results) != 1 or _OUTPUT not in outputs[0]:
+        outputs = [str(json_member(e, "data").get("output", "")) for e in results]
+        if len(results) != 1 or OUTPUT not in outputs[0]:
             problems.append(f"the accepted command did not run exactly once with its output: {outputs}")
         if quick:
             await b.settled(quick)
@@ -296,7 +299,7 @@ async def legacy_accept_runs_the_named_command(ctx: Context) -> CheckResult:
             problems.append(f"another connection was asked about A's approval: {b.asked[0].get('message', '')[:120]!r}")
         if len(a.asked) != 1:
             problems.append(f"the owning client was asked {len(a.asked)} times for one approval")
-    return _result(problems, "asked the owning client only, with the exact argv and folder; accept ran it once")
+    return result(problems, "asked the owning client only, with the exact argv and folder; accept ran it once")
 
 
 @check("host_approvals:legacy_decline_denies", covers=["SRV-29"], timeout_seconds=150)
@@ -311,20 +314,20 @@ async def legacy_decline_denies(ctx: Context) -> CheckResult:
         return {"action": "decline"}
 
     async with host(ctx, ("--allow-write", "--approve-in-host"), _FORM, decline) as a:
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         if not job_id:
-            return _result(problems, "")
+            return result(problems, "")
         job = await a.settled(job_id)
         if not a.asked:
             problems.append("no elicitation/create reached the client")
         if "command.started" in _kinds(job):
             problems.append("the declined command started")
-        resolved = [(e.get("data") or {}).get("status") for e in _events(job) if e.get("kind") == "approval.resolved"]
+        resolved = [json_member(e, "data").get("status") for e in _events(job) if e.get("kind") == "approval.resolved"]
         if resolved != ["denied"]:
             problems.append(f"the job's approval.resolved events say {resolved}, not ['denied']")
-        if (job.get("job") or {}).get("status") not in _FINISHED:
+        if json_member(job, "job").get("status") not in _FINISHED:
             problems.append(f"the job did not finish after the denial: {job.get('job')}")
-    return _result(problems, "decline denied the approval; the command never started and the job says denied")
+    return result(problems, "decline denied the approval; the command never started and the job says denied")
 
 
 @check("host_approvals:nothing_asked_without_the_flag", covers=["SRV-29"], timeout_seconds=150)
@@ -334,25 +337,25 @@ async def nothing_asked_without_the_flag(ctx: Context) -> CheckResult:
     if problem:
         return CheckResult(False, problem)
     problems: list[str] = []
-    alone = await ctx.run(ctx.serve_argv("--allow-write", "--approval-page"), timeout_seconds=_CALL_SECONDS)
+    alone = await ctx.run(ctx.serve_argv("--allow-write", "--approval-page"), timeout_seconds=CALL_SECONDS)
     if alone.returncode != 2 or alone.stdout.strip() or b"--approve-in-host" not in alone.stderr:
         problems.append(f"--approval-page alone exited {alone.returncode} (stderr {tail(alone.stderr)!r})")
     async with host(ctx, ("--allow-write",), _FORM) as a:
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         pending = await a.pending(job_id) if job_id else []
         if not pending:
-            return _result(problems or ["the task asked for no approval"], "")
+            return result(problems or ["the task asked for no approval"], "")
         await anyio.sleep(_QUIET_SECONDS)  # a question would have come by now
         if a.asked:
             asked = str(a.asked[0].get("message", ""))[:120]
             problems.append(f"a server without --approve-in-host asked the host: {asked!r}")
-        approved = await ctx.run(ctx.target_argv("approve", str(pending[0]["id"])), timeout_seconds=_CALL_SECONDS)
+        approved = await ctx.run(ctx.target_argv("approve", str(pending[0]["id"])), timeout_seconds=CALL_SECONDS)
         if approved.returncode != 0:
             problems.append(f"`approve` exited {approved.returncode}: {tail(approved.stderr)}")
         job = await a.settled(job_id)
-        if (job.get("job") or {}).get("status") != "done" or "command.result" not in _kinds(job):
-            problems.append(f"after `approve` the job is {(job.get('job') or {}).get('status')} without its command")
-    return _result(problems, "nothing asked without --approve-in-host; the terminal decided")
+        if json_member(job, "job").get("status") != "done" or "command.result" not in _kinds(job):
+            problems.append(f"after `approve` the job is {json_member(job, 'job').get('status')} without its command")
+    return result(problems, "nothing asked without --approve-in-host; the terminal decided")
 
 
 # --- the approval page (URL mode) ----------------------------------------------------------
@@ -368,7 +371,7 @@ async def _http(url: str, method: str, *, origin: str | None = None, body: bytes
         lines += ["Content-Type: application/x-www-form-urlencoded", f"Content-Length: {len(body)}"]
     raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
     data = bytearray()
-    with anyio.fail_after(_CALL_SECONDS):
+    with anyio.fail_after(CALL_SECONDS):
         async with await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80) as stream:
             await stream.send(raw)
             with suppress(anyio.EndOfStream, anyio.BrokenResourceError):
@@ -391,18 +394,18 @@ async def page_refusals(ctx: Context) -> CheckResult:
         return {"action": "accept"}  # the person opened the page; the page decides
 
     async with host(ctx, ("--allow-write", "--approve-in-host"), _URL_ONLY, opened) as a:
-        job_id = await _delegate(a, _ONCE, problems)
+        job_id = await _delegate(a, ONCE, problems)
         if not job_id or not await _wait_asked(a):
-            return _result(problems or [f"no URL elicitation reached the client; stderr: {tail(a.stderr)}"], "")
+            return result(problems or [f"no URL elicitation reached the client; stderr: {tail(a.stderr)}"], "")
         params = a.asked[0]
         url = str(params.get("url", ""))
         parts = urlsplit(url)
         if params.get("mode") != "url" or parts.scheme != "http" or parts.hostname != "127.0.0.1":
-            return _result([f"the question is not a loopback URL elicitation: {json.dumps(params)[:300]}"], "")
+            return result([f"the question is not a loopback URL elicitation: {json.dumps(params)[:300]}"], "")
         token = parts.path.rsplit("/", 1)[-1]
         origin = f"{parts.scheme}://{parts.netloc}"
         status, page = await _http(url, "GET")
-        if status != 200 or all(f"<code>{a}</code>" not in page for a in _ARGV[:1]) or str(ctx.project) not in page:
+        if status != 200 or all(f"<code>{a}</code>" not in page for a in ARGV[:1]) or str(ctx.project) not in page:
             problems.append(f"the page (status {status}) does not show the argv and folder: {page[:200]!r}")
         refusals = {
             "another Origin": await _http(url, "POST", origin="http://example.com", body=b"decision=approve"),
@@ -426,9 +429,9 @@ async def page_refusals(ctx: Context) -> CheckResult:
         if reused != 410:
             problems.append(f"using the link again was answered {reused}, not 410")
         job = await a.settled(job_id)
-        if (job.get("job") or {}).get("status") != "done" or "command.result" not in _kinds(job):
-            problems.append(f"after the page approved, the job is {(job.get('job') or {}).get('status')}")
+        if json_member(job, "job").get("status") != "done" or "command.result" not in _kinds(job):
+            problems.append(f"after the page approved, the job is {json_member(job, 'job').get('status')}")
         listing = json.dumps(job) + json.dumps((await a.call("shadow_jobs", {"action": "list"}))[1])
         if token in listing:
             problems.append("the page's token appears in a tool result")
-    return _result(problems, "the page refused another Origin, no Origin, a wrong token and reuse; its form approved")
+    return result(problems, "the page refused another Origin, no Origin, a wrong token and reuse; its form approved")

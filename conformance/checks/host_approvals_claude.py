@@ -41,10 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from conformance.checks.delegation import configure_model
-from conformance.checks.hosts import _OFFLINE, _is_main_loop, _is_messages
-from conformance.checks.registration import _failed, _host_bin, _host_env, _missing_host, _register
+from conformance.checks.hosts import OFFLINE, is_main_loop, is_messages
+from conformance.checks.registration import failed, host_bin, host_env, missing_host, register
 from conformance.context import Context
 from conformance.engine import headless_engine
+from conformance.json_values import json_member, json_object, json_objects
 from conformance.processes import Completed, run_command, tail
 from conformance.registry import CheckResult, check
 from conformance.scripted_model import ModelRequest, Reply, messages_reply, scripted_model
@@ -87,11 +88,9 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "Elicitation", "action
 def _tool_results(body: object) -> dict[str, str]:
     """Tool results of the conversation so far: ``tool_use_id`` to text."""
     found: dict[str, str] = {}
-    messages = body.get("messages") if isinstance(body, dict) else None
-    for message in messages if isinstance(messages, list) else []:
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
+    for message in json_objects((json_object(body) or {}).get("messages")):
+        for block in json_objects(message.get("content")):
+            if block.get("type") == "tool_result":
                 inner = block.get("content")
                 text = inner if isinstance(inner, str) else json.dumps(inner)
                 found[str(block.get("tool_use_id"))] = text
@@ -105,11 +104,11 @@ class _Script:
         self.polls = 0
 
     def answer(self, request: ModelRequest, index: int) -> Reply:
-        if not _is_messages(request):
+        if not is_messages(request):
             if request.method == "POST" and request.path.split("?")[0] == "/v1/messages/count_tokens":
                 return Reply(200, "application/json", b'{"input_tokens": 1}')
             return Reply(404, "application/json", b'{"error": "not found"}')
-        if not _is_main_loop(request):
+        if not is_main_loop(request):
             return messages_reply(request, f"msg_{index}", [{"type": "text", "text": "ShadowCode"}])
         results = _tool_results(request.body)
         if "call_run" not in results:
@@ -141,23 +140,22 @@ async def _job(ctx: Context) -> dict[str, Any]:
     """The profile's one job with its events, as ``<target> --json jobs`` shows it ({} when none)."""
     listed = await ctx.run(ctx.target_argv("--json", "jobs"), timeout_seconds=30)
     try:
-        jobs = json.loads(listed.stdout)
-        jobs = jobs.get("jobs", jobs) if isinstance(jobs, dict) else jobs
+        found = json.loads(listed.stdout)
+        jobs = listing.get("jobs", found) if (listing := json_object(found)) is not None else found
         job_id = str(jobs[0]["id"])
         shown = await ctx.run(ctx.target_argv("--json", "jobs", job_id), timeout_seconds=30)
         doc = json.loads(shown.stdout)
     except (ValueError, KeyError, IndexError, TypeError):
         return {}
-    return doc if isinstance(doc, dict) else {}
+    return json_object(doc) or {}
 
 
 def _events(job: dict[str, Any]) -> list[dict[str, Any]]:
-    events = job.get("events")
-    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+    return json_objects(job.get("events"))
 
 
 def _status(job: dict[str, Any]) -> str:
-    inner = job.get("job") if isinstance(job.get("job"), dict) else job
+    inner = found if (found := json_object(job.get("job"))) is not None else job
     return str(inner.get("status", "?"))
 
 
@@ -169,13 +167,13 @@ async def _run_claude(
     Returns:
         The run (or the check's failure before it), the model's requests and the hook's log file.
     """
-    claude = _host_bin(ctx, "claude")
+    claude = host_bin(ctx, "claude")
     if claude is None:
-        return _missing_host("claude"), [], Path()
+        return missing_host("claude"), [], Path()
     problem, _ = await configure_model(ctx)
     if problem:
         return CheckResult(False, problem), [], Path()
-    done, problem = await _register(ctx, "--client", "claude", "--allow-write", "--approve-in-host", *flags)
+    done, problem = await register(ctx, "--client", "claude", "--allow-write", "--approve-in-host", *flags)
     if problem:
         return CheckResult(False, problem), [], Path()
     (ctx.project / ".mcp.json").write_bytes(done.stdout)
@@ -189,11 +187,11 @@ async def _run_claude(
     async with headless_engine(ctx, problems) as engine, scripted_model(script.answer) as model:
         if engine is None:
             return CheckResult(False, "; ".join(problems) or "the headless engine did not start"), [], Path()
-        env = _host_env(
+        env = host_env(
             ctx,
             ANTHROPIC_BASE_URL=model.url,
             ANTHROPIC_API_KEY="sk-ant-scripted",
-            **_OFFLINE,
+            **OFFLINE,
         )
         env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
         argv = [
@@ -215,7 +213,7 @@ async def _run_claude(
 
 
 def _asked_the_action(ctx: Context, entries: Iterable[dict[str, Any]], problems: list[str]) -> dict[str, Any]:
-    events = [e.get("event") or {} for e in entries]
+    events = [json_member(e, "event") for e in entries]
     if len(events) != 1:
         problems.append(f"the Elicitation hook ran {len(events)} times for one approval")
     event = events[0] if events else {}
@@ -228,14 +226,14 @@ def _asked_the_action(ctx: Context, entries: Iterable[dict[str, Any]], problems:
 
 
 def _ran(job: dict[str, Any], problems: list[str], how: str) -> None:
-    outputs = [str((e.get("data") or {}).get("output", "")) for e in _events(job) if e.get("kind") == "command.result"]
+    outputs = [str(json_member(e, "data").get("output", "")) for e in _events(job) if e.get("kind") == "command.result"]
     if _status(job) != "done" or len(outputs) != 1 or _OUTPUT not in outputs[0]:
         problems.append(f"after {how} the job is {_status(job)} and its command results are {outputs}")
 
 
 def _verdict(problems: list[str], run: Completed, passed: str) -> CheckResult:
-    if not problems and (failed := _failed("claude -p", run)):
-        problems.append(failed)
+    if not problems and (failure := failed("claude -p", run)):
+        problems.append(failure)
     detail = "; ".join(problems[:4]) if problems else passed
     if problems:
         detail += f" (claude stderr: {tail(run.stderr)})"
@@ -266,7 +264,7 @@ async def claude_hook_declines(ctx: Context) -> CheckResult:
     _asked_the_action(ctx, _logged(log), problems)
     job = await _job(ctx)
     events = _events(job)
-    resolved = [(e.get("data") or {}).get("status") for e in events if e.get("kind") == "approval.resolved"]
+    resolved = [json_member(e, "data").get("status") for e in events if e.get("kind") == "approval.resolved"]
     if resolved != ["denied"] or any(e.get("kind") == "command.started" for e in events):
         kinds = [e.get("kind") for e in events]
         problems.append(f"after the hook declined, the approval reads {resolved} and the events are {kinds}")

@@ -43,14 +43,15 @@ from typing import Any
 
 from conformance.checks.python_client import EXPECTED_TOOLS
 from conformance.checks.registration import (
-    _codex_section,
-    _failed,
-    _host_bin,
-    _host_env,
-    _missing_host,
-    _register,
+    codex_section,
+    failed,
+    host_bin,
+    host_env,
+    missing_host,
+    register,
 )
 from conformance.context import Context
+from conformance.json_values import json_array, json_member, json_object, json_objects
 from conformance.processes import Completed, run_command, tail
 from conformance.registry import CheckResult, check
 from conformance.scripted_model import ModelRequest, Reply, messages_reply, responses_reply, scripted_model
@@ -67,7 +68,7 @@ _HOST_ATTEMPTS = 3
 """Host runs a check makes at most while the first request comes out without the tools."""
 _ATTEMPT_RESERVE_SECONDS = 60.0
 _CLOSED_PORT_PROXY = "http://127.0.0.1:9"
-_OFFLINE = {
+OFFLINE = {
     "HTTP_PROXY": _CLOSED_PORT_PROXY,
     "HTTPS_PROXY": _CLOSED_PORT_PROXY,
     "ALL_PROXY": _CLOSED_PORT_PROXY,
@@ -89,8 +90,9 @@ def _text_of(output: object) -> str:
     """A tool result's text: a string as is, content blocks joined."""
     if isinstance(output, str):
         return output
-    if isinstance(output, list):
-        return "\n".join(_text_of(part.get("text") if isinstance(part, dict) else part) for part in output)
+    if (parts := json_array(output)) is not None:
+        blocks = [(block.get("text") if (block := json_object(part)) is not None else part) for part in parts]
+        return "\n".join(_text_of(block) for block in blocks)
     return ""
 
 
@@ -120,8 +122,9 @@ def _status_in(text: str) -> dict[str, Any] | None:
         except ValueError:
             start = text.find("{", start + 1)
             continue
-        if isinstance(value, dict) and "project" in value:
-            return value
+        found = json_object(value)
+        if found is not None and "project" in found:
+            return found
         start = text.find("{", start + 1)
     return None
 
@@ -130,19 +133,19 @@ def _judge_status(ctx: Context, status: dict[str, Any] | None, text: str) -> str
     """A problem sentence unless the status shows the sample project trusted and the run's engine mode, else None."""
     if status is None:
         return f"the {_TOOL} result that reached the model holds no status: {tail(text, 300)!r}"
-    project = status.get("project") if isinstance(status.get("project"), dict) else {}
+    project = json_member(status, "project")
     if project.get("trusted") is not True or project.get("path") != str(ctx.project):
         return (
             f"the server the host started does not see the trust given beforehand (profile "
             f"{status.get('profile')!r}, project {project!r}): the registered command lost its profile"
         )
-    engine = status.get("engine") if isinstance(status.get("engine"), dict) else {}
+    engine = json_member(status, "engine")
     if engine.get("mode") != ctx.engine.value:
         return f"the server reports engine mode {engine.get('mode')!r}, expected {ctx.engine.value!r} in this run"
     return None
 
 
-def _verdict(
+def verdict(
     ctx: Context,
     host: str,
     offered: set[str],
@@ -170,16 +173,16 @@ def _verdict(
             data,
         )
     if result_text is None:
-        problem = _failed(host, run) or f"{host} exited 0"
+        problem = failed(host, run) or f"{host} exited 0"
         return CheckResult(False, f"no {_TOOL} result reached the model ({problem})", data)
     status = _status_in(result_text)
     data["status"] = status
     problem = _judge_status(ctx, status, result_text)
     if problem:
         return CheckResult(False, problem, data)
-    if problem := _failed(host, run):
+    if problem := failed(host, run):
         return CheckResult(False, problem, data)
-    project = status["project"] if status else {}
+    project = json_member(status, "project") if status else {}
     return CheckResult(
         True,
         f"{host}'s first request ({first_at - started:.1f} s after start) offered all {len(EXPECTED_TOOLS)} "
@@ -197,7 +200,7 @@ async def _run_host(ctx: Context, argv: list[str], env: Mapping[str, str]) -> Co
     )
 
 
-async def _first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
+async def first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
     """Run the host up to :data:`_HOST_ATTEMPTS` times while its first request lacks the tools.
 
     A host waits well under a second for its MCP servers before it first asks the model (Codex
@@ -228,17 +231,14 @@ async def _first_turn(ctx: Context, attempt: Callable[[], Awaitable[CheckResult]
 
 def _codex_tools(body: object) -> dict[str, dict[str, str]]:
     """ShadowCode tools a Responses request offers: tool name to how a call names it."""
-    tools = body.get("tools") if isinstance(body, dict) else None
     found: dict[str, dict[str, str]] = {}
     namespace, prefix = f"mcp__{_NAME}", f"mcp__{_NAME}__"
-    for tool in tools if isinstance(tools, list) else []:
-        if not isinstance(tool, dict):
-            continue
+    for tool in json_objects((json_object(body) or {}).get("tools")):
         name = tool.get("name")
         if tool.get("type") == "namespace" and name in (namespace, prefix):
-            for child in tool.get("tools") or []:
-                if isinstance(child, dict) and isinstance(child.get("name"), str):
-                    found[child["name"]] = {"namespace": str(name), "name": child["name"]}
+            for child in json_objects(tool.get("tools")):
+                if isinstance(child_name := child.get("name"), str):
+                    found[child_name] = {"namespace": str(name), "name": child_name}
         elif tool.get("type") == "function" and isinstance(name, str) and name.startswith(prefix):
             found[name[len(prefix) :]] = {"name": name}
     return found
@@ -270,13 +270,8 @@ class _CodexScript:
 def _codex_result(requests: Iterable[ModelRequest]) -> str | None:
     """The text of the ``function_call_output`` for the scripted call, from any request."""
     for request in requests:
-        items = request.body.get("input") if isinstance(request.body, dict) else None
-        for item in items if isinstance(items, list) else []:
-            if (
-                isinstance(item, dict)
-                and item.get("type") == "function_call_output"
-                and item.get("call_id") == _CALL_ID
-            ):
+        for item in json_objects((json_object(request.body) or {}).get("input")):
+            if item.get("type") == "function_call_output" and item.get("call_id") == _CALL_ID:
                 return _text_of(item.get("output"))
     return None
 
@@ -300,19 +295,19 @@ def _codex_config(url: str, snippet: str) -> str:
 @check("hosts:codex_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=300)
 async def codex_first_turn(ctx: Context) -> CheckResult:
     """``codex exec`` with the printed section: ShadowCode's tools in the first request, ``shadow_status`` answered."""
-    codex = _host_bin(ctx, "codex")
+    codex = host_bin(ctx, "codex")
     if codex is None:
-        return _missing_host("codex")
-    if problem := _failed("trust", await ctx.trust()):
+        return missing_host("codex")
+    if problem := failed("trust", await ctx.trust()):
         return CheckResult(False, problem)
-    done, problem = await _register(ctx, "--client", "codex")
+    done, problem = await register(ctx, "--client", "codex")
     if problem:
         return CheckResult(False, problem)
     snippet = done.stdout.decode("utf-8")
-    entry, problem = _codex_section(snippet)
+    entry, problem = codex_section(snippet)
     if problem:
         return CheckResult(False, problem)
-    pinned = (entry.get("env") or {}).get("SHADOWCODE_HOME")
+    pinned = json_member(entry, "env").get("SHADOWCODE_HOME")
     if pinned != str(ctx.home):
         return CheckResult(False, f"the section does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
     runs = 0
@@ -322,7 +317,7 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
         runs += 1
         codex_home = ctx.scratch / f"codex home {runs}"
         codex_home.mkdir()
-        env = _host_env(ctx, CODEX_HOME=str(codex_home), **_OFFLINE)
+        env = host_env(ctx, CODEX_HOME=str(codex_home), **OFFLINE)
         env.pop("SHADOWCODE_HOME", None)  # only the section's env table may carry the profile
         script = _CodexScript()
         async with scripted_model(script.answer) as model:
@@ -332,13 +327,13 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
             run = await _run_host(ctx, argv, env)
         turns = [r for r in model.requests if r.method == "POST" and r.path.split("?")[0].endswith("/responses")]
         if not turns:
-            return CheckResult(False, f"Codex never asked the model ({_failed('codex exec', run) or 'exit 0'})")
+            return CheckResult(False, f"Codex never asked the model ({failed('codex exec', run) or 'exit 0'})")
         first = _codex_tools(turns[0].body)
         namespaced = any("namespace" in how for how in first.values())
         how = "in the namespace tool mcp__shadowcode" if namespaced else "as mcp__shadowcode__* functions"
-        return _verdict(ctx, "Codex", set(first), how, _codex_result(turns[1:]), run, started, turns[0].at)
+        return verdict(ctx, "Codex", set(first), how, _codex_result(turns[1:]), run, started, turns[0].at)
 
-    return await _first_turn(ctx, attempt)
+    return await first_turn(ctx, attempt)
 
 
 # --- Claude Code ----------------------------------------------------------------------------
@@ -347,26 +342,24 @@ async def codex_first_turn(ctx: Context) -> CheckResult:
 def _claude_offered(body: object) -> tuple[set[str], str]:
     """ShadowCode tools a Messages request offers, and how: as tool definitions or as deferred names."""
     prefix = f"mcp__{_NAME}__"
-    tools = body.get("tools") if isinstance(body, dict) else None
-    defined = {
-        t["name"][len(prefix) :]
-        for t in (tools if isinstance(tools, list) else [])
-        if isinstance(t, dict) and isinstance(t.get("name"), str) and t["name"].startswith(prefix)
-    }
+    request = json_object(body)
+    names = [t.get("name") for t in json_objects((request or {}).get("tools"))]
+    defined = {name[len(prefix) :] for name in names if isinstance(name, str) and name.startswith(prefix)}
     if defined:
         return defined, "as tool definitions"
-    text = json.dumps(body.get("messages") if isinstance(body, dict) else None)
+    text = json.dumps(request.get("messages") if request is not None else None)
     named = {tool for tool in EXPECTED_TOOLS if f"{prefix}{tool}" in text}
     return named, "by name in Claude Code's deferred-tools list (schemas load through its ToolSearch)"
 
 
-def _is_messages(request: ModelRequest) -> bool:
+def is_messages(request: ModelRequest) -> bool:
     return request.method == "POST" and request.path.split("?")[0] == "/v1/messages"
 
 
-def _is_main_loop(request: ModelRequest) -> bool:
+def is_main_loop(request: ModelRequest) -> bool:
     """A request of the agent's own turn (it offers tools), not a side request such as a title."""
-    return _is_messages(request) and isinstance(request.body, dict) and bool(request.body.get("tools"))
+    body = json_object(request.body)
+    return is_messages(request) and body is not None and bool(body.get("tools"))
 
 
 class _ClaudeScript:
@@ -376,13 +369,13 @@ class _ClaudeScript:
         self.called = False
 
     def answer(self, request: ModelRequest, index: int) -> Reply:
-        if not _is_messages(request):
+        if not is_messages(request):
             if request.method == "POST" and request.path.split("?")[0] == "/v1/messages/count_tokens":
                 return Reply(200, "application/json", b'{"input_tokens": 1}')
             return _NOT_FOUND
-        if _is_main_loop(request) and not self.called and _claude_offered(request.body)[0] >= {_TOOL}:
+        if is_main_loop(request) and not self.called and _claude_offered(request.body)[0] >= {_TOOL}:
             self.called = True
-            use = {"type": "tool_use", "id": _CALL_ID, "name": f"mcp__{_NAME}__{_TOOL}", "input": {}}
+            use: dict[str, Any] = {"type": "tool_use", "id": _CALL_ID, "name": f"mcp__{_NAME}__{_TOOL}", "input": {}}
             return messages_reply(request, f"msg_{index}", [use])
         return messages_reply(request, f"msg_{index}", [{"type": "text", "text": _FINAL}])
 
@@ -390,15 +383,9 @@ class _ClaudeScript:
 def _claude_result(requests: Iterable[ModelRequest]) -> str | None:
     """The text of the ``tool_result`` for the scripted call, from any request."""
     for request in requests:
-        messages = request.body.get("messages") if isinstance(request.body, dict) else None
-        for message in messages if isinstance(messages, list) else []:
-            content = message.get("content") if isinstance(message, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if (
-                    isinstance(block, dict)
-                    and block.get("type") == "tool_result"
-                    and block.get("tool_use_id") == _CALL_ID
-                ):
+        for message in json_objects((json_object(request.body) or {}).get("messages")):
+            for block in json_objects(message.get("content")):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == _CALL_ID:
                     return _text_of(block.get("content"))
     return None
 
@@ -406,26 +393,26 @@ def _claude_result(requests: Iterable[ModelRequest]) -> str | None:
 @check("hosts:claude_first_turn", covers=["REG-08", "REG-01"], timeout_seconds=300)
 async def claude_first_turn(ctx: Context) -> CheckResult:
     """``claude -p`` with the printed project ``.mcp.json``: tools on turn one, ``shadow_status`` answered."""
-    claude = _host_bin(ctx, "claude")
+    claude = host_bin(ctx, "claude")
     if claude is None:
-        return _missing_host("claude")
-    if problem := _failed("trust", await ctx.trust()):
+        return missing_host("claude")
+    if problem := failed("trust", await ctx.trust()):
         return CheckResult(False, problem)
-    done, problem = await _register(ctx, "--client", "claude")
+    done, problem = await register(ctx, "--client", "claude")
     if problem:
         return CheckResult(False, problem)
     try:
         entry = json.loads(done.stdout.decode("utf-8"))["mcpServers"][_NAME]
     except (ValueError, KeyError, TypeError) as exc:
         return CheckResult(False, f"not a Claude Code .mcp.json snippet: {exc!r}: {tail(done.stdout)}")
-    if (entry.get("env") or {}).get("SHADOWCODE_HOME") != str(ctx.home):
+    if json_member(entry, "env").get("SHADOWCODE_HOME") != str(ctx.home):
         return CheckResult(False, f"the entry does not pin SHADOWCODE_HOME={str(ctx.home)!r} in its env: {entry!r}")
     (ctx.project / ".mcp.json").write_bytes(done.stdout)  # the project's registration, as printed
 
     async def attempt() -> CheckResult:
         script = _ClaudeScript()
         async with scripted_model(script.answer) as model:
-            env = _host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **_OFFLINE)
+            env = host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **OFFLINE)
             env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
             argv = [
                 str(claude),
@@ -439,10 +426,10 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
             ]
             started = time.monotonic()
             run = await _run_host(ctx, argv, env)
-        turns = [r for r in model.requests if _is_main_loop(r)]
+        turns = [r for r in model.requests if is_main_loop(r)]
         if not turns:
-            return CheckResult(False, f"Claude Code never asked the model ({_failed('claude -p', run) or 'exit 0'})")
+            return CheckResult(False, f"Claude Code never asked the model ({failed('claude -p', run) or 'exit 0'})")
         offered, how = _claude_offered(turns[0].body)
-        return _verdict(ctx, "Claude Code", offered, how, _claude_result(turns[1:]), run, started, turns[0].at)
+        return verdict(ctx, "Claude Code", offered, how, _claude_result(turns[1:]), run, started, turns[0].at)
 
-    return await _first_turn(ctx, attempt)
+    return await first_turn(ctx, attempt)

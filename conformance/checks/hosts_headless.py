@@ -37,8 +37,8 @@ import anyio
 import anyio.to_thread
 import yaml
 
-from conformance.checks.hosts import _OFFLINE, _first_turn, _verdict
-from conformance.checks.registration import _failed, _host_bin, _host_env, _missing_host, _register
+from conformance.checks.hosts import OFFLINE, first_turn, verdict
+from conformance.checks.registration import failed, host_bin, host_env, missing_host, register
 from conformance.context import Context
 from conformance.host_wires import (
     chat_offered,
@@ -48,6 +48,7 @@ from conformance.host_wires import (
     is_chat,
     is_gemini,
 )
+from conformance.json_values import json_member, json_object
 from conformance.limits import CLEANUP_WAIT_SECONDS
 from conformance.processes import Completed, kill_marked, run_command, tail
 from conformance.registry import CheckResult, check
@@ -109,7 +110,7 @@ class _Script:
     def main_loop(self, requests: list[ModelRequest]) -> list[ModelRequest]:
         """The requests of the agent's own turn: those offering tools (not titles or summaries)."""
         match = is_gemini if self.wire == "gemini" else is_chat
-        return [r for r in requests if match(r) and isinstance(r.body, dict) and r.body.get("tools")]
+        return [r for r in requests if match(r) and (json_object(r.body) or {}).get("tools")]
 
     def offered(self, request: ModelRequest) -> dict[str, str]:
         return (gemini_offered if self.wire == "gemini" else chat_offered)(request.body)
@@ -160,11 +161,11 @@ def _entry_problem(ctx: Context, text: str, client: str) -> str | None:
     try:
         document = yaml.safe_load(text) if client == "continue" else json.loads(text)
         if client in ("opencode", "kilo"):
-            env = document["mcp"][_NAME].get("environment") or {}
+            env = json_member(document["mcp"][_NAME], "environment")
         elif client == "continue":
-            env = next(e for e in document["mcpServers"] if e.get("name") == _NAME).get("env") or {}
+            env = json_member(next(e for e in document["mcpServers"] if e.get("name") == _NAME), "env")
         else:
-            env = document["mcpServers"][_NAME].get("env") or {}
+            env = json_member(document["mcpServers"][_NAME], "env")
     except (ValueError, KeyError, TypeError, StopIteration, AttributeError, yaml.YAMLError) as exc:
         return f"not a {client} entry: {exc!r}: {tail(text)}"
     if env.get("SHADOWCODE_HOME") != str(ctx.home):
@@ -183,12 +184,12 @@ async def _first_turn_of(ctx: Context, host: _Host) -> CheckResult:
         return CheckResult.not_asked(
             f"not run: {host.label}'s host check runs against a packaged archive target (python3 dist/shadowcode.pyz)"
         )
-    binary = _host_bin(ctx, host.binary)
+    binary = host_bin(ctx, host.binary)
     if binary is None:
-        return _missing_host(host.binary)
-    if problem := _failed("trust", await ctx.trust()):
+        return missing_host(host.binary)
+    if problem := failed("trust", await ctx.trust()):
         return CheckResult(False, problem)
-    done, problem = await _register(ctx, "--client", host.client)
+    done, problem = await register(ctx, "--client", host.client)
     if problem:
         return CheckResult(False, problem)
     printed = done.stdout.decode("utf-8")
@@ -206,7 +207,7 @@ async def _first_turn_of(ctx: Context, host: _Host) -> CheckResult:
             launch = await host.prepare(ctx, _Run(home, model.url), printed)
             if isinstance(launch, str):
                 return CheckResult(False, launch)
-            env = _host_env(ctx, **_OFFLINE, **launch.env)
+            env = host_env(ctx, **OFFLINE, **launch.env)
             env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), PWD=str(ctx.project))
             env.pop("SHADOWCODE_HOME", None)  # only the printed entry may carry the profile
             argv = [str(binary), *launch.argv]
@@ -217,11 +218,11 @@ async def _first_turn_of(ctx: Context, host: _Host) -> CheckResult:
         turns = script.main_loop(model.requests)
         if not turns:
             asked = ", ".join(sorted({f"{r.method} {r.path.split('?')[0]}" for r in model.requests})) or "nothing"
-            why = _failed(host.label, run) or f"exit 0; stdout: {tail(run.stdout)}"
+            why = failed(host.label, run) or f"exit 0; stdout: {tail(run.stdout)}"
             return CheckResult(False, f"{host.label} never asked the model with tools (it asked: {asked}; {why})")
         offered = script.offered(turns[0])
         how = f"as functions named like {offered[_TOOL]!r}" if _TOOL in offered else "under no name we know"
-        result = _verdict(ctx, host.label, set(offered), how, script.result(turns[1:]), run, started, turns[0].at)
+        result = verdict(ctx, host.label, set(offered), how, script.result(turns[1:]), run, started, turns[0].at)
         result.data["seconds"] = round(time.monotonic() - started, 1)
         if left and result.ok:
             return CheckResult(
@@ -229,12 +230,12 @@ async def _first_turn_of(ctx: Context, host: _Host) -> CheckResult:
             )
         return result
 
-    return await _first_turn(ctx, attempt)
+    return await first_turn(ctx, attempt)
 
 
 def _marked(marker: str) -> list[int]:
     """Live processes (not zombies) whose environment holds ``marker``."""
-    needle, found = marker.encode("utf-8"), []
+    needle, found = marker.encode("utf-8"), list[int]()
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         try:
             if needle in (entry / "environ").read_bytes().split(b"\0"):
@@ -294,13 +295,13 @@ async def _cline(ctx: Context, run: _Run, printed: str) -> _Launch | str:
     """The printed document as ~/.cline/data/settings/cline_mcp_settings.json; ``cline auth`` to the model."""
     _write(run.home / ".cline" / "data" / "settings" / "cline_mcp_settings.json", printed)
     env = {"CLINE_SESSION_BACKEND_MODE": "local"}
-    setup_env = _host_env(ctx, **_OFFLINE, **env)
+    setup_env = host_env(ctx, **OFFLINE, **env)
     setup_env.update(HOME=str(run.home), XDG_CONFIG_HOME=str(run.home / ".config"), PWD=str(ctx.project))
     cline = str(ctx.repo_root / "node_probes" / "node_modules" / ".bin" / "cline")
     done = await _setup(
         ctx, [cline, "auth", "-p", "openai", "-k", _KEY, "-m", _MODEL, "-b", f"{run.url}/v1"], setup_env
     )
-    if problem := _failed("cline auth", done):
+    if problem := failed("cline auth", done):
         return problem
     return _Launch(["--json", _PROMPT], env)
 

@@ -52,6 +52,7 @@ from typing import Final
 from conformance.bridge import StdioBridge
 from conformance.checks.gateway import start_gateway
 from conformance.context import MODERN_REVISION, Context
+from conformance.json_values import json_member
 from conformance.official import (
     ALPHA_VERSION,
     PACKAGE_VERSION,
@@ -158,7 +159,7 @@ def _verdict(name: str, run: ScenarioRun, *, client: str | None = None) -> Check
 
 def _foreign_host(ctx: Context, run: ScenarioRun) -> SubResult:
     found = [c for c in run.checks if c.get("id") == _FOREIGN_HOST]
-    code = ((found[0].get("details") or {}).get("statusCode")) if found else None
+    code = json_member(found[0], "details").get("statusCode") if found else None
     ok = bool(found) and found[0].get("status") == "SUCCESS"
     want = ""
     if ctx.profile == "shadowcode":
@@ -243,7 +244,7 @@ async def requirement_set_2026(ctx: Context) -> CheckResult:
     if not run.results:
         log = tail(run.completed.stdout + run.completed.stderr)
         return CheckResult(False, f"the package wrote no results (exit {run.completed.returncode}; {log})")
-    extensions = set(claims.extensions) | ({_TASKS_EXTENSION} if ctx.profile == "shadowcode" else set())
+    extensions = set(claims.extensions) | ({_TASKS_EXTENSION} if ctx.profile == "shadowcode" else set[str]())
     subs = judge_requirement_set(
         _SET_PREFIX,
         run.results,

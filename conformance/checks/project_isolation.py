@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -26,6 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conformance.checks.packaging import frame, response_to
 from conformance.context import LEGACY_REVISIONS, Context
+from conformance.json_values import json_member, json_object, json_objects
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, SubResult, check
 
@@ -63,12 +64,12 @@ class _Server:
 
     client: Client
     label: str
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list[str])
 
     async def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> _Reply:
         result = await self.client.call_tool(tool, dict(arguments or {}), read_timeout_seconds=_CALL_TIMEOUT_SECONDS)
         text = " ".join(getattr(c, "text", "") for c in result.content if getattr(c, "type", None) == "text")
-        data = result.structured_content if isinstance(result.structured_content, dict) else {}
+        data = json_object(result.structured_content) or {}
         return _Reply(bool(result.is_error), data, text)
 
     async def ok(self, tool: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -124,7 +125,7 @@ async def _serve(
 def _describe(exc: BaseException) -> str:
     """``Type: message``; exception groups are flattened to their leaves."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
+        return "; ".join(_describe(e) for e in cast("BaseExceptionGroup[BaseException]", exc).exceptions)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -152,22 +153,20 @@ def _copy_project(ctx: Context, name: str) -> Path:
 def _profile_name(status: Mapping[str, Any]) -> Any:
     """``shadow_status.profile`` as a name, whether given as a string or as ``{"name": ...}``."""
     profile = status.get("profile")
-    return profile.get("name") if isinstance(profile, dict) else profile
+    return found.get("name") if (found := json_object(profile)) is not None else profile
 
 
 def _project(status: Mapping[str, Any]) -> dict[str, Any]:
-    project = status.get("project")
-    return project if isinstance(project, dict) else {}
+    return json_member(status, "project")
 
 
 def _goal_id(data: Mapping[str, Any]) -> str:
-    goal = data.get("goal")
-    return str(goal.get("id")) if isinstance(goal, dict) and goal.get("id") else ""
+    goal = json_member(data, "goal")
+    return str(goal.get("id")) if goal.get("id") else ""
 
 
 def _goal_ids(data: Mapping[str, Any]) -> set[str]:
-    goals = data.get("goals")
-    return {str(g.get("id")) for g in goals if isinstance(g, dict)} if isinstance(goals, list) else set()
+    return {str(g.get("id")) for g in json_objects(data.get("goals"))}
 
 
 def _tree_digest(root: Path) -> str:
@@ -307,7 +306,7 @@ async def fixed_project(ctx: Context) -> CheckResult:
         async with _serve(ctx, a, "--allow-write", label="project A") as s:
             tools = (await s.client.list_tools()).tools
             for t in tools:
-                properties = (t.input_schema or {}).get("properties") or {}
+                properties = json_member(t.input_schema, "properties")
                 switches = sorted(_SWITCH_PROPERTIES & set(properties))
                 s.expect(not switches, f"{t.name} takes {switches}, which could switch project or profile")
             goal = _goal_id(await s.ok("shadow_goal", {"action": "create", "title": "belongs to A"}))
@@ -326,7 +325,7 @@ async def fixed_project(ctx: Context) -> CheckResult:
                 await s.refused("shadow_sqlite", {"action": "tables", "path": path}, "the file is in A")
         problems += s.problems
         async with _serve(ctx, a, label="project A again") as s:
-            got = (await s.ok("shadow_goal", {"action": "get", "goal_id": goal})).get("goal") or {}
+            got = json_member(await s.ok("shadow_goal", {"action": "get", "goal_id": goal}), "goal")
             s.expect(got.get("status") == "active", f"A's goal is {got.get('status')!r} after B's attempts")
             s.expect(not got.get("progress"), f"A's goal gained progress from B: {got.get('progress')!r}")
             s.expect(marker in json.dumps(await s.ok("shadow_memory", {"action": "read"})), "A's note is gone")
@@ -342,7 +341,7 @@ async def fixed_project(ctx: Context) -> CheckResult:
 async def _no_write_flag(ctx: Context, project: Path) -> list[str]:
     before = _tree_digest(project)
     async with _serve(ctx, project, label="trusted, no --allow-write") as s:
-        server = (await s.ok("shadow_status")).get("server") or {}
+        server = json_member(await s.ok("shadow_status"), "server")
         s.expect(server.get("allow_write") is False, f"status says allow_write={server.get('allow_write')!r}")
         await s.ok("shadow_memory", {"action": "read"})
         await s.refused("shadow_memory", {"action": "append", "text": "x"}, "the server is read-only")
@@ -441,14 +440,15 @@ async def _raw_session(ctx: Context, problems: list[str]) -> None:
         buffer = bytearray()
         try:
             with anyio.fail_after(min(_CALL_TIMEOUT_SECONDS, ctx.remaining())):
-                init = {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}}
+                init: dict[str, Any] = {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}}
                 init["clientInfo"] = {"name": "conformance-isolation", "version": "1"}
                 await proc.stdin.send(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
                 await response_to(proc.stdout, buffer, 1)
                 await proc.stdin.send(frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                call = {"name": "shadow_status", "arguments": {}}
+                call: dict[str, Any] = {"name": "shadow_status", "arguments": {}}
                 await proc.stdin.send(frame({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
-                status = (await response_to(proc.stdout, buffer, 2)).get("result", {}).get("structuredContent") or {}
+                answer = await response_to(proc.stdout, buffer, 2)
+                status = json_member(json_member(answer, "result"), "structuredContent")
                 if _project(status).get("path") != str(ctx.project):
                     problems.append(f"shadow_status names {_project(status).get('path')!r}, not the project")
             await proc.stdin.aclose()

@@ -11,12 +11,15 @@ the run: ``attached`` when the runner started the profile's engine first (``--at
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent, Tool
 
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from conformance.json_values import json_object
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
 
@@ -52,20 +55,29 @@ _PAGES_MAX = 8
 _CALL_TIMEOUT_SECONDS = 30.0
 
 
-async def _walk(fetch: Any, field: str) -> list[Any]:
-    """Collect a paginated listing (at most ``_PAGES_MAX`` pages)."""
-    items: list[Any] = []
+class _Page(Protocol):
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+_P = TypeVar("_P", bound=_Page)
+_T = TypeVar("_T")
+
+
+async def _walk(fetch: Callable[..., Awaitable[_P]], listed: Callable[[_P], Sequence[_T]]) -> list[_T]:
+    """Collect a paginated listing (at most ``_PAGES_MAX`` pages); ``listed`` picks a page's items."""
+    items: list[_T] = []
     cursor: str | None = None
     for _ in range(_PAGES_MAX):
         page = await fetch(cursor=cursor)
-        items.extend(getattr(page, field))
+        items.extend(listed(page))
         cursor = page.next_cursor
         if not cursor:
             break
     return items
 
 
-def _check_tools(tools: list[Any], problems: list[str]) -> None:
+def _check_tools(tools: list[Tool], problems: list[str]) -> None:
     names = [t.name for t in tools]
     if sorted(names) != sorted(EXPECTED_TOOLS):
         missing = sorted(EXPECTED_TOOLS - set(names))
@@ -74,11 +86,11 @@ def _check_tools(tools: list[Any], problems: list[str]) -> None:
     for t in tools:
         if not (t.description or "").strip():
             problems.append(f"{t.name} has no description")
-        if not isinstance(t.input_schema, dict) or t.input_schema.get("type") != "object":
+        if t.input_schema.get("type") != "object":
             problems.append(f"{t.name} input schema is not a JSON object schema")
         if t.annotations is None:
             problems.append(f"{t.name} has no annotations")
-        if not isinstance(t.output_schema, dict) or t.output_schema.get("type") != "object":
+        if (t.output_schema or {}).get("type") != "object":
             problems.append(f"{t.name} declares no outputSchema with an object root for its structuredContent")
 
 
@@ -91,7 +103,7 @@ def _is_json(text: str) -> bool:
 
 
 async def _check_resources(client: Client, problems: list[str]) -> None:
-    resources = await _walk(client.list_resources, "resources")
+    resources = await _walk(client.list_resources, lambda page: page.resources)
     uris = sorted(str(r.uri) for r in resources)
     if sorted(EXPECTED_RESOURCES) != uris:
         problems.append(f"resources are {uris}, expected {sorted(EXPECTED_RESOURCES)}")
@@ -113,7 +125,7 @@ async def _check_resources(client: Client, problems: list[str]) -> None:
 
 
 async def _check_prompts(client: Client, problems: list[str]) -> None:
-    prompts = {p.name: p for p in await _walk(client.list_prompts, "prompts")}
+    prompts = {p.name: p for p in await _walk(client.list_prompts, lambda page: page.prompts)}
     if sorted(prompts) != ["delegate", "understand"]:
         problems.append(f"prompts are {sorted(prompts)}, expected ['delegate', 'understand']")
         return
@@ -135,11 +147,11 @@ async def _check_status(client: Client, ctx: Context, problems: list[str]) -> No
     if result.is_error:
         problems.append(f"shadow_status returned isError: {result.content!r:.200}")
         return
-    sc = result.structured_content
-    if not isinstance(sc, dict):
+    sc = json_object(result.structured_content)
+    if sc is None:
         problems.append("shadow_status has no structuredContent object")
         return
-    texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
     if len(texts) != 1 or not texts[0].strip():
         problems.append(f"shadow_status has {len(texts)} text blocks, expected 1 short summary")
     elif _is_json(texts[0]):
@@ -147,14 +159,14 @@ async def _check_status(client: Client, ctx: Context, problems: list[str]) -> No
     for key in ("project", "profile", "engine", "server", "version"):
         if key not in sc:
             problems.append(f"shadow_status lacks {key!r}")
-    project = sc.get("project")
-    if isinstance(project, dict) and project.get("path") != str(ctx.project):
+    project = json_object(sc.get("project"))
+    if project is not None and project.get("path") != str(ctx.project):
         problems.append(f"shadow_status project.path is {project.get('path')!r}, expected {str(ctx.project)!r}")
-    server = sc.get("server")
-    if isinstance(server, dict) and server.get("allow_write") is not False:
+    server = json_object(sc.get("server"))
+    if server is not None and server.get("allow_write") is not False:
         problems.append("shadow_status server.allow_write should be false without --allow-write")
     engine = sc.get("engine")
-    mode = engine.get("mode") if isinstance(engine, dict) else engine
+    mode = found.get("mode") if (found := json_object(engine)) is not None else engine
     if mode != ctx.engine.value:
         problems.append(f"shadow_status engine.mode is {mode!r}, expected {ctx.engine.value!r} in this run")
 
@@ -172,7 +184,7 @@ async def _session(ctx: Context, mode: str) -> CheckResult:
             async with Client(transport, mode=mode, cache=None, read_timeout_seconds=_CALL_TIMEOUT_SECONDS) as client:
                 revision = client.protocol_version
                 ctx.record_revision(label, revision)
-                _check_tools(await _walk(client.list_tools, "tools"), problems)
+                _check_tools(await _walk(client.list_tools, lambda page: page.tools), problems)
                 await _check_resources(client, problems)
                 await _check_prompts(client, problems)
                 await _check_status(client, ctx, problems)

@@ -33,6 +33,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conformance.context import Context
+from conformance.json_values import json_array, json_member, json_object
 from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
 from conformance.processes import Completed, kill_group, run_command, start_process, tail
 from conformance.registry import CheckResult, SubResult, check
@@ -61,13 +62,13 @@ _QUOTE_PROJECT = 'sample "quoted" project\'s copy'
 # --- helpers ----------------------------------------------------------------------------
 
 
-def _host_bin(ctx: Context, name: str) -> Path | None:
+def host_bin(ctx: Context, name: str) -> Path | None:
     """The pinned host executable in ``node_probes``, or None when it is not installed."""
     path = ctx.repo_root / "node_probes" / "node_modules" / ".bin" / name
     return path if path.exists() else None
 
 
-def _missing_host(name: str) -> CheckResult:
+def missing_host(name: str) -> CheckResult:
     return CheckResult(False, f"node_probes/node_modules/.bin/{name} is missing; run `npm ci` in node_probes")
 
 
@@ -78,7 +79,7 @@ def _project_copy(ctx: Context, name: str) -> Path:
     return dest.resolve()
 
 
-def _host_env(ctx: Context, **extra: str) -> dict[str, str]:
+def host_env(ctx: Context, **extra: str) -> dict[str, str]:
     """The check's environment with a private HOME and temporary folder, and no host configuration leaking in.
 
     The temporary folder is the check's own, so what a host leaves there (Claude Code keeps a
@@ -119,7 +120,7 @@ async def _run(
     )
 
 
-def _failed(what: str, done: Completed) -> str | None:
+def failed(what: str, done: Completed) -> str | None:
     """A problem sentence when ``done`` did not exit 0, else None."""
     if done.timed_out:
         return f"{what} did not finish in time (stderr: {tail(done.stderr)})"
@@ -128,7 +129,7 @@ def _failed(what: str, done: Completed) -> str | None:
     return None
 
 
-def _codex_section(text: str) -> tuple[dict[str, Any], str | None]:
+def codex_section(text: str) -> tuple[dict[str, Any], str | None]:
     """The ``[mcp_servers.shadowcode]`` table of printed TOML, or ``({}, problem)`` when there is none."""
     try:
         return dict(tomllib.loads(text)["mcp_servers"][_NAME]), None
@@ -136,7 +137,7 @@ def _codex_section(text: str) -> tuple[dict[str, Any], str | None]:
         return {}, f"not a [mcp_servers.{_NAME}] TOML section: {exc!r}: {tail(text)}"
 
 
-async def _register(
+async def register(
     ctx: Context, *args: str, workspace: Path | None = None, env: Mapping[str, str] | None = None
 ) -> tuple[Completed, str | None]:
     """``<target> --workspace W mcp register ARGS`` (with ``env`` added to the environment when given).
@@ -146,14 +147,14 @@ async def _register(
     """
     argv = ctx.target_argv("mcp", "register", *args, workspace=workspace)
     done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS, env=env)
-    return done, _failed("mcp register", done)
+    return done, failed("mcp register", done)
 
 
 def _json_entry(done: Completed) -> dict[str, Any]:
     """The server entry of a JSON snippet; raises ValueError/KeyError on another shape."""
     document = json.loads(done.stdout.decode("utf-8"))
-    entry = document["mcpServers"][_NAME]
-    if not isinstance(entry, dict):
+    entry = json_object(document["mcpServers"][_NAME])
+    if entry is None:
         raise ValueError("the server entry is not a JSON object")
     return entry
 
@@ -170,7 +171,7 @@ async def _claude_connects(ctx: Context, claude: Path, entry: dict[str, Any], en
     """Add ``entry`` to Claude Code's user config, then require ``claude mcp list`` to say connected."""
     data: dict[str, Any] = {"entry": entry}
     add = await _run(ctx, [str(claude), "mcp", "add-json", "--scope", "user", _NAME, json.dumps(entry)], env=env)
-    problem = _failed("claude mcp add-json", add)
+    problem = failed("claude mcp add-json", add)
     if problem:
         return CheckResult(False, problem, data)
     stored = json.loads((Path(env["HOME"]) / ".claude.json").read_text(encoding="utf-8")).get("mcpServers", {})
@@ -178,7 +179,7 @@ async def _claude_connects(ctx: Context, claude: Path, entry: dict[str, Any], en
     if stored.get(_NAME) != entry:
         return CheckResult(False, f"Claude Code stored {stored.get(_NAME)!r}, not the printed entry", data)
     listed = await _run(ctx, [str(claude), "mcp", "list"], env=env, timeout=_HEALTH_TIMEOUT_SECONDS)
-    problem = _failed("claude mcp list", listed)
+    problem = failed("claude mcp list", listed)
     if problem:
         return CheckResult(False, problem, data)
     line = _list_line(listed.stdout)
@@ -202,16 +203,16 @@ async def launch_command_is_absolute(ctx: Context) -> CheckResult:
     """
     link = ctx.scratch / "project link"
     link.symlink_to(ctx.project)
-    done, problem = await _register(ctx, workspace=link)
+    done, problem = await register(ctx, workspace=link)
     if problem:
         return CheckResult(False, problem)
     try:
         entry = _json_entry(done)
     except (ValueError, KeyError) as exc:
         return CheckResult(False, f"not a generic mcpServers snippet: {exc!r}: {tail(done.stdout)}")
-    command, args = entry.get("command"), entry.get("args")
+    command, args = entry.get("command"), json_array(entry.get("args"))
     data = {"entry": entry}
-    if not isinstance(command, str) or not isinstance(args, list):
+    if not isinstance(command, str) or args is None:
         return CheckResult(False, "command or args missing", data)
     problems: list[str] = []
     if not os.path.isabs(command) or not os.access(command, os.X_OK):
@@ -233,11 +234,11 @@ async def launch_command_is_absolute(ctx: Context) -> CheckResult:
 @check("registration:claude_stdio_connected", covers=["REG-08", "REG-04", "REG-05"], timeout_seconds=150)
 async def claude_stdio_connected(ctx: Context) -> CheckResult:
     """Claude Code accepts the ``--client claude`` entry and connects to the server it launches."""
-    claude = _host_bin(ctx, "claude")
+    claude = host_bin(ctx, "claude")
     if claude is None:
-        return _missing_host("claude")
+        return missing_host("claude")
     project = _project_copy(ctx, _SPACE_PROJECT)
-    done, problem = await _register(ctx, "--client", "claude", workspace=project)
+    done, problem = await register(ctx, "--client", "claude", workspace=project)
     if problem:
         return CheckResult(False, problem)
     try:
@@ -247,23 +248,23 @@ async def claude_stdio_connected(ctx: Context) -> CheckResult:
     args = entry.get("args")
     if not isinstance(args, list) or str(project) not in args:
         return CheckResult(False, f"the project path {str(project)!r} is not a literal argument: {args!r}")
-    return await _claude_connects(ctx, claude, entry, _host_env(ctx))
+    return await _claude_connects(ctx, claude, entry, host_env(ctx))
 
 
 @check("registration:codex_stdio_round_trip", covers=["REG-08", "REG-03", "REG-05"], timeout_seconds=90)
 async def codex_stdio_round_trip(ctx: Context) -> CheckResult:
     """Codex reads the ``--client codex`` section back with the same command and arguments."""
-    codex = _host_bin(ctx, "codex")
+    codex = host_bin(ctx, "codex")
     if codex is None:
-        return _missing_host("codex")
+        return missing_host("codex")
     project = ctx.scratch / _QUOTE_PROJECT
     project.mkdir()
     project = project.resolve()
-    done, problem = await _register(ctx, "--client", "codex", workspace=project)
+    done, problem = await register(ctx, "--client", "codex", workspace=project)
     if problem:
         return CheckResult(False, problem)
     text = done.stdout.decode("utf-8")
-    printed, problem = _codex_section(text)
+    printed, problem = codex_section(text)
     if problem:
         return CheckResult(False, problem)
     if str(project) not in printed.get("args", []):
@@ -274,11 +275,11 @@ async def codex_stdio_round_trip(ctx: Context) -> CheckResult:
 @check("registration:codex_http_round_trip", covers=["REG-08", "REG-06"], timeout_seconds=90)
 async def codex_http_round_trip(ctx: Context) -> CheckResult:
     """Codex reads back the HTTP section: the loopback URL and the token variable's name only."""
-    codex = _host_bin(ctx, "codex")
+    codex = host_bin(ctx, "codex")
     if codex is None:
-        return _missing_host("codex")
+        return missing_host("codex")
     url = "http://127.0.0.1:8765/mcp"
-    done, problem = await _register(ctx, "--client", "codex", "--url", url, "--token-env", _TOKEN_ENV)
+    done, problem = await register(ctx, "--client", "codex", "--url", url, "--token-env", _TOKEN_ENV)
     if problem:
         return CheckResult(False, problem)
     text = done.stdout.decode("utf-8")
@@ -290,9 +291,9 @@ async def _codex_reads_back(ctx: Context, codex: Path, text: str, expected: dict
     codex_home = ctx.scratch / "codex home"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(text, encoding="utf-8")
-    env = _host_env(ctx, CODEX_HOME=str(codex_home))
+    env = host_env(ctx, CODEX_HOME=str(codex_home))
     got = await _run(ctx, [str(codex), "mcp", "get", _NAME, "--json"], env=env)
-    problem = _failed("codex mcp get", got)
+    problem = failed("codex mcp get", got)
     data: dict[str, Any] = {"snippet": text, "expected": expected}
     if problem:
         return CheckResult(False, problem, data)
@@ -320,8 +321,8 @@ def _stdio_of(client: str, document: Any) -> tuple[Any, Any, Any]:
     """``(command, args, env)`` a host reads from its printed document, per its documented shape."""
     if client in ("opencode", "kilo"):
         entry = document["mcp"][_NAME]
-        argv = entry["command"] if entry.get("type") == "local" else None
-        return (argv[0], argv[1:], entry.get("environment")) if isinstance(argv, list) and argv else (None, None, None)
+        argv = json_array(entry["command"]) if entry.get("type") == "local" else None
+        return (argv[0], argv[1:], entry.get("environment")) if argv else (None, None, None)
     if client == "continue":
         (entry,) = [item for item in document["mcpServers"] if item.get("name") == _NAME]
     elif client == "vscode":
@@ -365,7 +366,7 @@ async def _one_host_format(
 ) -> SubResult:
     """One host: the stdio entry parses and carries the generic launch command; the HTTP one names the variable."""
     name = f"registration:host_formats:{client}"
-    done, problem = await _register(ctx, "--client", client, workspace=project)
+    done, problem = await register(ctx, "--client", client, workspace=project)
     if problem:
         return SubResult(name, ("REG-04",), False, problem)
     text = done.stdout.decode("utf-8")
@@ -379,7 +380,7 @@ async def _one_host_format(
     if not done.stderr.strip():
         return SubResult(name, ("REG-04",), False, "no line on stderr saying where the entry goes")
     args = ("--client", client, "--url", _LOOPBACK_URL, "--token-env", _TOKEN_ENV)
-    http, problem = await _register(ctx, *args)
+    http, problem = await register(ctx, *args)
     if header is None:
         ok = http.returncode == 2 and not http.stdout and bool(http.stderr.strip())
         detail = "HTTP refused with exit 2" if ok else f"HTTP not refused cleanly: exit {http.returncode}"
@@ -410,7 +411,7 @@ async def host_formats(ctx: Context) -> CheckResult:
     project = ctx.scratch / _QUOTE_PROJECT
     project.mkdir()
     project = project.resolve()
-    done, problem = await _register(ctx, workspace=project)
+    done, problem = await register(ctx, workspace=project)
     if problem:
         return CheckResult(False, problem)
     generic = json.loads(done.stdout.decode("utf-8"))["mcpServers"][_NAME]
@@ -421,9 +422,9 @@ async def host_formats(ctx: Context) -> CheckResult:
         await _one_host_format(ctx, project, client, syntax, header, expected)
         for client, syntax, header in _HOST_FORMATS
     ]
-    failed = [f"{sub.name}: {sub.detail}" for sub in subs if not sub.ok]
-    if failed:
-        return CheckResult(False, "; ".join(failed), subresults=subs)
+    broken = [f"{sub.name}: {sub.detail}" for sub in subs if not sub.ok]
+    if broken:
+        return CheckResult(False, "; ".join(broken), subresults=subs)
     return CheckResult(True, f"{len(subs)} host formats read back with the generic launch command", subresults=subs)
 
 
@@ -500,11 +501,11 @@ async def refusals(ctx: Context) -> CheckResult:
             problems.append("no message on stderr")
         detail = "; ".join(problems) if problems else f"exit 2: {tail(done.stderr, 160)}"
         subs.append(SubResult(f"registration:refusals:{name}", covers, not problems, detail))
-    failed = [s.name for s in subs if not s.ok]
-    summary = f"{len(subs) - len(failed)}/{len(subs)} refusals held" + (
-        f"; failed: {', '.join(failed)}" if failed else ""
+    broken = [s.name for s in subs if not s.ok]
+    summary = f"{len(subs) - len(broken)}/{len(subs)} refusals held" + (
+        f"; failed: {', '.join(broken)}" if broken else ""
     )
-    return CheckResult(not failed, summary, subresults=subs)
+    return CheckResult(not broken, summary, subresults=subs)
 
 
 @check("registration:claude_http_connected", covers=["REG-08", "REG-06"], timeout_seconds=150)
@@ -515,9 +516,9 @@ async def claude_http_connected(ctx: Context) -> CheckResult:
     takes the loopback address the gateway reports on stderr, registers it, and gives Claude
     Code the same variable.
     """
-    claude = _host_bin(ctx, "claude")
+    claude = host_bin(ctx, "claude")
     if claude is None:
-        return _missing_host("claude")
+        return missing_host("claude")
     token = os.urandom(32).hex()
     argv = ctx.serve_argv("--http", "127.0.0.1:0", "--token-env", _TOKEN_ENV)
     proc = await start_process(
@@ -530,6 +531,7 @@ async def claude_http_connected(ctx: Context) -> CheckResult:
     )
     stderr = bytearray()
     announced = anyio.Event()
+    result = CheckResult(False, "the Claude Code session over HTTP did not finish")
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_watch_stderr, proc.stderr, stderr, announced)
@@ -557,7 +559,7 @@ async def _claude_over_http(
     url = f"http://{found.group(1)}:{int(found.group(2))}/mcp"
     # The variable is set while registering, as a user's shell would have it: only its name may be printed.
     registering = {_TOKEN_ENV: token}
-    done, problem = await _register(ctx, "--client", "claude", "--url", url, "--token-env", _TOKEN_ENV, env=registering)
+    done, problem = await register(ctx, "--client", "claude", "--url", url, "--token-env", _TOKEN_ENV, env=registering)
     if problem:
         return CheckResult(False, problem)
     if token in done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace"):
@@ -566,7 +568,7 @@ async def _claude_over_http(
         entry = _json_entry(done)
     except (ValueError, KeyError) as exc:
         return CheckResult(False, f"not a Claude Code HTTP snippet: {exc!r}: {tail(done.stdout)}")
-    return await _claude_connects(ctx, claude, entry, _host_env(ctx, **{_TOKEN_ENV: token}))
+    return await _claude_connects(ctx, claude, entry, host_env(ctx, **{_TOKEN_ENV: token}))
 
 
 async def _watch_stderr(stream: ByteReceiveStream | None, sink: bytearray, announced: anyio.Event) -> None:
@@ -601,7 +603,7 @@ async def registered_command_keeps_its_profile(ctx: Context) -> CheckResult:
     trust = await ctx.run(
         [*pinned, "trust", "--level", "read_only", str(ctx.project)], timeout_seconds=_COMMAND_TIMEOUT_SECONDS
     )
-    if problem := _failed("trust", trust):
+    if problem := failed("trust", trust):
         return CheckResult(False, problem)
     bare_home = ctx.scratch / "bare home"
     bare_home.mkdir()
@@ -609,7 +611,7 @@ async def registered_command_keeps_its_profile(ctx: Context) -> CheckResult:
     for client in ("codex", "generic"):
         argv = [*pinned, "mcp", "register", "--client", client]
         done = await ctx.run(argv, timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-        if problem := _failed(f"mcp register --client {client}", done):
+        if problem := failed(f"mcp register --client {client}", done):
             subs.append(SubResult(f"registration:keeps_profile:{client}", ("REG-01",), False, problem))
             continue
         text = done.stdout.decode("utf-8")
@@ -627,9 +629,9 @@ async def registered_command_keeps_its_profile(ctx: Context) -> CheckResult:
         env = {"HOME": str(bare_home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **dict(entry.get("env") or {})}
         ok, detail = await _trusted_under(ctx, entry, env)
         subs.append(SubResult(f"registration:keeps_profile:{client}", ("REG-01",), ok, detail))
-    failed = [f"{sub.name}: {sub.detail}" for sub in subs if not sub.ok]
-    if failed:
-        return CheckResult(False, "; ".join(failed), subresults=subs)
+    broken = [f"{sub.name}: {sub.detail}" for sub in subs if not sub.ok]
+    if broken:
+        return CheckResult(False, "; ".join(broken), subresults=subs)
     return CheckResult(
         True, "codex and generic entries opened the trusted profile with only HOME and PATH", subresults=subs
     )
@@ -637,8 +639,8 @@ async def registered_command_keeps_its_profile(ctx: Context) -> CheckResult:
 
 async def _trusted_under(ctx: Context, entry: Mapping[str, Any], env: Mapping[str, str]) -> tuple[bool, str]:
     """Start ``entry`` with exactly ``env`` and report whether ``shadow_status`` sees the project trusted."""
-    command, args = entry.get("command"), entry.get("args")
-    if not isinstance(command, str) or not isinstance(args, list):
+    command, args = entry.get("command"), json_array(entry.get("args"))
+    if not isinstance(command, str) or args is None:
         return False, f"no command and args in {entry!r}"
     params = StdioServerParameters(command=command, args=[str(a) for a in args], env=dict(env), cwd=str(ctx.scratch))
     log = ctx.scratch / f"keeps-profile-{len(list(ctx.scratch.glob('keeps-profile-*')))}.log"
@@ -651,10 +653,10 @@ async def _trusted_under(ctx: Context, entry: Mapping[str, Any], env: Mapping[st
                 result = await client.call_tool("shadow_status", {})
     except Exception as exc:  # a failed session is the finding; quote the server's stderr
         return False, f"session failed: {type(exc).__name__}: {exc} (stderr: {tail(log.read_bytes())})"
-    status = result.structured_content if isinstance(result.structured_content, dict) else {}
-    project = status.get("project") if isinstance(status.get("project"), dict) else {}
+    status = json_object(result.structured_content) or {}
+    project = json_member(status, "project")
     profile = status.get("profile")
-    name = profile.get("name") if isinstance(profile, dict) else profile
+    name = found.get("name") if (found := json_object(profile)) is not None else profile
     if result.is_error or project.get("trusted") is not True or name != "pinned":
         return False, f"profile {name!r}, project {project!r}: the trust given in 'pinned' is not seen"
     return True, f"profile {name!r} sees the project trusted at {project.get('level')!r}"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
 
 from conformance.context import Context
+from conformance.json_values import json_object, json_objects
 from conformance.processes import tail
 from conformance.registry import CheckResult, check
 from conformance.requirements import requirement_ids
@@ -34,7 +34,7 @@ _STAND_IN_FIXTURE = (
 )
 
 
-def judge_report(report: Any, markdown: str, exit_status: int | None, target: list[str]) -> list[str]:
+def judge_report(report: object, markdown: str, exit_status: int | None, target: list[str]) -> list[str]:
     """What is wrong with a one-check report, as sentences; empty when nothing is (CONF-01).
 
     Args:
@@ -46,18 +46,19 @@ def judge_report(report: Any, markdown: str, exit_status: int | None, target: li
     Returns:
         Problems found, in checking order.
     """
-    if not isinstance(report, dict):
+    doc = json_object(report)
+    if doc is None:
         return ["report.json is not a JSON object"]
     problems: list[str] = []
-    results = report.get("results") if isinstance(report.get("results"), list) else []
-    ids = [r.get("id") for r in results if isinstance(r, dict)]
+    results = json_objects(doc.get("results"))
+    ids = [r.get("id") for r in results]
     if ids != requirement_ids():
         problems.append(f"results list {len(ids)} ids, not the {len(requirement_ids())} manifest ids in order")
-    statuses = {r.get("id"): r.get("status") for r in results if isinstance(r, dict)}
+    statuses: dict[str, object] = {str(r.get("id")): r.get("status") for r in results}
     if bad := sorted(i for i, s in statuses.items() if s not in ("pass", "fail", "not_covered")):
         problems.append(f"ids with an invalid status: {bad}")
-    checks = report.get("checks") if isinstance(report.get("checks"), list) else []
-    names = [c.get("name") for c in checks if isinstance(c, dict)]
+    checks = json_objects(doc.get("checks"))
+    names = [c.get("name") for c in checks]
     if names != [_INNER_CHECK]:
         problems.append(f"checks are {names}, expected only {_INNER_CHECK}")
     else:
@@ -70,12 +71,12 @@ def judge_report(report: Any, markdown: str, exit_status: int | None, target: li
             problems.append(f"exit status {exit_status} disagrees with the check (ok={ok})")
     if stray := sorted(i for i, s in statuses.items() if i not in _INNER_COVERS and s != "not_covered"):
         problems.append(f"ids no check covered are not 'not_covered': {stray[:5]}")
-    summary = report.get("summary")
+    summary = doc.get("summary")
     counted = {s: sum(1 for v in statuses.values() if v == s) for s in ("pass", "fail", "not_covered")}
     if summary != counted:
         problems.append(f"summary {summary} does not count the ids {counted}")
-    if report.get("target") != target:
-        problems.append(f"target is {report.get('target')!r}, expected {target!r}")
+    if doc.get("target") != target:
+        problems.append(f"target is {doc.get('target')!r}, expected {target!r}")
     if missing := [i for i in requirement_ids() if f"| {i} |" not in markdown]:
         problems.append(f"report.md lacks rows for {missing[:5]}")
     return problems

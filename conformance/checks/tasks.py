@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,7 @@ import anyio.abc
 import httpx2
 
 from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from conformance.json_values import json_array, json_member, json_object
 from conformance.processes import drain, tail
 from conformance.registry import CheckResult, check
 
@@ -56,6 +57,8 @@ _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _CALL_SECONDS = 30.0
 _WAIT_SECONDS = 30.0
 _POLL_SECONDS = 0.2
+Call = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
+"""One request and its answer: ``StdioClient.call`` or ``HttpClient.call``."""
 _MISSING_CAPABILITY = -32021
 _INVALID_PARAMS = -32602
 _METHOD_NOT_FOUND = -32601
@@ -88,7 +91,7 @@ class StdioClient:
 
     proc: anyio.abc.Process
     stderr: bytearray
-    frames: list[dict[str, Any]] = field(default_factory=list)
+    frames: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     _buffer: bytearray = field(default_factory=bytearray)
     _next_id: int = 1
 
@@ -116,7 +119,7 @@ class StdioClient:
                 self._buffer.extend(await self.proc.stdout.receive())
         line = bytes(self._buffer[:cut])
         del self._buffer[: cut + 1]
-        doc = json.loads(line)
+        doc = json_object(json.loads(line)) or {}
         self.frames.append(doc)
         return doc
 
@@ -208,11 +211,11 @@ class HttpClient:
 
 def sse_messages(text: str) -> list[dict[str, Any]]:
     """The JSON messages of an SSE body (its ``data:`` lines, event by event)."""
-    found = []
+    found: list[dict[str, Any]] = []
     for block in text.replace("\r\n", "\n").split("\n\n"):
         data = "".join(line[5:].strip() for line in block.split("\n") if line.startswith("data:"))
         if data:
-            found.append(json.loads(data))
+            found.append(json_object(json.loads(data)) or {})
     return found
 
 
@@ -229,34 +232,35 @@ async def gateway_client(ctx: Context, *flags: str) -> AsyncGenerator[tuple[Http
 
 
 def error_code(answer: Mapping[str, Any]) -> int | None:
-    error = answer.get("error")
-    return error.get("code") if isinstance(error, dict) else None
+    code = json_member(answer, "error").get("code")
+    return code if isinstance(code, int) else None
 
 
 def missing_capability_problems(answer: Mapping[str, Any], what: str) -> list[str]:
     """-32021 naming the extension in ``data.requiredCapabilities``."""
     if error_code(answer) != _MISSING_CAPABILITY:
         return [f"{what} without the extension declared answered {str(answer)[:200]}, expected -32021"]
-    data = answer["error"].get("data")
-    if not isinstance(data, dict) or data.get("requiredCapabilities") != {"extensions": {TASKS: {}}}:
+    data = json_member(answer, "error").get("data")
+    required = (json_object(data) or {}).get("requiredCapabilities")
+    if not isinstance(data, dict) or required != {"extensions": {TASKS: {}}}:
         return [f"{what}'s -32021 does not name the extension in data.requiredCapabilities: {data}"]
     return []
 
 
 def created_task_problems(result: Mapping[str, Any]) -> list[str]:
     """A flat ``CreateTaskResult`` whose task is the job: every field, nothing more."""
-    problems = []
+    problems: list[str] = []
     if result.get("resultType") != "task":
         problems.append(f"a declaring shadow_test call answered resultType {result.get('resultType')!r}, not 'task'")
     fields = set(result) - {"resultType", "_meta"}
-    if fields != _TASK_KEYS:
+    if fields ^ _TASK_KEYS:  # a set and a frozenset: unequal when their symmetric difference is not empty
         problems.append(f"the CreateTaskResult has fields {sorted(fields)}, expected {sorted(_TASK_KEYS)}")
     if result.get("status") != "working":
         problems.append(f"a new task reads {result.get('status')!r}, expected 'working'")
     for name in ("createdAt", "lastUpdatedAt"):
         if not _ISO.fullmatch(str(result.get(name))):
             problems.append(f"{name} {result.get(name)!r} is not ISO 8601")
-    meta = result.get("_meta") or {}
+    meta = json_member(result, "_meta")
     if "requestState" in result or any("related-task" in key for key in meta):
         problems.append("the CreateTaskResult carries request state or related-task metadata")
     if not str(result.get("taskId", "")).startswith("task_"):
@@ -306,9 +310,9 @@ def _result(problems: list[str], good: str, data: dict[str, Any] | None = None) 
 # --- stdio --------------------------------------------------------------------------------
 
 
-async def _lifecycle(ctx: Context, call: Any, problems: list[str]) -> str:
+async def _lifecycle(ctx: Context, call: Call, problems: list[str]) -> str:
     """Create, read, approve, complete one task through ``call(method, params)``; returns its id."""
-    created = (await call("tools/call", test_call())).get("result") or {}
+    created = json_member(await call("tools/call", test_call()), "result")
     problems += created_task_problems(created)
     task_id = str(created.get("taskId", ""))
     approval = await approval_of(ctx, task_id)
@@ -318,7 +322,7 @@ async def _lifecycle(ctx: Context, call: Any, problems: list[str]) -> str:
     waiting: dict[str, Any] = {}
     with anyio.move_on_after(_WAIT_SECONDS):
         while approval not in str(waiting.get("statusMessage", "")):
-            waiting = (await call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})).get("result") or {}
+            waiting = json_member(await call("tasks/get", {"taskId": task_id, "_meta": modern_meta()}), "result")
             await anyio.sleep(_POLL_SECONDS)
     if waiting.get("status") != "working" or f"shadowcode approve {approval}" not in str(waiting.get("statusMessage")):
         problems.append(f"a task waiting for {approval} read {waiting}, expected working naming `shadowcode approve`")
@@ -329,9 +333,9 @@ async def _lifecycle(ctx: Context, call: Any, problems: list[str]) -> str:
     with anyio.move_on_after(_WAIT_SECONDS):
         while done.get("status") not in ("completed", "failed", "cancelled"):
             await anyio.sleep(_POLL_SECONDS)
-            done = (await call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})).get("result") or {}
-    result = done.get("result") or {}
-    report = result.get("structuredContent") or {}
+            done = json_member(await call("tasks/get", {"taskId": task_id, "_meta": modern_meta()}), "result")
+    result = json_member(done, "result")
+    report = json_member(result, "structuredContent")
     if (
         done.get("status") != "completed"
         or result.get("isError") is not False
@@ -341,8 +345,13 @@ async def _lifecycle(ctx: Context, call: Any, problems: list[str]) -> str:
     return task_id
 
 
-async def _refusals(call: Any, task_id: str, problems: list[str]) -> None:
-    for method, extra in (("tasks/get", {}), ("tasks/cancel", {}), ("tasks/update", {"inputResponses": {}})):
+async def _refusals(call: Call, task_id: str, problems: list[str]) -> None:
+    extras: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("tasks/get", {}),
+        ("tasks/cancel", {}),
+        ("tasks/update", {"inputResponses": {}}),
+    )
+    for method, extra in extras:
         answer = await call(method, {"taskId": task_id, **extra, "_meta": modern_meta(tasks=False)})
         problems += missing_capability_problems(answer, method)
     unknown = await call("tasks/get", {"taskId": "task_0000000000000000", "_meta": modern_meta()})
@@ -350,11 +359,11 @@ async def _refusals(call: Any, task_id: str, problems: list[str]) -> None:
         problems.append(f"tasks/get of an unknown task answered {str(unknown)[:200]}, expected -32602")
 
 
-async def _cancel(ctx: Context, call: Any, problems: list[str]) -> None:
+async def _cancel(ctx: Context, call: Call, problems: list[str]) -> None:
     """A task parked on its approval: tasks/update refused, then cancelled twice."""
-    task_id = str(((await call("tools/call", test_call(command=["sleep", "60"]))).get("result") or {}).get("taskId"))
+    task_id = str(json_member(await call("tools/call", test_call(command=["sleep", "60"])), "result").get("taskId"))
     approval = await approval_of(ctx, task_id)
-    answer = {"action": "accept", "content": {}}
+    answer: dict[str, Any] = {"action": "accept", "content": {}}
     refused = await call(
         "tasks/update", {"taskId": task_id, "inputResponses": {str(approval): answer}, "_meta": modern_meta()}
     )
@@ -364,12 +373,12 @@ async def _cancel(ctx: Context, call: Any, problems: list[str]) -> None:
         problems.append(f"after a refused tasks/update the job reads {await job_status(ctx, task_id)!r}, not waiting")
     for attempt in ("first", "second"):
         ack = await call("tasks/cancel", {"taskId": task_id, "_meta": modern_meta()})
-        if (ack.get("result") or {}).get("resultType") != "complete" or set(ack.get("result") or {}) - {
+        if json_member(ack, "result").get("resultType") != "complete" or set(json_member(ack, "result")) - {
             "resultType",
             "_meta",
         }:
             problems.append(f"the {attempt} tasks/cancel answered {str(ack)[:200]}, expected an empty acknowledgement")
-    found = (await call("tasks/get", {"taskId": task_id, "_meta": modern_meta()})).get("result") or {}
+    found = json_member(await call("tasks/get", {"taskId": task_id, "_meta": modern_meta()}), "result")
     if found.get("status") != "cancelled":
         problems.append(f"a cancelled task reads {found.get('status')!r}")
 
@@ -386,26 +395,26 @@ async def tasks_stdio(ctx: Context) -> CheckResult:
         init = await legacy.call(
             "initialize", {"protocolVersion": LEGACY_REVISIONS[-1], "capabilities": {}, "clientInfo": info}
         )
-        if "extensions" in ((init.get("result") or {}).get("capabilities") or {}):
+        if "extensions" in json_member(json_member(init, "result"), "capabilities"):
             problems.append("a legacy initialize advertises extensions; the tasks extension is 2026-07-28 only")
-        ctx.record_revision("tasks:stdio:legacy", str((init.get("result") or {}).get("protocolVersion")))
+        ctx.record_revision("tasks:stdio:legacy", str(json_member(init, "result").get("protocolVersion")))
     leftover = ""
     async with stdio_client(ctx, "--allow-write") as first:
         found = await first.call("server/discover", {"_meta": modern_meta(tasks=False)})
-        extensions = ((found.get("result") or {}).get("capabilities") or {}).get("extensions") or {}
+        extensions = json_member(json_member(json_member(found, "result"), "capabilities"), "extensions")
         if extensions.get(TASKS) != {}:
             problems.append(f"server/discover advertises extensions {extensions}, expected {TASKS}: {{}}")
-        if MODERN_REVISION in ((found.get("result") or {}).get("supportedVersions") or []):
+        if MODERN_REVISION in (json_array(json_member(found, "result").get("supportedVersions")) or []):
             ctx.record_revision("tasks:stdio", MODERN_REVISION)
-        plain = (await first.call("tools/call", test_call(tasks=False))).get("result") or {}
-        job_id = str((plain.get("structuredContent") or {}).get("job_id", ""))
+        plain = json_member(await first.call("tools/call", test_call(tasks=False)), "result")
+        job_id = str(json_member(plain, "structuredContent").get("job_id", ""))
         if plain.get("resultType") != "complete" or not job_id.startswith("task_"):
             problems.append(f"a non-declaring shadow_test call answered {str(plain)[:200]}, expected the job id")
         await first.call("tasks/cancel", {"taskId": job_id, "_meta": modern_meta()})
         task_id = await _lifecycle(ctx, first.call, problems)
         await _refusals(first.call, task_id, problems)
         await _cancel(ctx, first.call, problems)
-        leftover = str(((await first.call("tools/call", test_call())).get("result") or {}).get("taskId"))
+        leftover = str(json_member(await first.call("tools/call", test_call()), "result").get("taskId"))
         await approval_of(ctx, leftover)
         async with stdio_client(ctx, "--allow-write") as second:
             await second.call("tools/call", test_call(tasks=False))  # it has an owner of its own
@@ -437,18 +446,18 @@ async def tasks_gateway(ctx: Context) -> CheckResult:
     try:
         async with gateway_client(ctx, "--allow-write") as (client, _):
             found = await client.call("server/discover", {"_meta": modern_meta(tasks=False)})
-            extensions = ((found.get("result") or {}).get("capabilities") or {}).get("extensions") or {}
+            extensions = json_member(json_member(json_member(found, "result"), "capabilities"), "extensions")
             if extensions.get(TASKS) != {}:
                 problems.append(f"server/discover over HTTP advertises {extensions}")
             task_id = await _lifecycle(ctx, client.call, problems)
             await _refusals(client.call, task_id, problems)
             await _cancel(ctx, client.call, problems)
-            waiting = str(((await client.call("tools/call", test_call())).get("result") or {}).get("taskId"))
+            waiting = str(json_member(await client.call("tools/call", test_call()), "result").get("taskId"))
             await approval_of(ctx, waiting)
             other_client = HttpClient(client.url, client.token)
             meta = modern_meta()
             meta["io.modelcontextprotocol/clientInfo"] = {"name": "another-client", "version": "2"}
-            seen = (await other_client.call("tasks/get", {"taskId": waiting, "_meta": meta})).get("result") or {}
+            seen = json_member(await other_client.call("tasks/get", {"taskId": waiting, "_meta": meta}), "result")
             if seen.get("taskId") != waiting:
                 problems.append(f"another client of the same gateway (one owner) could not read the task: {seen}")
             async with gateway_client(ctx, "--allow-write") as (second, _):

@@ -17,7 +17,7 @@ import anyio.to_thread
 import pytest
 
 import conformance.scripted_model as scripted
-from conformance.checks.hosts import _HOST_ATTEMPTS, _claude_offered, _codex_tools, _first_turn, _status_in
+from conformance.checks.hosts import _HOST_ATTEMPTS, _claude_offered, _codex_tools, _status_in, first_turn
 from conformance.checks.python_client import EXPECTED_TOOLS
 from conformance.host_wires import chat_offered, chat_result, gemini_offered, gemini_result, tool_named
 from conformance.registry import CheckResult
@@ -228,7 +228,7 @@ def _runs(results: list[CheckResult], ctx: _Ctx | None = None) -> tuple[CheckRes
         calls += 1
         return results[calls - 1]
 
-    return anyio.run(_first_turn, ctx or _Ctx(), attempt), calls  # type: ignore[arg-type]
+    return anyio.run(first_turn, ctx or _Ctx(), attempt), calls  # type: ignore[arg-type]
 
 
 def _late(offered: set[str]) -> CheckResult:
