@@ -166,9 +166,9 @@ def _front(argv: list[str], manifest: Manifest | None) -> int | None:
 
     if os.environ.get("SHADOWCODE_STDIO_FRONT") == "0" or not sys.executable or manifest is None:
         return None
-    from shadowcode.mcp.server.front import serve_front
-
     import zipimport
+
+    from shadowcode.mcp.server.front import serve_front
 
     main_module = sys.modules.get("__main__")
     spec = getattr(main_module, "__spec__", None)
