@@ -198,3 +198,16 @@ async def test_a_client_id_like_ours_is_answered_after_the_wake(api: LocalEngine
     lazily = await run(lazy=True)
     assert [a["id"] for a in lazily] == [1, 2, "shadowcode-lazy-0", "shadowcode-lazy-1"]
     assert lazily == await run(lazy=False)
+
+
+async def test_a_waking_call_under_the_kept_initializes_id_is_answered_after_eof(
+    api: LocalEngine, project_dir: Path
+) -> None:
+    """Dropping the SDK's answer to the kept initialize leaves a client request under the same id
+    counted: EOF still waits for its answer, as with the SDK from the first frame."""
+    async with in_process_transport(api, project_dir, direct=True, lazy=True) as peer:
+        await _answers(peer, [_initialize("2025-06-18"), INITIALIZED])
+        await peer.send(_frame(_call("shadowcode-lazy-0", "shadow_memory", {"action": "read"})))
+        os.close(peer.write_fd)
+        peer.write_fd = -1
+        assert (await peer.line())["id"] == "shadowcode-lazy-0"
