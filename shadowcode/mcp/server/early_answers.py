@@ -128,6 +128,13 @@ class EarlyAnswers:
             self._dropped.add(our_id)
         return frame({"jsonrpc": "2.0", "id": request_id, **answer}), frame({**message, "id": our_id}), None
 
+    def not_sent(self) -> None:
+        """The request just answered by :meth:`take` is not sent on after all: no answer to its id
+        of ours is awaited, so a client request under that id later is answered, and nothing kept
+        grows with the requests answered here."""
+        with self._lock:
+            self._dropped.discard(f"{self.id_prefix}{self._next_id - 1}")
+
     def drop(self, line: bytes) -> bool:
         """Whether ``line`` (one whole line from the server) answers a request sent on under an id of ours.
 

@@ -87,6 +87,8 @@ class LazyStart:
             if revision_before is None and self.early.revision is not None:
                 self._handshake.append(forward)  # the initialize, under an id of ours
                 self.direct.revision = self.early.revision if self.early.revision in HANDSHAKE_REVISIONS else None
+            else:
+                self.early.not_sent()  # only the initialize reaches the SDK; the rest is never sent on
             return answer, False
         if answer is not None:  # a subscriptions/listen acknowledged here: the SDK serves its stream
             return answer, True

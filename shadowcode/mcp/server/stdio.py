@@ -521,8 +521,9 @@ async def stdio_transport(
                     message = item.message
                     payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
                     if lazy is not None and lazy.drops(payload):
-                        batches.take_answer(message, payload[:-1])  # the kept initialize's answer names the revision
-                        unanswered.discard(getattr(message, "id", None))
+                        # the kept initialize's answer names the revision; its id of ours was never counted
+                        # as unanswered, and a client request under the same id still is
+                        batches.take_answer(message, payload[:-1])
                         continue
                     if direct is not None:
                         direct.observe(message)

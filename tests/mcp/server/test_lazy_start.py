@@ -178,3 +178,36 @@ async def test_the_transport_limits_hold_before_the_sdk_is_loaded(
 
 def test_the_handshake_revisions_are_the_sdks_before_2026() -> None:
     assert {v for v in KNOWN_PROTOCOL_VERSIONS if v < "2026"} == HANDSHAKE_REVISIONS
+
+
+async def test_a_client_id_like_ours_is_answered_after_the_wake(api: LocalEngine, project_dir: Path) -> None:
+    """Ids the recording used for answers it never sent on are not awaited from the SDK: a client
+    request under such an id after the wake gets its answer, as with the SDK from the first frame."""
+    frames = [
+        _initialize("2025-06-18"),
+        INITIALIZED,
+        _request(2, "tools/list"),  # answered here; its id of ours never reaches the SDK
+        _request("shadowcode-lazy-0", "resources/list"),  # wakes the SDK
+        _request("shadowcode-lazy-1", "ping"),
+    ]
+
+    async def run(lazy: bool) -> list[Any]:
+        async with in_process_transport(api, project_dir, direct=True, lazy=lazy) as peer:
+            return await _answers(peer, frames)
+
+    lazily = await run(lazy=True)
+    assert [a["id"] for a in lazily] == [1, 2, "shadowcode-lazy-0", "shadowcode-lazy-1"]
+    assert lazily == await run(lazy=False)
+
+
+async def test_a_waking_call_under_the_kept_initializes_id_is_answered_after_eof(
+    api: LocalEngine, project_dir: Path
+) -> None:
+    """Dropping the SDK's answer to the kept initialize leaves a client request under the same id
+    counted: EOF still waits for its answer, as with the SDK from the first frame."""
+    async with in_process_transport(api, project_dir, direct=True, lazy=True) as peer:
+        await _answers(peer, [_initialize("2025-06-18"), INITIALIZED])
+        await peer.send(_frame(_call("shadowcode-lazy-0", "shadow_memory", {"action": "read"})))
+        os.close(peer.write_fd)
+        peer.write_fd = -1
+        assert (await peer.line())["id"] == "shadowcode-lazy-0"
