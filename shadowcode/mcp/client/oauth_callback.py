@@ -72,8 +72,11 @@ class CallbackListener:
     ) -> None:
         assert self._tg is not None and self._listener is not None
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(None, None, None)
-        await self._listener.aclose()
+        try:
+            await self._tg.__aexit__(None, None, None)
+        finally:  # a cancelled caller gets its cancellation out of the task group: close the port all the same
+            with anyio.CancelScope(shield=True):
+                await self._listener.aclose()
 
     async def wait(self, seconds: float) -> AuthorizationCodeResult:
         """The redirect's parameters, once one reached the callback.

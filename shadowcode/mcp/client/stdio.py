@@ -163,10 +163,12 @@ class StdioServer:
                 await self._stderr_done.wait()
         # The task group is the innermost scope again: end its readers and writer, then close the pipes.
         self._tg.cancel_scope.cancel()
-        await self._tg.__aexit__(None, None, None)
-        for stream in self._streams:
-            stream.close()
-        child.close_pipe()
+        try:
+            await self._tg.__aexit__(None, None, None)
+        finally:  # a cancelled caller gets its cancellation out of the task group: close the pipes all the same
+            for stream in self._streams:
+                stream.close()
+            child.close_pipe()
         # SIGKILL to the group is delivered asynchronously: give it the grace period to land.
         with anyio.move_on_after(PROCESS_TERM_GRACE_SECONDS):
             while pids_alive(child.pid):

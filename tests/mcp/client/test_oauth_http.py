@@ -6,6 +6,7 @@ Covers CW-08, CLI-11.
 from __future__ import annotations
 
 import gzip
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
@@ -127,6 +128,15 @@ async def test_a_denied_sign_in_and_a_deadline_are_clear_errors() -> None:
     async with CallbackListener() as listener:
         with anyio.fail_after(30), pytest.raises(SignInError, match="time ran out.*within 0.2 s"):
             await listener.wait(0.2)
+
+
+async def test_a_cancelled_sign_in_frees_its_callback_port() -> None:
+    with anyio.CancelScope() as scope:
+        async with CallbackListener() as listener:
+            scope.cancel()
+            await anyio.sleep(30)  # cancelled at once: the engine stopping, or the caller going away
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", listener.port))  # EADDRINUSE while the listener's socket is still open
 
 
 @pytest.mark.parametrize(
