@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from shadowcode.enums import PermissionLevel, TaskMode
 from shadowcode.limits import MCP_RESOURCES_PAGE_MAX, MCP_TOOL_NAMES_PAGE_MAX
 
 __all__ = [
     "COMPACT_MCP_TOOLS",
+    "MCP_HELPER_TOOLS",
     "TOOL_SPECS",
     "ToolSpec",
     "function_schema",
@@ -39,7 +40,9 @@ class ToolSpec:
         description: what the model is told the tool does.
         summary: the one line the ``shadow_tools`` listing shows a person (SRV-20).
         parameters: the JSON schema of the argument object.
-        mcp: True for the compact MCP tools, given only to Build tasks with enabled servers (CLI-07).
+        mcp: ``"compact"`` for ``mcp_tools`` and ``mcp_call`` (CLI-07), ``"helper"`` for the resource
+            and prompt helpers (CW-06); both are given only to Build tasks with enabled servers.
+            None for a native tool.
     """
 
     name: str
@@ -47,7 +50,7 @@ class ToolSpec:
     description: str
     summary: str
     parameters: dict[str, Any]
-    mcp: bool = False
+    mcp: Literal["compact", "helper"] | None = None
 
 
 _STR: dict[str, Any] = {"type": "string"}
@@ -98,31 +101,31 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
              f"names ({MCP_TOOL_NAMES_PAGE_MAX} a page, `page` from 0); `server` with `tool` returns that tool's "
              "exact input schema.",
              "Discover tools of enabled external MCP servers (Build tasks).",
-             _open({"server": _STR, "tool": _STR, "page": {"type": "integer", "minimum": 0}}, []), mcp=True),
+             _open({"server": _STR, "tool": _STR, "page": {"type": "integer", "minimum": 0}}, []), mcp="compact"),
     ToolSpec("mcp_call", _WRITE,
              "Call a tool of an enabled external MCP server with an argument object. Each call waits for the "
              "user's approval of this exact server, tool and arguments.",
              "Call an external MCP tool after an approval naming its exact arguments.",
-             _open({"server": _STR, "tool": _STR, "arguments": {"type": "object"}}, ["server", "tool"]), mcp=True),
+             _open({"server": _STR, "tool": _STR, "arguments": {"type": "object"}}, ["server", "tool"]), mcp="compact"),
     ToolSpec("mcp_resources", _WRITE,
              "List the resources, resource templates, prompts and verified skills of one enabled external MCP "
              f"server (`server`) or of all of them, {MCP_RESOURCES_PAGE_MAX} of each a page (`page` from 0). "
              "Needs no approval; listing a skill loads nothing.",
              "List resources, templates and prompts of enabled external MCP servers (Build tasks).",
-             _open({"server": _STR, "page": {"type": "integer", "minimum": 0}}, []), mcp=True),
+             _open({"server": _STR, "page": {"type": "integer", "minimum": 0}}, []), mcp="helper"),
     ToolSpec("mcp_read_resource", _WRITE,
              "Read one resource of an enabled external MCP server by its exact URI (a listed one or one "
              "built from a template). Each read waits for the user's approval of this exact server and URI. "
              "A file of a listed skill is checked against its listed size and digest and refused on a mismatch.",
              "Read an external MCP resource after an approval naming its exact URI.",
-             _open({"server": _STR, "uri": _STR}, ["server", "uri"]), mcp=True),
+             _open({"server": _STR, "uri": _STR}, ["server", "uri"]), mcp="helper"),
     ToolSpec("mcp_get_prompt", _WRITE,
              "Get one prompt of an enabled external MCP server with its string arguments, which must match "
              "the prompt's declared arguments. Each request waits for the user's approval of this exact "
              "server, prompt and arguments.",
              "Get an external MCP prompt after an approval naming its exact arguments.",
              _open({"server": _STR, "prompt": _STR, "arguments": {"type": "object"}}, ["server", "prompt"]),
-             mcp=True),
+             mcp="helper"),
 )  # fmt: skip
 """Every tool, in the order the listing shows them and tasks are offered them."""
 
@@ -131,6 +134,9 @@ _BY_NAME: dict[str, ToolSpec] = {s.name: s for s in TOOL_SPECS}
 COMPACT_MCP_TOOLS: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS if s.mcp)
 """The tools every Build task with enabled servers gets: ``mcp_tools``, ``mcp_call`` (CLI-07), then the
 resource and prompt helpers ``mcp_resources``, ``mcp_read_resource`` and ``mcp_get_prompt`` (CW-06)."""
+
+MCP_HELPER_TOOLS: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS if s.mcp == "helper")
+"""The resource and prompt helpers among them (CW-06), answered by the task's resource tools."""
 
 
 def spec(name: str) -> ToolSpec | None:

@@ -42,10 +42,7 @@ from shadowcode.mcp.client.skills import Skill, SkillFile, SkillRefused, verify_
 if TYPE_CHECKING:
     from shadowcode.agent.toolbox import TaskEnv
 
-__all__ = ["HELPER_TOOLS", "ResourcePromptTools"]
-
-HELPER_TOOLS: tuple[str, ...] = ("mcp_resources", "mcp_read_resource", "mcp_get_prompt")
-"""The helper tool names this class answers."""
+__all__ = ["ResourcePromptTools"]
 
 _FIELDS = {
     "resources": ("uri", "name", "title", "description", "mimeType", "size"),

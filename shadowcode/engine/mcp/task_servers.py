@@ -59,11 +59,11 @@ import anyio
 import anyio.abc
 
 from shadowcode.agent.ports import CatalogCache, EventLog, PluginGate, ServerSnapshot
-from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, function_schema, spec
+from shadowcode.agent.tool_specs import COMPACT_MCP_TOOLS, MCP_HELPER_TOOLS, function_schema, spec
 from shadowcode.agent.toolbox import await_approval
 from shadowcode.engine.mcp.credentials import http_endpoint
 from shadowcode.engine.mcp.definition_files import read_project_definition
-from shadowcode.engine.mcp.resource_tools import HELPER_TOOLS, ResourcePromptTools
+from shadowcode.engine.mcp.resource_tools import ResourcePromptTools
 from shadowcode.engine.mcp.task_catalog import ServerState, check_arguments, list_server, list_servers
 from shadowcode.errors import ConfigError, PolicyError, ShadowcodeError, ToolError, UpstreamServerError
 from shadowcode.limits import (
@@ -409,7 +409,7 @@ class TaskServers(ResourcePromptTools):
                 self.refresh()
                 server.offered = server.generation
             return list_server(server, args)
-        if name in HELPER_TOOLS:
+        if name in MCP_HELPER_TOOLS:
             return await self.run_helper(env, name, args)
         if name == "mcp_call":
             arguments = args.get("arguments", {})
