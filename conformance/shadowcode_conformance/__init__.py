@@ -8,7 +8,7 @@ implementation under test.
 
 from __future__ import annotations
 
-from conformance.context import Context
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = ["CheckResult", "Context", "SubResult", "check"]

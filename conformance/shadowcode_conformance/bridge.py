@@ -29,7 +29,7 @@ The bridge is the HTTP transport, so a scenario that tests the transport itself 
 checks, SSE streams, HTTP status mapping) would judge the bridge: those are reported not
 applicable by the official checks. It binds 127.0.0.1 only, refuses a Host or Origin that is not
 its own (403), relays no batch (400) and bounds bodies, sessions and waits
-(``BRIDGE_*`` in :mod:`conformance.limits`). Every child it starts is stopped when it closes.
+(``BRIDGE_*`` in :mod:`shadowcode_conformance.limits`). Every child it starts is stopped when it closes.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from conformance.context import MODERN_REVISION
-from conformance.json_values import json_object
-from conformance.limits import (
+from shadowcode_conformance.context import MODERN_REVISION
+from shadowcode_conformance.json_values import json_object
+from shadowcode_conformance.limits import (
     BRIDGE_ANSWER_SECONDS,
     BRIDGE_BODY_MAX_BYTES,
     BRIDGE_SESSIONS_MAX,

@@ -1,4 +1,4 @@
-"""``python -m conformance``: parse the command line, run the checks, write the report.
+"""``python -m shadowcode_conformance``: parse the command line, run the checks, write the report.
 
 With ``--attached`` each check (but those registered with ``own_engine``) runs while the
 target's headless engine runs in its profile, so every stdio server it starts takes the
@@ -28,14 +28,14 @@ from typing import Any, NoReturn, TypeVar
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from conformance.context import EngineMode
-from conformance.errors import ConformanceError, UsageError
-from conformance.fixture import default_fixture_path, load_project_factory
-from conformance.junit import write_junit
-from conformance.limits import JOBS_DEFAULT
-from conformance.links import check_links
-from conformance.registry import PROFILES, Check, load_checks, select
-from conformance.report import (
+from shadowcode_conformance.context import EngineMode
+from shadowcode_conformance.errors import ConformanceError, UsageError
+from shadowcode_conformance.fixture import default_fixture_path, load_project_factory
+from shadowcode_conformance.junit import write_junit
+from shadowcode_conformance.limits import JOBS_DEFAULT
+from shadowcode_conformance.links import check_links
+from shadowcode_conformance.registry import PROFILES, Check, load_checks, select
+from shadowcode_conformance.report import (
     NO_ENGINE,
     ExpectedFailure,
     build_report,
@@ -43,9 +43,9 @@ from conformance.report import (
     report_failed,
     write_report,
 )
-from conformance.resources import bundled_baseline, bundled_baseline_names, resource_root
-from conformance.revision_sets import judge_at_revisions
-from conformance.runner import run_checks
+from shadowcode_conformance.resources import bundled_baseline, bundled_baseline_names, resource_root
+from shadowcode_conformance.revision_sets import judge_at_revisions
+from shadowcode_conformance.runner import run_checks
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ __all__ = ["DEFAULT_EXPECTED_FAILURES", "filtered_by_only", "main", "parse_targe
 
 REPO_ROOT = Path(__file__).resolve().parent
 """This package's folder, holding ``fixtures/`` and ``node_probes/``; a run reads them from
-:func:`conformance.resources.resource_root`, which is this folder only in the source folder."""
+:func:`shadowcode_conformance.resources.resource_root`, which is this folder only in the source folder."""
 
 DEFAULT_EXPECTED_FAILURES = Path(__file__).resolve().parent / "expected_failures.yml"
 """ShadowCode's own baseline, used unless ``--expected-failures`` or ``--no-expected-failures`` is given."""
@@ -87,7 +87,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="python -m conformance",
+        prog="python -m shadowcode_conformance",
         description="Run the conformance checks against a target command and write report.json and report.md.",
     )
     p.add_argument(
@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
         "--expected-failures",
         metavar="FILE",
         help=f"YAML list of {{check, reason}} known to fail, or the name of a bundled one "
-        f"({', '.join(bundled_baseline_names())}) (default: conformance/expected_failures.yml)",
+        f"({', '.join(bundled_baseline_names())}) (default: conformance/shadowcode_conformance/expected_failures.yml)",
     )
     baseline.add_argument(
         "--no-expected-failures", action="store_true", help="use no baseline: every failing check fails the run"

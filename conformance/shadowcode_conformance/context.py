@@ -19,7 +19,7 @@ from pathlib import Path
 
 from anyio.abc import Process
 
-from conformance.processes import Completed, run_command, spawn
+from shadowcode_conformance.processes import Completed, run_command, spawn
 
 __all__ = ["LEGACY_REVISIONS", "MODERN_REVISION", "Context", "EngineMode"]
 
@@ -54,7 +54,8 @@ class Context:
         scratch: a private directory for anything else; removed after the check.
         env: the complete environment for started processes.
         cwd: working directory for started processes (where relative target paths resolve).
-        repo_root: the folder holding ``node_probes/`` and ``fixtures/`` (:func:`conformance.resources.resource_root`).
+        repo_root: the folder holding ``node_probes/`` and ``fixtures/``
+            (:func:`shadowcode_conformance.resources.resource_root`).
         deadline: ``time.monotonic()`` value at which the check is cut off.
         engine: :attr:`EngineMode.ATTACHED` when the runner started ``<target> engine`` in
             ``home`` before the check and keeps it running until the check ends;
@@ -114,7 +115,7 @@ class Context:
             env: variables added to the check's environment for this command only.
 
         Returns:
-            A :class:`~conformance.processes.Completed`.
+            A :class:`~shadowcode_conformance.processes.Completed`.
 
         Raises:
             OSError: the program could not be started.

@@ -17,9 +17,9 @@ from typing import Final, cast
 import anyio
 import anyio.abc
 
-from conformance.context import Context
-from conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS, ENGINE_STOP_WAIT_SECONDS
-from conformance.processes import drain, kill_group, tail
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS, ENGINE_STOP_WAIT_SECONDS
+from shadowcode_conformance.processes import drain, kill_group, tail
 
 __all__ = [
     "engine_running",

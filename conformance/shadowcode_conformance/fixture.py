@@ -1,7 +1,7 @@
 """Loading the sample-project factory: ``make_sample_project(dest) -> Path`` from a file.
 
 By default the factory is ``fixtures/sample_project.py`` under the run's resource root (this
-package's source folder, or the installed package's cached copy: see :mod:`conformance.resources`); another
+package's source folder, or the installed package's cached copy: see :mod:`shadowcode_conformance.resources`); another
 file defining the same function can be given with ``--fixture``. The file is imported by path,
 so it need not be on ``sys.path``.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-from conformance.errors import UsageError
+from shadowcode_conformance.errors import UsageError
 
 __all__ = ["ProjectFactory", "default_fixture_path", "load_project_factory"]
 
@@ -22,7 +22,10 @@ ProjectFactory = Callable[[Path], Path]
 
 
 def default_fixture_path(repo_root: Path) -> Path:
-    """``<repo_root>/fixtures/sample_project.py`` (``repo_root``: :func:`conformance.resources.resource_root`)."""
+    """``<repo_root>/fixtures/sample_project.py``.
+
+    ``repo_root``: :func:`shadowcode_conformance.resources.resource_root`.
+    """
     return repo_root / "fixtures" / "sample_project.py"
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from conformance.checks.python_client import EXPECTED_TOOLS
-from conformance.json_values import json_array, json_member, json_object, json_objects
-from conformance.scripted_model import ModelRequest
+from shadowcode_conformance.checks.python_client import EXPECTED_TOOLS
+from shadowcode_conformance.json_values import json_array, json_member, json_object, json_objects
+from shadowcode_conformance.scripted_model import ModelRequest
 
 __all__ = [
     "chat_offered",

@@ -1,6 +1,6 @@
 """The run as JUnit XML, for CI systems that show test reports (``--junit FILE``).
 
-Built from the same report document as ``report.json`` (:func:`conformance.report.build_report`),
+Built from the same report document as ``report.json`` (:func:`shadowcode_conformance.report.build_report`),
 with the standard library's :mod:`xml.etree.ElementTree`. Two test suites:
 
 * ``conformance.checks``: one test case per check that ran (probe sub-checks included),
@@ -73,7 +73,7 @@ def render_junit(report: Mapping[str, Any]) -> bytes:
     """The JUnit XML document of a report (CONF-01).
 
     Args:
-        report: a document from :func:`conformance.report.build_report`.
+        report: a document from :func:`shadowcode_conformance.report.build_report`.
 
     Returns:
         UTF-8 bytes starting with an XML declaration; the root is ``<testsuites>``.

@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from conformance.registry import Check
-from conformance.verdicts import spec
+from shadowcode_conformance.registry import Check
+from shadowcode_conformance.verdicts import spec
 
 __all__ = ["REQUIREMENTS_DOC", "SPEC_SECTIONS", "check_links", "requirement_link", "urls_in"]
 

@@ -16,7 +16,7 @@ at a time, each into its own results folder, and its ``checks.json`` is read bac
   scenario the revision requires, and those it only runs, in one process.
 * :func:`probe`: what the server claims: the revision ``initialize`` lands on, whether
   ``server/discover`` names 2026-07-28, its extensions and what it offers (tools, prompts,
-  resources), which decide what applies (:mod:`conformance.official_verdicts`).
+  resources), which decide what applies (:mod:`shadowcode_conformance.official_verdicts`).
 
 Only loopback addresses are used; the package talks to the proxy or the ``--url`` given.
 """
@@ -39,12 +39,12 @@ from typing import Any, Final, cast
 import anyio.to_thread
 import yaml
 
-from conformance.checks.generic_http import exchange_sync
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.json_values import json_object, json_objects
-from conformance.official_verdicts import RequirementSet
-from conformance.processes import Completed, tail
-from conformance.resources import NODE_SETUP_ARGV
+from shadowcode_conformance.checks.generic_http import exchange_sync
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from shadowcode_conformance.json_values import json_object, json_objects
+from shadowcode_conformance.official_verdicts import RequirementSet
+from shadowcode_conformance.processes import Completed, tail
+from shadowcode_conformance.resources import NODE_SETUP_ARGV
 
 __all__ = [
     "ADAPTER",
@@ -100,8 +100,9 @@ class Installed:
 
 
 def install_command(repo_root: Path) -> str:
-    """:data:`INSTALL_COMMAND` in a checkout (``repo_root`` is its ``conformance/``), else ``npm ci`` there."""
-    if (repo_root.parent / "ci" / "setup").is_file():
+    """:data:`INSTALL_COMMAND` in a checkout (``repo_root`` is its ``conformance/shadowcode_conformance/``), else
+    ``npm ci`` there."""
+    if any((checkout / "ci" / "setup").is_file() for checkout in repo_root.parents[1:2]):
         return INSTALL_COMMAND
     return f"cd {shlex.quote(str(repo_root / 'node_probes'))} && {' '.join(NODE_SETUP_ARGV)}"
 

@@ -2,7 +2,7 @@
 
 Usage (the package appends the scenario server's URL and sets ``MCP_CONFORMANCE_SCENARIO``)::
 
-    python3 conformance/official_client.py [--target "python3 dist/shadowcode.pyz"] [--scenario NAME] URL
+    python3 -m shadowcode_conformance.official_client [--target "python3 dist/shadowcode.pyz"] [--scenario NAME] URL
 
 ShadowCode is driven only through its command line, in a profile of its own
 (``SHADOWCODE_HOME`` in a temporary folder, removed at the end) and a small trusted project:

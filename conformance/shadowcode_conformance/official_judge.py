@@ -1,16 +1,16 @@
 """Judge the official conformance package's client scenarios run against ShadowCode.
 
-``python -m conformance --official`` runs the scenarios as checks of its own run (see
-:mod:`conformance.checks.official`); this module keeps the judge of a results folder written
+``python -m shadowcode_conformance --official`` runs the scenarios as checks of its own run (see
+:mod:`shadowcode_conformance.checks.official`); this module keeps the judge of a results folder written
 by hand (``conformance client -o``) and :func:`never_resumed`, which that run uses too.
 
 Usage::
 
-    python -m conformance.official_judge RESULTS_DIR SCENARIO...
+    python -m shadowcode_conformance.official_judge RESULTS_DIR SCENARIO...
 
 ``RESULTS_DIR/<scenario>/<scenario>-<time>/`` is what ``conformance client -o`` writes:
 ``checks.json`` (the package's checks), ``stdout.txt`` and ``stderr.txt`` (the adapter's,
-:mod:`conformance.official_client`). One line per judged check, then one client line with the
+:mod:`shadowcode_conformance.official_client`). One line per judged check, then one client line with the
 counts, e.g. ``client: 2 passed, 0 failed, 1 expected failure (sse-retry: ...)``; with
 ``--label auth`` the line reads ``client auth: N passed, M failed, K expected failures`` (checks
 passed and failed, scenarios expected to fail; each expected failure has its own ``xfail`` line
@@ -21,10 +21,10 @@ with the reason above it).
   :func:`never_resumed` must also hold for its log (a pass would mean a resumed stream, which
   CLI-18 forbids).
 * Any other scenario: no judged check may be FAILURE (a WARNING is printed as ``warn`` and
-  fails nothing, as in ``python -m conformance --official``), at least one check must have been
+  fails nothing, as in ``python -m shadowcode_conformance --official``), at least one check must have been
   made, and the adapter must have printed its summary line (it exited 0).
 
-The expected failures are read from ``conformance/expected_failures.yml``.
+The expected failures are read from ``conformance/shadowcode_conformance/expected_failures.yml``.
 Exit status 0 when every scenario ended as it should, else 1.
 """
 
@@ -41,9 +41,9 @@ __all__ = ["EXPECTED_FAILURES", "judge", "main", "never_resumed"]
 
 def _expected_failures() -> dict[str, str]:
     """Client scenario -> reason, from the ``official:client:*`` and ``official:auth:*`` entries of
-    ShadowCode's baseline (``conformance/expected_failures.yml``), the one list both this judge and
-    ``python -m conformance --official`` go by."""
-    from conformance.report import load_expected_failures
+    ShadowCode's baseline (``shadowcode_conformance/expected_failures.yml``), the one list both this judge and
+    ``python -m shadowcode_conformance --official`` go by."""
+    from shadowcode_conformance.report import load_expected_failures
 
     found: dict[str, str] = {}
     for entry in load_expected_failures(Path(__file__).resolve().parent / "expected_failures.yml"):

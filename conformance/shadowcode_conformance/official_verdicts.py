@@ -1,7 +1,7 @@
 """The official package's results as the suite's verdicts (CONF-01).
 
 The ``@modelcontextprotocol/conformance`` package judges each of its checks SUCCESS, WARNING,
-FAILURE, SKIPPED or INFO; :data:`~conformance.verdicts.OFFICIAL_STATUS` maps those onto pass,
+FAILURE, SKIPPED or INFO; :data:`~shadowcode_conformance.verdicts.OFFICIAL_STATUS` maps those onto pass,
 warn, fail and not applicable. Three more things decide a verdict here, each with its reason:
 
 * **The reference test server's fixtures.** Most server scenarios call tools, prompts and
@@ -17,7 +17,7 @@ warn, fail and not applicable. Three more things decide a verdict here, each wit
   revision requires (scored) and which it only runs: ``extension`` scenarios (the tasks
   extension) apply only to a server that claims the extension; ``pending`` ones are not part of
   the revision as released, so their failures warn (weight robustness).
-* **The stdio bridge** (:mod:`conformance.bridge`). Through it, a scenario of the HTTP transport
+* **The stdio bridge** (:mod:`shadowcode_conformance.bridge`). Through it, a scenario of the HTTP transport
   itself (Host and Origin checks, SSE streams, HTTP status mapping, routing headers) would judge
   the bridge, so it is not applicable.
 """
@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from conformance.registry import SubResult
-from conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight
+from shadowcode_conformance.registry import SubResult
+from shadowcode_conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight
 
 __all__ = [
     "BRIDGE_NOT_APPLICABLE",
@@ -266,7 +266,7 @@ def judge_requirement_set(
         inventory: what the server offers: tool names, ``prompt:NAME``, resource URIs and templates.
         extensions: the extensions the server claims (``capabilities.extensions`` of its discover
             result, or what its contract requires).
-        bridged: the server is reached through :class:`~conformance.bridge.StdioBridge`.
+        bridged: the server is reached through :class:`~shadowcode_conformance.bridge.StdioBridge`.
         covers: scenario to ids; ``"*"`` for the rest.
         package: the package and version, named in each source.
         capabilities: the server's declared capabilities; a scenario needing one it leaves out

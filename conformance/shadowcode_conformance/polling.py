@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import anyio
 
-from conformance.limits import PROCESS_POLL_FIRST_SECONDS, PROCESS_POLL_MAX_SECONDS
+from shadowcode_conformance.limits import PROCESS_POLL_FIRST_SECONDS, PROCESS_POLL_MAX_SECONDS
 
 __all__ = ["Backoff"]
 

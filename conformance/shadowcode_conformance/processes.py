@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process, TaskGroup
 
-from conformance.limits import (
+from shadowcode_conformance.limits import (
     CLEANUP_WAIT_SECONDS,
     COMMAND_OUTPUT_MAX_BYTES,
     EXEC_SETTLE_SECONDS,

@@ -1,9 +1,9 @@
 """The check registry: ``@check`` functions, their results, and how they are found.
 
-A check is an ``async`` function taking a :class:`~conformance.context.Context` and
+A check is an ``async`` function taking a :class:`~shadowcode_conformance.context.Context` and
 returning a :class:`CheckResult`. It names the requirement ids it proves; every id must be
-in :mod:`conformance.requirements`. It states the weight of the rule it proves and where that
-rule is written (:mod:`conformance.verdicts`): ShadowCode's contract by default, and for a
+in :mod:`shadowcode_conformance.requirements`. It states the weight of the rule it proves and where that
+rule is written (:mod:`shadowcode_conformance.verdicts`): ShadowCode's contract by default, and for a
 check of the generic profile a section of the MCP or JSON-RPC specification. A check may also
 return sub-results (for example the inner checks of an external probe); the runner reports
 each of them as a check of its own.
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from conformance.limits import CHECK_TIMEOUT_SECONDS
-from conformance.requirements import requirement_ids
-from conformance.verdicts import Verdict, Weight
+from shadowcode_conformance.limits import CHECK_TIMEOUT_SECONDS
+from shadowcode_conformance.requirements import requirement_ids
+from shadowcode_conformance.verdicts import Verdict, Weight
 
 if TYPE_CHECKING:
-    from conformance.context import Context
+    from shadowcode_conformance.context import Context
 
 __all__ = [
     "CHECKS",
@@ -49,8 +49,8 @@ class SubResult:
         covers: requirement ids it proves.
         ok: whether it passed.
         detail: one line for a person (for a verdict other than pass, its reason).
-        verdict: one of :class:`~conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by the weight.
-        weight: one of :class:`~conformance.verdicts.Weight`, or ``""`` for the reporting check's.
+        verdict: one of :class:`~shadowcode_conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by the weight.
+        weight: one of :class:`~shadowcode_conformance.verdicts.Weight`, or ``""`` for the reporting check's.
         source: where its rule is written (a section URL), or ``""`` for the reporting check's.
     """
 
@@ -75,7 +75,7 @@ class CheckResult:
         not_run: ``""`` when the check ran, else why not: ``"not_asked"`` (:meth:`not_asked`)
             or ``"unavailable"`` (:meth:`unavailable`).
         verdict: ``""`` to judge ``ok`` by the check's weight (pass, or fail for a ``must`` rule
-            and warn otherwise); or a :class:`~conformance.verdicts.Verdict` the check decided
+            and warn otherwise); or a :class:`~shadowcode_conformance.verdicts.Verdict` the check decided
             itself: ``"not_applicable"`` (:meth:`not_applicable`) or ``"warn"`` (:meth:`warned`).
     """
 
@@ -140,7 +140,7 @@ class Check:
             Without it the check is reported "not run" and counts for nothing.
         official: the check runs the official ``@modelcontextprotocol/conformance`` package;
             it is selected only with ``--official``.
-        weight: the weight of the rule it proves (:class:`~conformance.verdicts.Weight`).
+        weight: the weight of the rule it proves (:class:`~shadowcode_conformance.verdicts.Weight`).
         source: where that rule is written: a specification section's URL, or ShadowCode's
             contract and the ids (:func:`contract_source`).
         revisions: the protocol revisions the rule belongs to; empty when it holds for every
@@ -256,12 +256,12 @@ def check(
 
 
 def load_checks() -> dict[str, Check]:
-    """Import every module of :mod:`conformance.checks` so their checks register.
+    """Import every module of :mod:`shadowcode_conformance.checks` so their checks register.
 
     Returns:
         :data:`CHECKS`, name to :class:`Check`, in module then definition order.
     """
-    import conformance.checks as package
+    import shadowcode_conformance.checks as package
 
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if not info.name.startswith("_"):

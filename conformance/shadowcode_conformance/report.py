@@ -1,6 +1,6 @@
 """Turning check records into the report: per-id status, summary, JSON and Markdown.
 
-Each check comes to a verdict (:mod:`conformance.verdicts`): ``pass``, ``fail`` (a ``must``
+Each check comes to a verdict (:mod:`shadowcode_conformance.verdicts`): ``pass``, ``fail`` (a ``must``
 rule broken), ``warn`` (a ``should`` or ``robustness`` rule broken) or ``not_applicable``, each
 with its reason, its weight and its source.
 
@@ -39,12 +39,12 @@ from typing import Any, cast
 
 import yaml
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION
-from conformance.errors import UsageError
-from conformance.limits import DETAIL_MAX_CHARS
-from conformance.links import requirement_link
-from conformance.requirements import REQUIREMENTS
-from conformance.verdicts import Verdict, Weight, judge, spec
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION
+from shadowcode_conformance.errors import UsageError
+from shadowcode_conformance.limits import DETAIL_MAX_CHARS
+from shadowcode_conformance.links import requirement_link
+from shadowcode_conformance.requirements import REQUIREMENTS
+from shadowcode_conformance.verdicts import Verdict, Weight, judge, spec
 
 __all__ = [
     "REVISIONS_CHECK",
@@ -78,11 +78,11 @@ class CheckRecord:
             it needs (``--target`` or ``--url``); :data:`UNAVAILABLE` when it was asked for but
             something it needs is missing (Node 22, the official package). Either way it proves
             nothing; only an unavailable check fails the run.
-        verdict: a :class:`~conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by ``weight``.
-        weight: the weight of the rule (:class:`~conformance.verdicts.Weight`).
+        verdict: a :class:`~shadowcode_conformance.verdicts.Verdict`, or ``""`` to judge ``ok`` by ``weight``.
+        weight: the weight of the rule (:class:`~shadowcode_conformance.verdicts.Weight`).
         source: where the rule is written (a section URL, or ShadowCode's contract).
         links: the specification sections and contract ids it proves
-            (:func:`conformance.links.check_links`).
+            (:func:`shadowcode_conformance.links.check_links`).
     """
 
     name: str

@@ -4,8 +4,9 @@ Checks read ``<root>/fixtures/...`` (the sample project, the helper servers, cli
 scripted model replies) and ``<root>/node_probes/...`` (the TypeScript SDK probes and the
 pinned Node peers in ``node_modules``). Both folders live inside this package. The root is one of:
 
-* **the source folder**: run from ``conformance/`` itself (in the ShadowCode checkout, or that
-  folder copied anywhere), recognised by its ``pyproject.toml``; the root is the folder. Its
+* **the source folder**: run from ``conformance/shadowcode_conformance/`` itself (in the
+  ShadowCode checkout, or ``conformance/`` copied anywhere), recognised by the distribution's
+  ``pyproject.toml`` in the folder above it; the root is this package's folder. Its
   Node peers are set up by ``npm ci`` in ``node_probes/`` (``bash ci/setup`` in the checkout);
   this module never installs into a source folder.
 * **the installed package** (``pip install ./conformance`` or ``conformance.pyz``): the build
@@ -37,11 +38,12 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 
-from conformance.errors import ConformanceError
+from shadowcode_conformance.errors import ConformanceError
 
 __all__ = [
     "NODE_GROUPS",
     "NODE_SETUP_ARGV",
+    "PACKAGE",
     "bundled_baseline",
     "bundled_baseline_names",
     "cache_dir",
@@ -88,8 +90,11 @@ def cache_dir() -> Path:
 
 
 def _in_source() -> bool:
-    """Whether this is the source folder (its ``pyproject.toml`` is not package data)."""
-    return (PACKAGE / "pyproject.toml").is_file()
+    """Whether this is the source folder: the distribution's ``pyproject.toml`` beside the package.
+
+    An installed copy has none there (site-packages or an unpacked zipapp holds no ``pyproject.toml``).
+    """
+    return (PACKAGE.parent / "pyproject.toml").is_file()
 
 
 def _files() -> list[Path]:
@@ -205,7 +210,7 @@ def resource_root(groups: Iterable[str] = (), say: Callable[[str], None] | None 
     needing = sorted(set(groups) & NODE_GROUPS)
     if _in_source():
         if needing and not (PACKAGE / "node_probes" / "node_modules").exists():
-            setup = PACKAGE.parent / "ci" / "setup"
+            setup = PACKAGE.parents[1] / "ci" / "setup"
             command = f"bash {_quote(setup)}" if setup.is_file() else _setup_command(PACKAGE / "node_probes")
             tell(
                 f"node_probes/node_modules is missing: checks needing it will fail ({', '.join(needing)}); "
@@ -274,14 +279,14 @@ def _write_helper_python(root: Path) -> None:
 
 
 def bundled_baseline_names() -> list[str]:
-    """The names ``--expected-failures`` takes for the baselines of ``conformance/baselines/``, sorted."""
+    """The names ``--expected-failures`` takes for the baselines of ``shadowcode_conformance/baselines/``, sorted."""
     return sorted(path.stem for path in BASELINES.glob("*.yml"))
 
 
 def bundled_baseline(value: str) -> Path:
     """The baseline file ``--expected-failures VALUE`` names: a path, or a bundled baseline's name.
 
-    A bundled name is a file stem of ``conformance/baselines/`` (see
+    A bundled name is a file stem of ``shadowcode_conformance/baselines/`` (see
     :func:`bundled_baseline_names`); an existing file of that name in the current folder wins.
     """
     given = Path(value)

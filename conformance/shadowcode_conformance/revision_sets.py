@@ -7,8 +7,8 @@ module does the same for the suite's own checks of MCP behaviour (the generic pr
 scenarios aside, which the package's own sets already govern):
 
 * ``revisions/<R>.yml`` names, for each revision R the suite speaks
-  (:data:`~conformance.context.LEGACY_REVISIONS` and
-  :data:`~conformance.context.MODERN_REVISION`), every check whose rule applies at R, with the
+  (:data:`~shadowcode_conformance.context.LEGACY_REVISIONS` and
+  :data:`~shadowcode_conformance.context.MODERN_REVISION`), every check whose rule applies at R, with the
   weight the rule had when the set was frozen.
 * :data:`FROZEN_SHA256` holds each file's SHA-256 as frozen: editing a set is a change to this
   module too, made on purpose and reviewed, never a side effect of a check that changed.
@@ -18,7 +18,7 @@ scenarios aside, which the package's own sets already govern):
   frozen) still runs and is reported, but its failure only warns ("not scored"), as the
   official package treats a scenario added after a revision's release.
 
-``python -m conformance.revision_sets --check`` reports drift (exit 1 for an edited or missing
+``python -m shadowcode_conformance.revision_sets --check`` reports drift (exit 1 for an edited or missing
 set, or a frozen check no longer registered for that revision; checks added since are listed
 and exit 0); ``--freeze R`` writes the set of a revision not frozen yet and prints its digest.
 """
@@ -35,10 +35,10 @@ from typing import Final, cast
 
 import yaml
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION
-from conformance.registry import Check, load_checks
-from conformance.report import CheckRecord
-from conformance.verdicts import Verdict, Weight
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION
+from shadowcode_conformance.registry import Check, load_checks
+from shadowcode_conformance.report import CheckRecord
+from shadowcode_conformance.verdicts import Verdict, Weight
 
 __all__ = [
     "FOLDER",
@@ -220,7 +220,7 @@ def judge_at_revisions(
 def main(argv: Sequence[str] | None = None) -> int:
     """``--check``: report drift, exit 1 on a problem; ``--freeze R``: write R's set if none is frozen."""
     summary = (__doc__ or "").splitlines()[0]
-    parser = argparse.ArgumentParser(prog="python -m conformance.revision_sets", description=summary)
+    parser = argparse.ArgumentParser(prog="python -m shadowcode_conformance.revision_sets", description=summary)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--check", action="store_true", help="report drift between the registry and the frozen sets")
     action.add_argument("--freeze", metavar="REVISION", choices=REVISIONS, help="write a revision's set, once")

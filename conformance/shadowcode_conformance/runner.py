@@ -31,16 +31,16 @@ from typing import cast
 import anyio
 import anyio.to_thread
 
-from conformance.context import Context, EngineMode
-from conformance.engine import engine_running, headless_engine
-from conformance.fixture import ProjectFactory
-from conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS
-from conformance.links import check_links
-from conformance.processes import kill_marked
-from conformance.registry import Check, CheckResult
-from conformance.report import NOT_ASKED, CheckRecord
-from conformance.requirements import requirement_ids
-from conformance.verdicts import Verdict
+from shadowcode_conformance.context import Context, EngineMode
+from shadowcode_conformance.engine import engine_running, headless_engine
+from shadowcode_conformance.fixture import ProjectFactory
+from shadowcode_conformance.limits import ENGINE_READY_SECONDS, ENGINE_STATUS_TIMEOUT_SECONDS
+from shadowcode_conformance.links import check_links
+from shadowcode_conformance.processes import kill_marked
+from shadowcode_conformance.registry import Check, CheckResult
+from shadowcode_conformance.report import NOT_ASKED, CheckRecord
+from shadowcode_conformance.requirements import requirement_ids
+from shadowcode_conformance.verdicts import Verdict
 
 __all__ = ["RunOutcome", "run_checks", "run_one"]
 
@@ -137,7 +137,7 @@ async def run_one(
     Returns:
         The check's record followed by one record per sub-result, and the revisions it
         recorded. Never raises for a failing, crashing or slow check, nor for an engine
-        that does not start. A check whose :attr:`~conformance.registry.Check.needs` the run
+        that does not start. A check whose :attr:`~shadowcode_conformance.registry.Check.needs` the run
         was not given is reported "not run" without starting anything.
     """
     missing = _missing(chk, target, url)
@@ -231,7 +231,7 @@ async def run_one(
 
 def _verdict(given: str) -> str:
     """The verdict a check decided itself (``""`` when it left it to its weight); one that is not a
-    :class:`~conformance.verdicts.Verdict` is a broken check, so a failure."""
+    :class:`~shadowcode_conformance.verdicts.Verdict` is a broken check, so a failure."""
     return given if not given or given in tuple(Verdict) else Verdict.FAIL
 
 

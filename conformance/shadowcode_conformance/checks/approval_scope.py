@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.delegation import (
+from shadowcode_conformance.checks.delegation import (
     FINISHED,
     WAIT_SECONDS,
     McpSession,
@@ -30,9 +30,9 @@ from conformance.checks.delegation import (
     configure_model,
     open_session,
 )
-from conformance.context import Context
-from conformance.json_values import json_objects
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.json_values import json_objects
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["approve_needs_flags_and_ownership", "level_lowered_never_raised", "rollback_needs_write_and_confirm"]
 

@@ -34,11 +34,11 @@ from typing import Any, cast
 import anyio
 import anyio.to_thread
 
-from conformance.checks.delegation import McpSession, configure_model, open_session
-from conformance.context import Context
-from conformance.json_values import json_object, json_objects
-from conformance.processes import tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.checks.delegation import McpSession, configure_model, open_session
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.json_values import json_object, json_objects
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "notes_sqlite_map",

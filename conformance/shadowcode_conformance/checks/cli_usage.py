@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.context import Context
-from conformance.processes import Completed, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import Completed, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["bad_profile_refused", "file_workspace_refused", "json_serve_refused", "missing_workspace_refused"]
 

@@ -2,7 +2,7 @@
 
 Covers CW-02, CW-07.
 
-The target is driven only through its command line, as in :mod:`conformance.checks.external_servers`
+The target is driven only through its command line, as in :mod:`shadowcode_conformance.checks.external_servers`
 (whose helpers this module uses):
 
 * ``filters``: the real ``@modelcontextprotocol/server-everything`` (stdio) registered with
@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from conformance.checks.external_servers import (
+from shadowcode_conformance.checks.external_servers import (
     add_model,
     check_result,
     cli,
@@ -39,10 +39,10 @@ from conformance.checks.external_servers import (
     tool_turns,
     trust_workspace,
 )
-from conformance.context import Context
-from conformance.processes import announced_port, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import announced_port, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["filters", "required", "timeouts"]
 

@@ -20,9 +20,9 @@ import json
 import shutil
 from typing import Any, cast
 
-from conformance.context import Context
-from conformance.processes import run_command, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import run_command, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["import_twice_enables_nothing"]
 

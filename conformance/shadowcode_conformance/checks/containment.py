@@ -19,9 +19,9 @@ from typing import Any, cast
 
 import anyio.to_thread
 
-from conformance.checks.boundaries import refused, serve, trust
-from conformance.context import Context
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.checks.boundaries import refused, serve, trust
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["sqlite_live_and_contained"]
 

@@ -20,7 +20,7 @@ in the check's scratch folder so model requests can be counted.
 
 Command children are found by their working directory (the check's private project) in
 ``/proc``; any that a failing target leaves behind are killed and reported. The set-up,
-session and engine helpers here are shared with :mod:`conformance.checks.engine_lifecycle`.
+session and engine helpers here are shared with :mod:`shadowcode_conformance.checks.engine_lifecycle`.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from conformance.checks.node_stdio import find_probe, parse_probe_output
-from conformance.context import LEGACY_REVISIONS, Context, EngineMode
-from conformance.engine import engine_running, headless_engine
-from conformance.json_values import json_object, json_objects
-from conformance.polling import Backoff
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.checks.node_stdio import find_probe, parse_probe_output
+from shadowcode_conformance.context import LEGACY_REVISIONS, Context, EngineMode
+from shadowcode_conformance.engine import engine_running, headless_engine
+from shadowcode_conformance.json_values import json_object, json_objects
+from shadowcode_conformance.polling import Backoff
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "McpSession",

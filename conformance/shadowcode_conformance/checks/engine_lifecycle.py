@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from conformance.checks.delegation import (
+from shadowcode_conformance.checks.delegation import (
     McpSession,
     SessionEnded,
     commands_in,
@@ -28,11 +28,11 @@ from conformance.checks.delegation import (
     process_alive,
     wait_for,
 )
-from conformance.context import Context
-from conformance.engine import engine_running, headless_engine
-from conformance.json_values import json_object, json_objects
-from conformance.processes import tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.engine import engine_running, headless_engine
+from shadowcode_conformance.json_values import json_object, json_objects
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = [
     "OWNER_SOCKETS",

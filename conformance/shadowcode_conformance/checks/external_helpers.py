@@ -2,7 +2,7 @@
 
 Covers CW-05, CW-06.
 
-The target is driven only through its command line, as in :mod:`conformance.checks.external_servers`:
+The target is driven only through its command line, as in :mod:`shadowcode_conformance.checks.external_servers`:
 every approval must name exactly the expected kind and action (``mcp_call``,
 ``mcp_read_resource`` or ``mcp_get_prompt``), and listings must ask for none.
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from conformance.checks.external_servers import (
+from shadowcode_conformance.checks.external_servers import (
     add_model,
     cli,
     kill_leftovers,
@@ -36,10 +36,10 @@ from conformance.checks.external_servers import (
     tool_turns,
     trust_workspace,
 )
-from conformance.context import Context
-from conformance.processes import announced_port, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import announced_port, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["everything", "python_sdk", "ttl"]
 

@@ -3,7 +3,7 @@
 Covers CW-04, CW-07, CW-08, CLI-13, CLI-15, CLI-16, CLI-17, CLI-18.
 
 The target is driven only through its command line, with the helpers of
-:mod:`conformance.checks.external_servers`; every server runs on 127.0.0.1.
+:mod:`shadowcode_conformance.checks.external_servers`; every server runs on 127.0.0.1.
 
 * ``sign_in_bounds``: ``fixtures/servers/oauth_server.py`` answers the authorization server
   metadata, the client registration, the token exchange and a refresh with a compression bomb
@@ -37,8 +37,13 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 
-from conformance.checks.external_oauth import FixtureDidNotStart, fixture_control, oauth_fixture, play_browser
-from conformance.checks.external_servers import (
+from shadowcode_conformance.checks.external_oauth import (
+    FixtureDidNotStart,
+    fixture_control,
+    oauth_fixture,
+    play_browser,
+)
+from shadowcode_conformance.checks.external_servers import (
     add_model,
     check_result,
     cli,
@@ -48,11 +53,11 @@ from conformance.checks.external_servers import (
     tool_turns,
     trust_workspace,
 )
-from conformance.context import Context
-from conformance.loopback_http import read_request
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.loopback_http import read_request
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["http_session", "sign_in_bounds", "terminal_text"]
 

@@ -2,7 +2,7 @@
 
 Covers CLI-04, CLI-11, CLI-16, CLI-17, CLI-18.
 
-The target is driven only through its command line, as in :mod:`conformance.checks.external_servers`
+The target is driven only through its command line, as in :mod:`shadowcode_conformance.checks.external_servers`
 (whose helpers this module uses). The servers run on 127.0.0.1, started by the check:
 
 * ``python_sdk``: ``fixtures/servers/python_sdk_server.py http-stateless`` (the Python SDK,
@@ -33,7 +33,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from conformance.checks.external_servers import (
+from shadowcode_conformance.checks.external_servers import (
     add_model,
     check_result,
     cli,
@@ -43,11 +43,11 @@ from conformance.checks.external_servers import (
     tool_turns,
     trust_workspace,
 )
-from conformance.context import Context
-from conformance.loopback_http import read_request
-from conformance.processes import announced_port, drain, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.loopback_http import read_request
+from shadowcode_conformance.processes import announced_port, drain, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["gateway_bearer", "python_sdk", "refusals"]
 

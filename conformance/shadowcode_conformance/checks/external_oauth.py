@@ -31,7 +31,7 @@ import anyio
 import httpx2
 from anyio.abc import Process
 
-from conformance.checks.external_servers import (
+from shadowcode_conformance.checks.external_servers import (
     add_model,
     check_result,
     cli,
@@ -40,10 +40,10 @@ from conformance.checks.external_servers import (
     tool_turns,
     trust_workspace,
 )
-from conformance.context import Context
-from conformance.processes import announced_port, drain, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import announced_port, drain, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["FixtureDidNotStart", "oauth_fixture", "sign_in"]
 

@@ -40,11 +40,11 @@ from typing import Any
 
 import anyio
 
-from conformance.context import Context
-from conformance.polling import Backoff
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.polling import Backoff
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["definitions", "edited_definition", "everything", "hostile", "python_sdk"]
 

@@ -28,13 +28,13 @@ from typing import Any, Final
 
 import anyio
 
-from conformance.checks.external_helpers import expect_results, outcome, run_project_task, tool_results
-from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
-from conformance.context import Context
-from conformance.official import Installed, ScenarioRun, failures, installed, run_server_scenario
-from conformance.processes import announced_port, tail
-from conformance.registry import CheckResult, SubResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.checks.external_helpers import expect_results, outcome, run_project_task, tool_results
+from shadowcode_conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.official import Installed, ScenarioRun, failures, installed, run_server_scenario
+from shadowcode_conformance.processes import announced_port, tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["SKILL_SCENARIOS", "listed_and_verified"]
 

@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from conformance.processes import kill_group, start_process, tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
+from shadowcode_conformance.processes import kill_group, start_process, tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "dropped_request_keeps_job",
@@ -284,7 +284,7 @@ async def _request_flood(gw: Gateway) -> tuple[int, int, float]:
 
 async def _refused_start(ctx: Context, bind: str, *, token: str, extra: tuple[str, ...] = ()) -> tuple[bool, str]:
     """Start the gateway in a way that must be refused: exit 2, nothing on stdout, the token never shown."""
-    from conformance.processes import run_command
+    from shadowcode_conformance.processes import run_command
 
     argv = ctx.serve_argv("--http", bind, *(extra or ("--token-env", _TOKEN_ENV)))
     done = await run_command(argv, env={**ctx.env, _TOKEN_ENV: token}, cwd=ctx.cwd, timeout_seconds=30)
@@ -443,7 +443,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
 
 async def _node_probe(ctx: Context, probe: str) -> CheckResult:
-    from conformance.checks.node_stdio import find_probe, parse_probe_output
+    from shadowcode_conformance.checks.node_stdio import find_probe, parse_probe_output
 
     found = find_probe(ctx, probe)
     if isinstance(found, CheckResult):
@@ -452,7 +452,7 @@ async def _node_probe(ctx: Context, probe: str) -> CheckResult:
     trusted = await ctx.trust("workspace")
     if trusted.returncode != 0:
         return CheckResult(False, f"trusting the project failed: {tail(trusted.stderr)}")
-    from conformance.processes import run_command
+    from shadowcode_conformance.processes import run_command
 
     try:
         async with start_gateway(ctx, "--allow-write", "--allow-approvals") as gw:
@@ -496,7 +496,7 @@ async def http_sdk2(ctx: Context) -> CheckResult:
 @check("gateway:inspector_cli", covers=["GW-05"], timeout_seconds=120)
 async def inspector_cli(ctx: Context) -> CheckResult:
     """``inspector-cli --cli URL --transport http --header 'Authorization: Bearer ...' --method tools/list``."""
-    from conformance.processes import run_command
+    from shadowcode_conformance.processes import run_command
 
     cli = ctx.repo_root / "node_probes" / "node_modules" / ".bin" / "mcp-inspector-cli"
     if not cli.exists():

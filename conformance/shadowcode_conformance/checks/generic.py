@@ -28,11 +28,11 @@ from typing import Any, Final, cast
 
 import anyio
 
-from conformance.checks.stdio_limits import StdioSession, raw_session
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.json_values import json_object, json_objects
-from conformance.registry import CheckResult, check
-from conformance.verdicts import JSONRPC, Weight, spec
+from shadowcode_conformance.checks.stdio_limits import StdioSession, raw_session
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from shadowcode_conformance.json_values import json_object, json_objects
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.verdicts import JSONRPC, Weight, spec
 
 __all__ = [
     "batch_answered",

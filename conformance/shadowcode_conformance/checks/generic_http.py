@@ -42,9 +42,9 @@ from typing import Any, Final, cast
 
 import anyio.to_thread
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.registry import CheckResult, check
-from conformance.verdicts import JSONRPC, Weight, spec
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.verdicts import JSONRPC, Weight, spec
 
 __all__ = ["Reply", "exchange", "exchange_sync"]
 

@@ -23,7 +23,7 @@ exchange in which the server's own requests (``elicitation/create``) are answere
   own form approves (200) and the command runs; using the link again is refused (410); the
   link's token appears in no tool result or event.
 
-The 2026-07-28 checks (tasks and ``shadow_jobs``) are in :mod:`conformance.checks.host_approvals_modern`.
+The 2026-07-28 checks (tasks and ``shadow_jobs``) are in :mod:`shadowcode_conformance.checks.host_approvals_modern`.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from conformance.checks.delegation import configure_model
-from conformance.context import LEGACY_REVISIONS, Context
-from conformance.json_values import json_member, json_object, json_objects
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.checks.delegation import configure_model
+from shadowcode_conformance.context import LEGACY_REVISIONS, Context
+from shadowcode_conformance.json_values import json_member, json_object, json_objects
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = [
     "legacy_accept_runs_the_named_command",

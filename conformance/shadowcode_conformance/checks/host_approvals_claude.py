@@ -4,7 +4,7 @@ Each check registers the target exactly as ``<target> mcp register --client clau
 --approve-in-host`` prints it (the project's ``.mcp.json``), in a fresh profile where the sample
 project is trusted and the engine's model replays ``conformance hostask once`` (a Build task
 that runs ``python3 -c print('asked in the host')``). Claude Code runs non-interactively
-(``claude -p``) against a loopback scripted model (:mod:`conformance.scripted_model`) whose
+(``claude -p``) against a loopback scripted model (:mod:`shadowcode_conformance.scripted_model`) whose
 script delegates that task with ``shadow_run`` and then follows it with ``shadow_jobs`` until it
 finishes, with the profile's headless engine running (the check starts it), so the session is
 relayed into it and answers Claude Code's first requests at once: how fast a server that has to
@@ -40,15 +40,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.delegation import configure_model
-from conformance.checks.hosts import OFFLINE, is_main_loop, is_messages
-from conformance.checks.registration import failed, host_bin, host_env, missing_host, register
-from conformance.context import Context
-from conformance.engine import headless_engine
-from conformance.json_values import json_member, json_object, json_objects
-from conformance.processes import Completed, run_command, tail
-from conformance.registry import CheckResult, check
-from conformance.scripted_model import ModelRequest, Reply, messages_reply, scripted_model
+from shadowcode_conformance.checks.delegation import configure_model
+from shadowcode_conformance.checks.hosts import OFFLINE, is_main_loop, is_messages
+from shadowcode_conformance.checks.registration import failed, host_bin, host_env, missing_host, register
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.engine import headless_engine
+from shadowcode_conformance.json_values import json_member, json_object, json_objects
+from shadowcode_conformance.processes import Completed, run_command, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.scripted_model import ModelRequest, Reply, messages_reply, scripted_model
 
 __all__ = ["claude_hook_accepts", "claude_hook_declines", "claude_page_token_kept_from_the_model"]
 

@@ -1,8 +1,8 @@
 """Approvals asked in the host on the 2026-07-28 revision, seen from outside (SRV-29).
 
-Set-up as in :mod:`conformance.checks.host_approvals` (the conformance script as the engine's
+Set-up as in :mod:`shadowcode_conformance.checks.host_approvals` (the conformance script as the engine's
 model, ``mcp serve --allow-write --approve-in-host``), with raw 2026-07-28 frames over stdio or
-the gateway (:mod:`conformance.checks.tasks`' clients):
+the gateway (:mod:`shadowcode_conformance.checks.tasks`' clients):
 
 * ``state_refused_stdio`` / ``state_refused_gateway``: a 2026-07-28 client declaring the Tasks
   extension and elicitation: the task reads ``input_required`` (no ``requestState`` field);
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from conformance.checks.delegation import configure_model
-from conformance.checks.host_approvals import (
+from shadowcode_conformance.checks.delegation import configure_model
+from shadowcode_conformance.checks.host_approvals import (
     ARGV,
     CALL_SECONDS,
     ONCE,
@@ -33,12 +33,12 @@ from conformance.checks.host_approvals import (
     WAIT_SECONDS,
     result,
 )
-from conformance.context import Context
-from conformance.json_values import json_member, json_objects
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.json_values import json_member, json_objects
+from shadowcode_conformance.registry import CheckResult, check
 
 if TYPE_CHECKING:
-    from conformance.checks.tasks import Call
+    from shadowcode_conformance.checks.tasks import Call
 
 __all__ = ["asked_within_shadow_jobs_gateway", "state_refused_gateway", "state_refused_stdio"]
 
@@ -49,7 +49,7 @@ _FIRST = ["python3", "-c", "print('first host command')"]
 
 
 def _task_caps(*, tasks: bool = True) -> dict[str, Any]:
-    from conformance.checks.tasks import modern_meta
+    from shadowcode_conformance.checks.tasks import modern_meta
 
     meta = modern_meta(tasks=tasks)
     meta["io.modelcontextprotocol/clientCapabilities"] = {
@@ -80,7 +80,7 @@ def _bent(key: str) -> str:
 
 async def _state_round(ctx: Context, call: Call, problems: list[str]) -> None:
     """Two approvals of one task: bent, unknown and replayed keys are refused; the approval stays pending."""
-    from conformance.checks.tasks import approval_of
+    from shadowcode_conformance.checks.tasks import approval_of
 
     run = {
         "name": "shadow_run",
@@ -147,7 +147,7 @@ async def _state_round(ctx: Context, call: Call, problems: list[str]) -> None:
 @check("host_approvals_modern:state_refused_stdio", covers=["SRV-29", "SRV-26"], timeout_seconds=180)
 async def state_refused_stdio(ctx: Context) -> CheckResult:
     """Over stdio, 2026-07-28 tasks: bent, unknown and replayed keys are refused; the approval stays pending."""
-    from conformance.checks.tasks import stdio_client
+    from shadowcode_conformance.checks.tasks import stdio_client
 
     problem, _ = await configure_model(ctx)
     if problem:
@@ -161,7 +161,7 @@ async def state_refused_stdio(ctx: Context) -> CheckResult:
 @check("host_approvals_modern:state_refused_gateway", covers=["SRV-29", "SRV-26", "GW-05"], timeout_seconds=180)
 async def state_refused_gateway(ctx: Context) -> CheckResult:
     """The same over the HTTP gateway."""
-    from conformance.checks.tasks import gateway_client
+    from shadowcode_conformance.checks.tasks import gateway_client
 
     problem, _ = await configure_model(ctx)
     if problem:
@@ -178,7 +178,7 @@ async def state_refused_gateway(ctx: Context) -> CheckResult:
 @check("host_approvals_modern:asked_within_shadow_jobs_gateway", covers=["SRV-29", "GW-05"], timeout_seconds=180)
 async def asked_within_shadow_jobs_gateway(ctx: Context) -> CheckResult:
     """Over HTTP without the Tasks extension: ``shadow_jobs get`` asks (``input_required``); a bent state is refused."""
-    from conformance.checks.tasks import approval_of, gateway_client, modern_meta
+    from shadowcode_conformance.checks.tasks import approval_of, gateway_client, modern_meta
 
     problem, _ = await configure_model(ctx)
     if problem:

@@ -3,7 +3,7 @@
 Each check registers the target exactly as ``<target> mcp register --client ...`` prints it,
 in a fresh profile (the check's ``SHADOWCODE_HOME``) where the sample project was trusted
 beforehand, then runs the host non-interactively against a loopback model endpoint that
-answers from a script (:mod:`conformance.scripted_model`):
+answers from a script (:mod:`shadowcode_conformance.scripted_model`):
 
 1. the model's first request must already offer ShadowCode's seventeen tools (hosts start
    their MCP servers and list their tools before they first ask the model; a server that
@@ -41,8 +41,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from conformance.checks.python_client import EXPECTED_TOOLS
-from conformance.checks.registration import (
+from shadowcode_conformance.checks.python_client import EXPECTED_TOOLS
+from shadowcode_conformance.checks.registration import (
     codex_section,
     failed,
     host_bin,
@@ -50,11 +50,11 @@ from conformance.checks.registration import (
     missing_host,
     register,
 )
-from conformance.context import Context
-from conformance.json_values import json_array, json_member, json_object, json_objects
-from conformance.processes import Completed, run_command, tail
-from conformance.registry import CheckResult, check
-from conformance.scripted_model import ModelRequest, Reply, messages_reply, responses_reply, scripted_model
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.json_values import json_array, json_member, json_object, json_objects
+from shadowcode_conformance.processes import Completed, run_command, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.scripted_model import ModelRequest, Reply, messages_reply, responses_reply, scripted_model
 
 __all__ = ["claude_first_turn", "codex_first_turn"]
 

@@ -1,11 +1,11 @@
 """More real hosts on their first turn: Gemini CLI, Qwen Code, Cline, opencode, Kilo, Continue (REG-08, REG-01).
 
-The same question as :mod:`conformance.checks.hosts` asks of Codex and Claude Code, put to
+The same question as :mod:`shadowcode_conformance.checks.hosts` asks of Codex and Claude Code, put to
 every other host pinned in ``node_probes`` that runs headless on Linux with loopback only.
 Each check trusts the sample project, prints ``<target> mcp register --client HOST`` and gives
 the host that text exactly as printed, in the file the host reads it from (Continue CLI's one
 ``--config`` file gets a ``models`` item added); what points the host at the scripted model
-(:mod:`conformance.scripted_model`, speaking the host's wire: Gemini ``generateContent`` or
+(:mod:`shadowcode_conformance.scripted_model`, speaking the host's wire: Gemini ``generateContent`` or
 OpenAI Chat Completions) and what the printed line on stderr says the host asks of its user
 (trust, approval mode) go in the host's other settings, flags and environment. Then it runs the host's
 headless mode from the project folder with a private ``HOME``, no ``SHADOWCODE_HOME`` and
@@ -16,7 +16,7 @@ every proxy at a closed port, and passes when:
    request carries the result, showing the project trusted in the profile the entry's
    environment names and the run's engine mode;
 3. no process outlives the host: once the host's process group is killed, no process of the
-   check's private ``HOME`` is left (:func:`conformance.processes.kill_marked` finds and kills
+   check's private ``HOME`` is left (:func:`shadowcode_conformance.processes.kill_marked` finds and kills
    any, and the check fails naming how many).
 
 Each host takes 10 to 60 s on two cores, so these checks run when the target is a packaged
@@ -37,10 +37,10 @@ import anyio
 import anyio.to_thread
 import yaml
 
-from conformance.checks.hosts import OFFLINE, first_turn, verdict
-from conformance.checks.registration import failed, host_bin, host_env, missing_host, register
-from conformance.context import Context
-from conformance.host_wires import (
+from shadowcode_conformance.checks.hosts import OFFLINE, first_turn, verdict
+from shadowcode_conformance.checks.registration import failed, host_bin, host_env, missing_host, register
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.host_wires import (
     chat_offered,
     chat_result,
     gemini_offered,
@@ -48,11 +48,11 @@ from conformance.host_wires import (
     is_chat,
     is_gemini,
 )
-from conformance.json_values import json_member, json_object
-from conformance.limits import CLEANUP_WAIT_SECONDS
-from conformance.processes import Completed, kill_marked, run_command, tail
-from conformance.registry import CheckResult, check
-from conformance.scripted_model import ModelRequest, Reply, chat_reply, gemini_reply, scripted_model
+from shadowcode_conformance.json_values import json_member, json_object
+from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS
+from shadowcode_conformance.processes import Completed, kill_marked, run_command, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.scripted_model import ModelRequest, Reply, chat_reply, gemini_reply, scripted_model
 
 __all__ = [
     "cline_first_turn",

@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import httpx2
 
-from conformance.checks.tasks import (
+from shadowcode_conformance.checks.tasks import (
     approval_of,
     approve,
     error_code,
@@ -41,9 +41,9 @@ from conformance.checks.tasks import (
     stdio_client,
     test_call,
 )
-from conformance.context import LEGACY_REVISIONS, Context
-from conformance.processes import tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import LEGACY_REVISIONS, Context
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["listen_gateway", "listen_stdio", "progress"]
 

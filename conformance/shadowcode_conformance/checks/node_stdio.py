@@ -19,9 +19,9 @@ import shutil
 from pathlib import Path
 from typing import Any, cast
 
-from conformance.context import Context
-from conformance.processes import tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = ["find_probe", "parse_probe_output", "probe_sdk1", "probe_sdk2"]
 

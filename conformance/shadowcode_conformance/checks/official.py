@@ -7,7 +7,7 @@ Selected only with ``--official``; each scenario is a check of its own, named af
   loopback proxy that adds its bearer token, which the package cannot send), or, in the
   generic profile, against ``--url`` (through the same proxy when ``--bearer-env`` is given),
   or, given only ``--target``, against the stdio server served over loopback Streamable HTTP by
-  :class:`~conformance.bridge.StdioBridge`. Only scenarios any server with a fixed tool set can
+  :class:`~shadowcode_conformance.bridge.StdioBridge`. Only scenarios any server with a fixed tool set can
   pass are run: the others need the package's own test tools, resources and prompts
   (``test_simple_text``, ...). They speak 2025-06-18 or 2025-11-25 through ``initialize``: a
   server whose ``initialize`` lands on neither gets them as not applicable.
@@ -15,7 +15,7 @@ Selected only with ``--official``; each scenario is a check of its own, named af
   ``--requirements 2026-07-28``, every server scenario that revision requires and those it only
   runs, in one process. Each package check becomes a sub-check
   ``official:2026-07-28:<scenario>:<check id>`` with its own verdict
-  (:func:`~conformance.official_verdicts.judge_requirement_set`): a scenario needing the
+  (:func:`~shadowcode_conformance.official_verdicts.judge_requirement_set`): a scenario needing the
   reference test server's fixtures, an extension the server does not claim, or (through the
   bridge) a rule of the HTTP transport is not applicable, with the reason. A server that does
   not claim 2026-07-28 (``server/discover`` does not name it) gets the check as not applicable.
@@ -23,9 +23,9 @@ Selected only with ``--official``; each scenario is a check of its own, named af
   ShadowCode serves it on 2026-07-28 connections by contract (SRV-26), so its absence fails.
 * ``official:client:<scenario>`` and ``official:auth:<name>`` (ShadowCode profile): the
   package's client scenarios, the client being ShadowCode's command line driven by
-  ``conformance/official_client.py``.
+  ``conformance/shadowcode_conformance/official_client.py``.
 
-The package's statuses map onto the suite's verdicts (:mod:`conformance.verdicts`): a scenario
+The package's statuses map onto the suite's verdicts (:mod:`shadowcode_conformance.verdicts`): a scenario
 with a FAILURE fails, one with a WARNING (and no FAILURE) warns, one with only SKIPPED or INFO is
 not applicable, and it passes when it made a judged check and every one is SUCCESS (and, for a
 client scenario, the adapter finished). Scenarios known to fail are listed in the
@@ -36,7 +36,7 @@ checks of their own:
   is refused (with 421 by the ShadowCode gateway: the Host rule comes before the Origin rule,
   which shows the proxy let the Host through unchanged);
 * ``official:client:sse-retry:never_resumed`` (CLI-18): the tool call was sent once and the
-  closed stream never resumed (:func:`conformance.official_judge.never_resumed`).
+  closed stream never resumed (:func:`shadowcode_conformance.official_judge.never_resumed`).
 
 Without Node 22 or the package each check is "not run" (and the run fails), naming
 ``bash ci/setup``.
@@ -49,11 +49,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Final
 
-from conformance.bridge import StdioBridge
-from conformance.checks.gateway import start_gateway
-from conformance.context import MODERN_REVISION, Context
-from conformance.json_values import json_member
-from conformance.official import (
+from shadowcode_conformance.bridge import StdioBridge
+from shadowcode_conformance.checks.gateway import start_gateway
+from shadowcode_conformance.context import MODERN_REVISION, Context
+from shadowcode_conformance.json_values import json_member
+from shadowcode_conformance.official import (
     ALPHA_VERSION,
     PACKAGE_VERSION,
     BearerProxy,
@@ -62,18 +62,18 @@ from conformance.official import (
     probe,
     run_requirement_set,
 )
-from conformance.official import run_client_scenario as _run_client
-from conformance.official import run_server_scenario as _run_server
-from conformance.official_judge import never_resumed
-from conformance.official_verdicts import (
+from shadowcode_conformance.official import run_client_scenario as _run_client
+from shadowcode_conformance.official import run_server_scenario as _run_server
+from shadowcode_conformance.official_judge import never_resumed
+from shadowcode_conformance.official_verdicts import (
     BRIDGE_NOT_APPLICABLE,
     judge_requirement_set,
     missing_capability,
     scenario_verdict,
 )
-from conformance.processes import tail
-from conformance.registry import CheckResult, SubResult, check
-from conformance.verdicts import Verdict, spec
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.verdicts import Verdict, spec
 
 __all__ = ["AUTH_SCENARIOS", "CLIENT_SCENARIOS", "SERVER_SCENARIOS", "requirement_set_2026"]
 SERVER_SCENARIOS: Final[dict[str, tuple[str, ...]]] = {
@@ -180,7 +180,7 @@ class _Endpoint:
 @asynccontextmanager
 async def _endpoint(ctx: Context) -> AsyncGenerator[_Endpoint | CheckResult, None]:
     """The server under test over HTTP: the gateway (ShadowCode profile), ``--url``, or the stdio
-    target through :class:`~conformance.bridge.StdioBridge` (generic profile, ``--target`` only)."""
+    target through :class:`~shadowcode_conformance.bridge.StdioBridge` (generic profile, ``--target`` only)."""
     if ctx.profile == "generic":
         if ctx.url and ctx.bearer:
             with BearerProxy(ctx.url, ctx.bearer) as proxy:

@@ -24,11 +24,17 @@ from typing import Any, cast
 import anyio
 import anyio.to_thread
 
-from conformance.checks.boundaries import call_raw, serve
-from conformance.checks.delegation import McpSession, configure_model, detached_task, kill_commands, pending_approval
-from conformance.context import Context
-from conformance.engine import headless_engine
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.checks.boundaries import call_raw, serve
+from shadowcode_conformance.checks.delegation import (
+    McpSession,
+    configure_model,
+    detached_task,
+    kill_commands,
+    pending_approval,
+)
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.engine import headless_engine
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["SUBMISSIONS_MAX", "eof_cancels_queued_tasks"]
 

@@ -18,9 +18,9 @@ from typing import Any, cast
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from conformance.context import LEGACY_REVISIONS, Context
-from conformance.processes import Completed, drain, run_command, spawn, tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.context import LEGACY_REVISIONS, Context
+from shadowcode_conformance.processes import Completed, drain, run_command, spawn, tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = ["bare_environment", "frame", "response_to", "scrubbed_env"]
 

@@ -25,8 +25,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.external_helpers import outcome
-from conformance.checks.external_servers import (
+from shadowcode_conformance.checks.external_helpers import outcome
+from shadowcode_conformance.checks.external_servers import (
     add_model,
     cli,
     cli_json,
@@ -35,9 +35,9 @@ from conformance.checks.external_servers import (
     tool_turns,
     trust_workspace,
 )
-from conformance.context import Context
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["drift_and_revoke", "oauth_refused"]
 

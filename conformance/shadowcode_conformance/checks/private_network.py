@@ -22,12 +22,12 @@ import socket
 
 import anyio
 
-from conformance.checks.external_helpers import outcome, run_project_task, tool_results
-from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
-from conformance.context import Context
-from conformance.processes import announced_port, tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.checks.external_helpers import outcome, run_project_task, tool_results
+from shadowcode_conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import announced_port, tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["loopback_name"]
 

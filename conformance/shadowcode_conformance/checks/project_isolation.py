@@ -24,11 +24,11 @@ import anyio.to_thread
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from conformance.checks.packaging import frame, response_to
-from conformance.context import LEGACY_REVISIONS, Context
-from conformance.json_values import json_member, json_object, json_objects
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.checks.packaging import frame, response_to
+from shadowcode_conformance.context import LEGACY_REVISIONS, Context
+from shadowcode_conformance.json_values import json_member, json_object, json_objects
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "canonical_project",

@@ -18,10 +18,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent, Tool
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.json_values import json_object
-from conformance.processes import tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from shadowcode_conformance.json_values import json_object
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["EXPECTED_TOOLS", "EXPECTED_RESOURCES", "auto_mode", "legacy_mode"]
 

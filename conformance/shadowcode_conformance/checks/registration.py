@@ -32,11 +32,11 @@ from anyio.abc import ByteReceiveStream
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from conformance.context import Context
-from conformance.json_values import json_array, json_member, json_object
-from conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from conformance.processes import Completed, kill_group, run_command, start_process, tail
-from conformance.registry import CheckResult, SubResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.json_values import json_array, json_member, json_object
+from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
+from shadowcode_conformance.processes import Completed, kill_group, run_command, start_process, tail
+from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
     "claude_http_connected",

@@ -1,6 +1,6 @@
 """The runner itself, run as a user would against the target, writes a complete report (CONF-01).
 
-A nested ``python -m conformance`` run with one check (``cli_usage:json_serve_refused``)
+A nested ``python -m shadowcode_conformance`` run with one check (``cli_usage:json_serve_refused``)
 and no baseline goes against the same target. Its ``report.json`` must list every
 manifest id in order with a valid status, show the one check it ran with that check's
 ids decided by it, leave every other id not covered, agree with the exit status, and
@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import shlex
 
-from conformance.context import Context
-from conformance.json_values import json_object, json_objects
-from conformance.processes import tail
-from conformance.registry import CheckResult, check
-from conformance.requirements import requirement_ids
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.json_values import json_object, json_objects
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.requirements import requirement_ids
+from shadowcode_conformance.resources import PACKAGE, helper_python
 
 __all__ = ["judge_report", "nested_run_reports_every_id"]
 
@@ -89,8 +89,8 @@ async def nested_run_reports_every_id(ctx: Context) -> CheckResult:
     fixture.write_text(_STAND_IN_FIXTURE, encoding="utf-8")
     out = ctx.scratch / "nested report"
     bootstrap = (
-        f"import runpy, sys; sys.path.insert(0, {str(ctx.repo_root)!r}); "
-        "runpy.run_module('conformance', run_name='__main__', alter_sys=True)"
+        f"import runpy, sys; sys.path.insert(0, {str(PACKAGE.parent)!r}); "
+        "runpy.run_module('shadowcode_conformance', run_name='__main__', alter_sys=True)"
     )
     argv = [helper_python(), "-c", bootstrap, "--target", shlex.join(ctx.target), "--only", _INNER_CHECK]
     argv += ["--out", str(out), "--fixture", str(fixture), "--no-expected-failures", "--jobs", "1"]

@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.context import Context
-from conformance.processes import tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["validate_tools_doctor"]
 

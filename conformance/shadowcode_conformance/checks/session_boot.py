@@ -21,11 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.external_helpers import outcome, run_project_task, tool_results
-from conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
-from conformance.context import Context
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.checks.external_helpers import outcome, run_project_task, tool_results
+from shadowcode_conformance.checks.external_servers import add_model, register_server, tool_turns, trust_workspace
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["lazy_and_background"]
 

@@ -27,11 +27,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.checks.external_servers import check_result, cli, enable_server, trust_workspace
-from conformance.context import Context
-from conformance.processes import tail
-from conformance.registry import CheckResult, check
-from conformance.resources import helper_python
+from shadowcode_conformance.checks.external_servers import check_result, cli, enable_server, trust_workspace
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import tail
+from shadowcode_conformance.registry import CheckResult, check
+from shadowcode_conformance.resources import helper_python
 
 __all__ = ["stdio_discovery"]
 

@@ -22,10 +22,10 @@ from typing import Any, Final, cast
 import anyio
 from anyio.abc import Process
 
-from conformance.checks.stdout_purity import is_jsonrpc_message
-from conformance.context import Context
-from conformance.processes import drain, kill_group, start_process, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.checks.stdout_purity import is_jsonrpc_message
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.processes import drain, kill_group, start_process, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = [
     "blank_line_flood_closes",

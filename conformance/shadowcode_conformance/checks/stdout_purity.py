@@ -18,10 +18,10 @@ from typing import Any, cast
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from conformance.context import Context
-from conformance.limits import PURITY_FRAMES, PURITY_FRAMES_PER_SECOND, PURITY_IN_FLIGHT_MAX
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.limits import PURITY_FRAMES, PURITY_FRAMES_PER_SECOND, PURITY_IN_FLIGHT_MAX
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["frames", "is_jsonrpc_message", "stdout_is_protocol_only"]
 

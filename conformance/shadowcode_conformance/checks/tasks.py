@@ -33,10 +33,10 @@ import anyio
 import anyio.abc
 import httpx2
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from conformance.json_values import json_array, json_member, json_object
-from conformance.processes import drain, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
+from shadowcode_conformance.json_values import json_array, json_member, json_object
+from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = [
     "TASKS",
@@ -222,7 +222,7 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 @asynccontextmanager
 async def gateway_client(ctx: Context, *flags: str) -> AsyncGenerator[tuple[HttpClient, Any], None]:
     """A gateway of the target and a client of it; yields ``(client, gateway)``."""
-    from conformance.checks.gateway import start_gateway
+    from shadowcode_conformance.checks.gateway import start_gateway
 
     async with start_gateway(ctx, *flags) as gw:
         yield HttpClient(gw.url, gw.token), gw

@@ -15,13 +15,13 @@ from typing import Any, cast
 
 import anyio
 
-from conformance.checks.delegation import configure_model, kill_commands
-from conformance.context import Context
-from conformance.engine import headless_engine
-from conformance.json_values import json_objects
-from conformance.polling import Backoff
-from conformance.processes import Completed, tail
-from conformance.registry import CheckResult, check
+from shadowcode_conformance.checks.delegation import configure_model, kill_commands
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.engine import headless_engine
+from shadowcode_conformance.json_values import json_objects
+from shadowcode_conformance.polling import Backoff
+from shadowcode_conformance.processes import Completed, tail
+from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["build_rollback_why", "sigkill_waiting_approval"]
 
