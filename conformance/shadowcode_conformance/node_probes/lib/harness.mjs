@@ -59,7 +59,7 @@ export const WRITING_TOOLS = Object.freeze([
 
 export const EXPECTED_RESOURCES = Object.freeze(["shadow://memory", "shadow://plan", "shadow://project", "shadow://sessions"]);
 
-/** Rows in `notes` of the sample project's data/app.db (conformance/fixtures/sample_project.py). */
+/** Rows in `notes` of the sample project's data/app.db (conformance/shadowcode_conformance/fixtures/sample_project.py). */
 export const SAMPLE_NOTE_COUNT = 5;
 
 export const LEGACY_PROTOCOL_VERSIONS = Object.freeze(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]);
@@ -83,7 +83,7 @@ export function expect(condition, message) {
   if (!condition) throw new CheckFailure(message);
 }
 
-/** Installed version of an npm package under conformance/node_probes/node_modules. */
+/** Installed version of an npm package under conformance/shadowcode_conformance/node_probes/node_modules. */
 export function installedVersion(pkg) {
   const file = path.join(PROBES_ROOT, "node_modules", ...pkg.split("/"), "package.json");
   return JSON.parse(readFileSync(file, "utf8")).version;

@@ -3,7 +3,7 @@
 //
 // The server under test is `<target> [--profile P] --workspace DIR mcp serve --allow-write
 // --allow-approvals` on a project trusted at `workspace`, whose default model is the
-// `scripted` provider replaying conformance/fixtures/scripts/conformance_jobs.yaml. The probe delegates a
+// `scripted` provider replaying conformance/shadowcode_conformance/fixtures/scripts/conformance_jobs.yaml. The probe delegates a
 // Build task (read, write, one command approved through shadow_approve, a verification
 // command approved through the target's own `approve ID` command), rolls it back, runs an
 // approved shadow_test job and checks that it made no model request (by counting the lines
@@ -31,7 +31,7 @@ import {
   workspaceFromArgs,
 } from "./harness.mjs";
 
-/** The scripted Build task; keep in step with conformance/fixtures/scripts/conformance_jobs.yaml. */
+/** The scripted Build task; keep in step with conformance/shadowcode_conformance/fixtures/scripts/conformance_jobs.yaml. */
 export const BUILD = Object.freeze({
   prompt: "conformance build: rewrite the store module and check it",
   readPath: "README.md",
