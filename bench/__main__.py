@@ -147,10 +147,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _make_sample_project(dest: Path) -> Path:
     spec = importlib.util.spec_from_file_location(
-        "shadowcode_bench_sample", REPO / "conformance/fixtures/sample_project.py"
+        "shadowcode_bench_sample", REPO / "conformance/shadowcode_conformance/fixtures/sample_project.py"
     )
     if spec is None or spec.loader is None:
-        raise RuntimeError("conformance/fixtures/sample_project.py cannot be loaded")
+        raise RuntimeError("conformance/shadowcode_conformance/fixtures/sample_project.py cannot be loaded")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return Path(module.make_sample_project(dest))

@@ -12,7 +12,7 @@ by cumulative and by own time (``pstats``). Three paths:
 * ``attached``: the headless engine under ``cProfile`` (``python -m cProfile -m shadowcode
   engine``), the same calls through ``mcp serve``'s relay, then ``shadowcode engine stop``;
 * ``gateway``: ``mcp serve --http 127.0.0.1:0`` under ``cProfile``, loaded by
-  ``conformance/node_probes/bench/http_load.mjs`` as the gateway figure loads it (8 callers, one POST per
+  ``shadowcode_conformance/node_probes/bench/http_load.mjs`` as the gateway figure loads it (8 callers, one POST per
   connection, paced under GW-07), then SIGINT.
 
 Each profile starts after the server is up (SIGUSR1 after the first, untimed call; before the
@@ -47,6 +47,7 @@ from bench.stats import percentile
 __all__ = ["main"]
 
 REPO: Final = Path(__file__).resolve().parents[1]
+LOAD_CLIENT: Final = Path("conformance/shadowcode_conformance/node_probes/bench/http_load.mjs")
 _WINDOW_FRAMES: Final = 100
 """Client frames per window: under ShadowCode's 128 frames in any one second (SRV-25)."""
 _WINDOW_SECONDS: Final = 1.05
@@ -55,7 +56,7 @@ _PROTOCOL: Final = "2025-06-18"
 
 
 def _sample_project(dest: Path) -> Path:
-    sys.path.insert(0, str(REPO / "conformance/fixtures"))
+    sys.path.insert(0, str(REPO / "conformance/shadowcode_conformance/fixtures"))
     try:
         from sample_project import make_sample_project
     finally:
@@ -224,7 +225,7 @@ def _gateway(root: Path, env: dict[str, str], workspace: Path, out: Path, calls:
     try:
         url = _wait_line(root / "gateway.stderr", r"shadowcode gateway ready: (http://\S+)", server).group(1)
         load = [
-            shutil.which("node") or "node", str(REPO / "conformance/node_probes/bench/http_load.mjs"), "--url", url,
+            shutil.which("node") or "node", str(REPO / LOAD_CLIENT), "--url", url,
             "--token-env", token, "--tool", "shadow_status", "--args", "{}", "--requests", str(calls),
             "--warmup", "8", "--callers", "8", "--window-requests", "120", "--window-ms", "1050",
         ]  # fmt: skip

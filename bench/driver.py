@@ -1,4 +1,4 @@
-"""Runs the Node driver (``conformance/node_probes/bench/driver.mjs``) and returns its JSON report.
+"""Runs the Node driver (``shadowcode_conformance/node_probes/bench/driver.mjs``) and returns its JSON report.
 
 The driver is a TypeScript SDK 1.x client: it spawns the server, times the handshake and
 the calls, reads the server's memory from /proc and prints one JSON document. This module
@@ -21,7 +21,7 @@ from shadowcode.errors import ShadowcodeError
 
 __all__ = ["BenchError", "CallOptions", "run_calls", "run_startup"]
 
-DRIVER: Final = Path("conformance/node_probes") / "bench" / "driver.mjs"
+DRIVER: Final = Path("conformance/shadowcode_conformance/node_probes") / "bench" / "driver.mjs"
 """The driver script, relative to the repository root."""
 
 _KILL_WAIT_SECONDS: Final = 10.0

@@ -8,7 +8,7 @@ Two servers run side by side for the whole figure, each on 127.0.0.1 with port 0
 * ``bare``: ``python -m bench.bare_http_server``, the ``mcp`` 2.3 SDK's stateless JSON
   Streamable HTTP app under uvicorn with one ``echo`` tool.
 
-``conformance/node_probes/bench/http_load.mjs`` drives both alike: ``callers`` callers, each one
+``conformance/shadowcode_conformance/node_probes/bench/http_load.mjs`` drives both alike: ``callers`` callers, each one
 ``tools/call`` POST at a time on a new connection (``shadow_status`` on ShadowCode, ``echo``
 on the peer), the bearer token on both. The gateway answers 429 past 128 requests in any one
 second (GW-07), so the client is paced to ``window_requests`` requests per ``window_ms``
@@ -54,7 +54,7 @@ GATEWAY_CALLERS: Final = 8
 GATEWAY_PENDING_REASON: Final = "the gateway figure was not run (left out with --targets or --gateway-rounds 0)"
 """Why the gateway figures are null when the run leaves them out."""
 
-LOAD_CLIENT: Final = Path("conformance/node_probes") / "bench" / "http_load.mjs"
+LOAD_CLIENT: Final = Path("conformance/shadowcode_conformance/node_probes") / "bench" / "http_load.mjs"
 """The HTTP load client, relative to the repository root."""
 
 TOKEN_ENV: Final = "SHADOWCODE_BENCH_HTTP_TOKEN"

@@ -6,7 +6,7 @@ for the whole figure. Two clients call its ``echo`` tool alike, one connection e
 
 * ``shadowcode``: ``python -m bench.http_client_driver`` (ShadowCode's client: the
   ``server/discover`` probe, the fallback to ``initialize``, every limit a Build task has);
-* ``ts``: ``node conformance/node_probes/bench/http_client.mjs`` (the TypeScript SDK 1.x client,
+* ``ts``: ``node conformance/shadowcode_conformance/node_probes/bench/http_client.mjs`` (the TypeScript SDK 1.x client,
   ``StreamableHTTPClientTransport``).
 
 Per round (``rounds``, alternating which client goes first) each client makes ``warmup``
@@ -51,10 +51,12 @@ HTTP_CLIENT_NAME: Final = "http_client"
 HTTP_CLIENT_PENDING_REASON: Final = "the HTTP client figure was not run (left out with --targets or --client-rounds 0)"
 """Why the figures are null when the run leaves them out."""
 
-TS_CLIENT: Final = Path("conformance/node_probes") / "bench" / "http_client.mjs"
+TS_CLIENT: Final = Path("conformance/shadowcode_conformance/node_probes") / "bench" / "http_client.mjs"
 """The TypeScript SDK client, relative to the repository root."""
 
-EVERYTHING: Final = Path("conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+EVERYTHING: Final = Path(
+    "conformance/shadowcode_conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
 """server-everything's entry, relative to the repository root."""
 
 _READY_TIMEOUT_SECONDS: Final = 90.0
@@ -203,7 +205,7 @@ def http_client_figures(
     }  # fmt: skip
     server_doc: dict[str, Any] = {"command": layout.display(tuple(server_argv)), "ready_ms": None, "errors": []}
     if not entry.is_file():
-        server_doc["errors"].append(f"{EVERYTHING} is missing; run `npm ci` in conformance/node_probes")
+        server_doc["errors"].append(f"{EVERYTHING} is missing; run `npm ci` in {EVERYTHING.parents[4]}")
     else:
         server = ServerProcess(
             "server-everything (streamableHttp)",

@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.engine import headless_engine
 
     with tempfile.TemporaryDirectory(prefix="shadowcode-importtime-") as tmp, ExitStack() as stack:
-        sys.path.insert(0, str(repo / "conformance/fixtures"))
+        sys.path.insert(0, str(repo / "conformance/shadowcode_conformance/fixtures"))
         from sample_project import make_sample_project
 
         workspace = make_sample_project(Path(tmp) / "project")

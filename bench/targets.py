@@ -229,7 +229,7 @@ def build_targets(layout: Layout) -> list[Target]:
         ``shadowcode_pyz_attached``, ``shadowcode_source_attached``, ``bare``, ``everything``,
         ``floor``.
     """
-    modules = layout.repo / "conformance" / "node_probes" / "node_modules"
+    modules = layout.repo / "conformance" / "shadowcode_conformance" / "node_probes" / "node_modules"
     everything = modules / "@modelcontextprotocol/server-everything/dist/index.js"
     pyz_argv = (str(layout.pyz_python), str(layout.pyz), *_serve_args(layout))
     return [

@@ -15,10 +15,10 @@ A fault is ``{name, covers: [ids], file: shadowcode/..., find: "...", replace: "
 must occur exactly once in ``file``. For each fault ``shadowcode/`` is copied into a fresh
 temporary folder, the replacement applied there, and the suite run against
 ``env PYTHONPATH=<copy> <this python> -m shadowcode``: first only the checks covering the fault's
-ids (``python -m conformance --list``), and when none of them fails, the whole default run. A
+ids (``python -m shadowcode_conformance --list``), and when none of them fails, the whole default run. A
 fault is caught when a run exits non-zero with at least one failing check.
 
-The runner itself runs in a temporary folder with the checkout on its PYTHONPATH: the suite
+The runner itself runs in a temporary folder with the suite's folder on its PYTHONPATH: the suite
 starts targets in its own working directory, and ``python -m`` puts that directory first on
 ``sys.path``, so a run from the checkout would import the checkout's ``shadowcode`` and never
 the copy. The runner leaves PYTHONPATH out of every target's environment; the target command
@@ -67,7 +67,16 @@ REPO = Path(__file__).resolve().parents[1]
 FAULTS = REPO / "ci" / "faults.yml"
 KEYS = {"name", "covers", "file", "find", "replace"}
 SUITE = REPO
-"""The folder whose ``conformance`` package runs: the checkout, or an older suite (``--suite``)."""
+"""The folder whose conformance suite runs: the checkout, or an older suite (``--suite``)."""
+PACKAGE = "shadowcode_conformance"
+"""The suite's import name; an older suite (before it had a name of its own) is ``conformance``."""
+
+
+def suite_layout(folder: Path) -> tuple[Path, str]:
+    """The folder ``folder``'s suite imports from (for ``PYTHONPATH``) and its import name."""
+    if (folder / "conformance" / PACKAGE).is_dir():
+        return folder / "conformance", PACKAGE
+    return folder, "conformance"  # a suite from before conformance/shadowcode_conformance/
 
 
 def load_faults(path: Path) -> list[dict]:
@@ -88,9 +97,9 @@ def load_faults(path: Path) -> list[dict]:
 
 
 def checks_by_id(run_dir: Path) -> dict[str, list[str]]:
-    """Requirement id to the registered checks covering it, from ``python -m conformance --list``."""
+    """Requirement id to the registered checks covering it, from ``python -m shadowcode_conformance --list``."""
     done = subprocess.run(
-        [sys.executable, "-m", "conformance", "--list"],
+        [sys.executable, "-m", suite_layout(SUITE)[1], "--list"],
         cwd=run_dir, env=runner_env(), capture_output=True, text=True, encoding="utf-8", check=True,
     )  # fmt: skip
     index: dict[str, list[str]] = {}
@@ -104,13 +113,14 @@ def checks_by_id(run_dir: Path) -> dict[str, list[str]]:
 def runner_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPATH"] = str(SUITE)
+    env["PYTHONPATH"] = str(suite_layout(SUITE)[0])
     return env
 
 
 def export_suite(commit: str) -> Path:
     """The suite as of ``commit`` in a temporary folder: ``conformance/`` (and, before they moved into it,
     ``fixtures/`` and ``node_probes/``), with the checkout's installed Node peers linked in."""
+    installed = REPO / "conformance" / PACKAGE / "node_probes" / "node_modules"
     folder = Path(tempfile.mkdtemp(prefix="faults-suite-"))
     paths = ["conformance"] + [
         old
@@ -120,8 +130,12 @@ def export_suite(commit: str) -> Path:
     ]
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, *paths], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    probes = folder / ("node_probes" if "node_probes" in paths else "conformance/node_probes")
-    (probes / "node_modules").symlink_to(REPO / "conformance" / "node_probes" / "node_modules")
+    if "node_probes" in paths:
+        probes = folder / "node_probes"
+    else:
+        home, name = suite_layout(folder)
+        probes = home / name / "node_probes"
+    (probes / "node_modules").symlink_to(installed)
     return folder
 
 
@@ -162,7 +176,7 @@ def target_argv(copy: Path) -> list[str]:
 
 
 def target_env() -> dict[str, str]:
-    """The environment the runner gives a target: its own, less PYTHONPATH (as conformance/runner.py does)."""
+    """The environment the runner gives a target: its own, less PYTHONPATH (as the suite's runner.py does)."""
     return {k: v for k, v in runner_env().items() if k != "PYTHONPATH"}
 
 
@@ -380,7 +394,7 @@ def run_suite(copy: Copy, only: list[str] | None, out: Path, jobs: int, attached
     out.mkdir(parents=True, exist_ok=True)
     try:
         copy.check(run_dir)
-        argv = [sys.executable, "-m", "conformance", "--target", shlex.join(copy.argv)]
+        argv = [sys.executable, "-m", suite_layout(SUITE)[1], "--target", shlex.join(copy.argv)]
         argv += ["--out", str(out), "--jobs", str(jobs)]
         if only:
             argv += ["--only", ",".join(only)]

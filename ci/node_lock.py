@@ -1,4 +1,6 @@
-"""Keep conformance/node_probes/package-lock.json whole: every optional platform package a host names is listed.
+"""Keep the Node probes' package-lock.json whole: every optional platform package a host names is listed.
+
+The lock is ``conformance/shadowcode_conformance/node_probes/package-lock.json``.
 
 Hosts such as Kilo, Cline and Qwen Code ship their binaries (and native helpers) as optional
 packages, one per platform. When the registry `npm install` asks cannot serve some of them (a
@@ -19,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-LOCK = Path(__file__).resolve().parents[1] / "conformance/node_probes" / "package-lock.json"
+LOCK = Path(__file__).resolve().parents[1] / "conformance/shadowcode_conformance/node_probes" / "package-lock.json"
 
 _OS = {"darwin": "darwin", "linux": "linux", "win32": "win32", "windows": "win32", "freebsd": "freebsd"}
 _CPU = ("arm64", "x64", "ia32", "arm")

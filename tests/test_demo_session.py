@@ -105,7 +105,7 @@ def test_demo_script_matches_the_prompt_and_writes_the_line_the_demo_checks() ->
     edit = calls[1]["arguments"]
     assert edit["path"] == demo.EDITED
     assert demo.VERSION_LINE in edit["new"]
-    assert demo.VERSION_LINE not in (REPO / "conformance/fixtures" / "projects" / "sample" / demo.EDITED).read_text(
+    assert demo.VERSION_LINE not in (demo.SCRIPT.parents[1] / "projects" / "sample" / demo.EDITED).read_text(
         encoding="utf-8"
     )
     assert calls[2]["arguments"]["argv"][:2] == ["python3", "-B"], "the command must leave no bytecode behind"

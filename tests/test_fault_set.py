@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.requirements import requirement_ids
+from shadowcode_conformance.requirements import requirement_ids
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conformance.registry import load_checks
-from conformance.requirements import requirement_ids
+from shadowcode_conformance.registry import load_checks
+from shadowcode_conformance.requirements import requirement_ids
 
 TESTS = Path(__file__).resolve().parent
 TEST_FOLDERS = (TESTS, TESTS.parent / "conformance" / "tests")

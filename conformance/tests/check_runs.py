@@ -1,7 +1,8 @@
 """Running one registered conformance check in-process, for the tests of the checks themselves.
 
-``SUITE`` is this distribution's folder (``conformance/``, or a copy of it anywhere): the tests
-read its ``fixtures/``, ``node_probes/`` and ``baselines/`` from there, never from a checkout.
+``SUITE`` is this distribution's package folder (``conformance/shadowcode_conformance/``, or the
+same in a copy of ``conformance/`` anywhere): the tests read its ``fixtures/``, ``node_probes/``
+and ``baselines/`` from there, never from a checkout.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from typing import Any, NoReturn
 import anyio
 import pytest
 
-import conformance
-from conformance.registry import CHECKS, load_checks
-from conformance.report import CheckRecord
-from conformance.runner import run_one
+import shadowcode_conformance
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.report import CheckRecord
+from shadowcode_conformance.runner import run_one
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 
 needs_product = pytest.mark.skipif(
     importlib.util.find_spec("shadowcode") is None,
@@ -32,7 +33,7 @@ needs_product = pytest.mark.skipif(
 """For the few tests that run the suite against the implementation it was written for."""
 
 
-IN_CHECKOUT = (SUITE.parent / "ci" / "setup").is_file()
+IN_CHECKOUT = (SUITE.parents[1] / "ci" / "setup").is_file()
 """Whether this folder sits in the product's checkout, whose ``bash ci/setup`` installs the peers."""
 
 
@@ -45,9 +46,9 @@ def peer_missing(what: str) -> NoReturn:
 
 
 def conformance_env() -> dict[str, str]:
-    """This process's environment, with ``PYTHONPATH`` set so that a child ``python -m conformance``
-    imports the same ``conformance`` package as this process (a checkout's folder or an install)."""
-    return dict(os.environ, PYTHONPATH=str(Path(conformance.__file__).resolve().parents[1]))
+    """This process's environment, with ``PYTHONPATH`` set so that a child ``python -m shadowcode_conformance``
+    imports the same package as this process (a checkout's ``conformance/`` folder or an install)."""
+    return dict(os.environ, PYTHONPATH=str(Path(shadowcode_conformance.__file__).resolve().parents[1]))
 
 
 def wait_for(condition: Callable[[], Any], seconds: float = 30.0) -> Any:

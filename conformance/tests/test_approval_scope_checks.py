@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from check_runs import run_check, stand_in_project
 
-from conformance.report import CheckRecord
+from shadowcode_conformance.report import CheckRecord
 
 
 def _run(name: str, target: list[str]) -> list[CheckRecord]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conformance.bridge import StdioBridge
+from shadowcode_conformance.bridge import StdioBridge
 
 SERVER = r"""
 import json, os, sys

@@ -8,14 +8,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.checks.cli_usage import bad_profile_refused, json_serve_refused, missing_workspace_refused
-from conformance.checks.node_stdio import parse_probe_output
-from conformance.checks.stdout_purity import frames, is_jsonrpc_message, stdout_is_protocol_only
-from conformance.limits import PURITY_FRAMES
-from conformance.registry import CHECKS, load_checks
-from conformance.runner import run_one
+from shadowcode_conformance.checks.cli_usage import bad_profile_refused, json_serve_refused, missing_workspace_refused
+from shadowcode_conformance.checks.node_stdio import parse_probe_output
+from shadowcode_conformance.checks.stdout_purity import frames, is_jsonrpc_message, stdout_is_protocol_only
+from shadowcode_conformance.limits import PURITY_FRAMES
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.runner import run_one
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 
 
 def stand_in_project(dest: Path) -> Path:

@@ -7,10 +7,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.registry import CHECKS, load_checks
-from conformance.runner import run_one
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.runner import run_one
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 
 
 def _project(dest: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Command-line behaviour of ``python -m conformance``: usage errors exit 2, reports and exit status."""
+"""Command-line behaviour of ``python -m shadowcode_conformance``: usage errors exit 2, reports and exit status."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from check_runs import SUITE, conformance_env, needs_product, wait_for
 
-from conformance.cli import main, parse_target
-from conformance.requirements import requirement_ids
+from shadowcode_conformance.cli import main, parse_target
+from shadowcode_conformance.requirements import requirement_ids
 
 
 @pytest.mark.req("CONF-01")
@@ -69,7 +69,7 @@ def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports(tmp_pat
     argv = [
         sys.executable,
         "-m",
-        "conformance",
+        "shadowcode_conformance",
         "--target",
         f"{sys.executable} -m shadowcode",
         "--only",
@@ -102,7 +102,8 @@ def test_end_to_end_cli_usage_run_against_the_source_tree_writes_reports(tmp_pat
 @pytest.mark.slow
 def test_a_failing_check_makes_the_exit_status_1(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "conformance", "--target", "true", "--only", "cli_usage:json_serve_refused"]
+    only = "cli_usage:json_serve_refused"
+    argv = [sys.executable, "-m", "shadowcode_conformance", "--target", "true", "--only", only]
     argv += ["--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
     env = conformance_env()
     done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, encoding="utf-8")
@@ -132,7 +133,7 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
     marker = f"conformance-stop-{uuid.uuid4().hex}"
     out = tmp_path / "out"
     target = f"{sys.executable} -c 'import time; time.sleep(120)' {marker}"
-    argv = [sys.executable, "-m", "conformance", "--target", target]
+    argv = [sys.executable, "-m", "shadowcode_conformance", "--target", target]
     argv += ["--only", "cli_usage:json_serve_refused", "--out", str(out), "--fixture", str(_stand_in_fixture(tmp_path))]
     env = conformance_env()
     runner = subprocess.Popen(
@@ -163,7 +164,7 @@ def test_a_stop_signal_ends_the_run_once_every_check_stopped_its_processes(tmp_p
 
 @pytest.mark.req("CONF-01")
 def test_list_read_in_part_exits_0_without_a_message(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "conformance", "--list"]
+    argv = [sys.executable, "-m", "shadowcode_conformance", "--list"]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     with subprocess.Popen(argv, cwd=tmp_path, env=conformance_env(), encoding="utf-8", **pipes) as lister:
         assert lister.stdout is not None and lister.stderr is not None

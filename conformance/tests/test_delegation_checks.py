@@ -13,9 +13,9 @@ import anyio
 import pytest
 from check_runs import SUITE, run_check, sample_project
 
-from conformance.checks.delegation import settled_status
-from conformance.context import Context
-from conformance.report import CheckRecord
+from shadowcode_conformance.checks.delegation import settled_status
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.report import CheckRecord
 
 # A target that accepts trust and models, serves MCP, and lies about delegated work: every job
 # is "done" at once without asking for an approval, any number of jobs is accepted, and its
@@ -161,7 +161,7 @@ def _node_ready() -> bool:
 
 
 @pytest.mark.req("CONF-02")
-@pytest.mark.skipif(not _node_ready(), reason="node or conformance/node_probes/node_modules is missing")
+@pytest.mark.skipif(not _node_ready(), reason="node or shadowcode_conformance/node_probes/node_modules is missing")
 @pytest.mark.parametrize("probe", ["jobs_sdk1", "jobs_sdk2"])
 def test_jobs_probe_refuses_bad_usage_with_exit_2(probe: str) -> None:
     script = SUITE / "node_probes" / "probes" / f"{probe}.mjs"
@@ -178,7 +178,7 @@ def test_jobs_probe_refuses_bad_usage_with_exit_2(probe: str) -> None:
 
 
 @pytest.mark.req("CONF-02", "SRV-17")
-@pytest.mark.skipif(not _node_ready(), reason="node or conformance/node_probes/node_modules is missing")
+@pytest.mark.skipif(not _node_ready(), reason="node or shadowcode_conformance/node_probes/node_modules is missing")
 def test_jobs_probe_fails_a_target_that_never_asks_for_approval(lying_target: list[str]) -> None:
     records = _run("delegation:jobs_sdk1", lying_target)
     assert not records[0].ok

@@ -1,27 +1,31 @@
 """The conformance suite as its own distribution: what it declares, finds and bundles (CONF-01).
 
-``conformance/pyproject.toml`` must name exactly the third-party packages ``conformance/``
-imports, and nothing of the implementation it checks. From its source folder the suite reads its
-own ``fixtures/`` and ``node_probes/``; installed, it copies the ones the build took as package
-data into a cache folder (see ``conformance/resources.py``). The build names no path outside
-``conformance/``.
+``conformance/pyproject.toml`` must name exactly the third-party packages its package,
+``shadowcode_conformance``, imports, and nothing of the implementation it checks. From its source
+folder the suite reads its own ``fixtures/`` and ``node_probes/``; installed, it copies the ones
+the build took as package data into a cache folder (see ``shadowcode_conformance/resources.py``).
+The build names no path outside ``conformance/``, and the package has a folder of its own (no
+``"."`` mapping), so the generic name ``conformance`` imports nothing of it.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from conformance import resources
+from shadowcode_conformance import resources
 
 pytestmark = pytest.mark.req("CONF-01")
 
-PACKAGE = Path(__file__).resolve().parents[1]
+DISTRIBUTION = Path(__file__).resolve().parents[1]
+"""The distribution's folder: ``pyproject.toml``, ``README.md``, ``tests/`` and the package."""
+PACKAGE = DISTRIBUTION / "shadowcode_conformance"
 DISTRIBUTIONS = {"anyio": "anyio", "h11": "h11", "httpx2": "httpx2", "mcp": "mcp", "yaml": "pyyaml"}
 """Top-level import name to the distribution that provides it."""
 
@@ -45,13 +49,13 @@ def _imported_top_levels(folder: Path = PACKAGE, leave_out: tuple[str, ...] = LE
 
 
 def _declared() -> set[str]:
-    with (PACKAGE / "pyproject.toml").open("rb") as f:
+    with (DISTRIBUTION / "pyproject.toml").open("rb") as f:
         project = tomllib.load(f)["project"]
     return {re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].lower() for line in project["dependencies"]}
 
 
 def test_the_distribution_declares_exactly_what_the_suite_imports() -> None:
-    third_party = _imported_top_levels() - set(sys.stdlib_module_names) - {"conformance", "__future__"}
+    third_party = _imported_top_levels() - set(sys.stdlib_module_names) - {"shadowcode_conformance", "__future__"}
     assert "shadowcode" not in third_party
     assert third_party <= DISTRIBUTIONS.keys(), f"map these to their distribution: {third_party - DISTRIBUTIONS.keys()}"
     assert _declared() == {DISTRIBUTIONS[name] for name in third_party}
@@ -82,7 +86,7 @@ def test_a_bundled_baseline_is_found_by_name_and_a_path_stays_a_path(tmp_path: P
 def test_an_installed_copy_uses_its_bundle_from_the_cache_and_says_how_to_set_up_node(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    package = tmp_path / "site" / "conformance"
+    package = tmp_path / "site" / "shadowcode_conformance"
     (package / "fixtures").mkdir(parents=True)
     (package / "fixtures" / "sample_project.py").write_text("def make_sample_project(dest): ...\n", encoding="utf-8")
     (package / "node_probes" / "node_modules").mkdir(parents=True)  # an earlier install here is never copied
@@ -109,7 +113,24 @@ def test_an_installed_copy_uses_its_bundle_from_the_cache_and_says_how_to_set_up
 
 
 def test_the_build_names_no_path_outside_its_folder() -> None:
-    with (PACKAGE / "pyproject.toml").open("rb") as f:
+    with (DISTRIBUTION / "pyproject.toml").open("rb") as f:
         setuptools = tomllib.load(f)["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {"conformance": "."}
+    assert "package-dir" not in setuptools  # each package is the folder of its name, below this one
+    assert all(name.split(".")[0] == "shadowcode_conformance" for name in setuptools["packages"])
+    assert all((DISTRIBUTION / name.replace(".", "/")).is_dir() for name in setuptools["packages"])
+    assert not (DISTRIBUTION / "__init__.py").exists()
     assert not [p for globs in setuptools["package-data"].values() for p in globs if ".." in p or "node_modules" in p]
+
+
+def test_the_generic_name_conformance_imports_nothing_of_the_suite() -> None:
+    """Beside this folder, ``conformance`` is at most an empty namespace: none of the suite's modules."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import conformance.cli"],
+        cwd=DISTRIBUTION.parent,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and "ModuleNotFoundError: No module named 'conformance" in done.stderr, done.stderr

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import DEFAULT_EXPECTED_FAILURES, filtered_by_only, main
-from conformance.errors import UsageError
-from conformance.registry import Check, CheckResult
-from conformance.report import (
+from shadowcode_conformance.cli import DEFAULT_EXPECTED_FAILURES, filtered_by_only, main
+from shadowcode_conformance.errors import UsageError
+from shadowcode_conformance.registry import Check, CheckResult
+from shadowcode_conformance.report import (
     CheckRecord,
     ExpectedFailure,
     build_report,
@@ -19,7 +19,7 @@ from conformance.report import (
     render_markdown,
     report_failed,
 )
-from conformance.verdicts import Verdict
+from shadowcode_conformance.verdicts import Verdict
 
 HTTP_CHECK = "registration:claude_http_connected"
 

@@ -1,9 +1,9 @@
 """The generic profile against MCP servers nobody here wrote, each held to its shipped baseline (SRV-01, SRV-03).
 
-Each run is ``python -m conformance --profile generic --target <server> --expected-failures
+Each run is ``python -m shadowcode_conformance --profile generic --target <server> --expected-failures
 <its baseline>``: it must show no failure outside the baseline and every baseline entry must fail
 or warn as it says (a stale entry fails the test), so a peer that changes, or a check whose verdict
-changes, is seen here. The servers are pinned: the npm ones in ``conformance/node_probes/package.json``, the
+changes, is seen here. The servers are pinned: the npm ones in ``shadowcode_conformance/node_probes/package.json``, the
 PyPI ones in ``ci/peers.txt`` (installed into ``.venv-peers/`` by ``bash ci/setup``). The generic
 profile only (no ``--official``): the official package's runs against foreign servers are opt-in
 (``bash ci/foreign_conformance --official``). Markers ``slow``, and ``node`` for the npm servers.
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from check_runs import SUITE, peer_missing
 
-from conformance.cli import main
-from conformance.report import load_expected_failures
+from shadowcode_conformance.cli import main
+from shadowcode_conformance.report import load_expected_failures
 
 NODE_MODULES = SUITE / "node_probes/node_modules/@modelcontextprotocol"
-PEERS = SUITE.parent / ".venv-peers/bin"
+PEERS = SUITE.parents[1] / ".venv-peers/bin"
 """The checkout's pinned Python peers (``ci/peers.txt``), beside this folder."""
 BASELINES = SUITE / "baselines"
 RACY_EOF = frozenset({"generic:eof_flushes_answers"})

@@ -8,13 +8,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.checks.generic import invalid_json_answered, split_utf8_frame, stdout_purity
-from conformance.cli import main
-from conformance.registry import CHECKS, check, load_checks
-from conformance.report import load_expected_failures
-from conformance.runner import run_one
+from shadowcode_conformance.checks.generic import invalid_json_answered, split_utf8_frame, stdout_purity
+from shadowcode_conformance.cli import main
+from shadowcode_conformance.registry import CHECKS, check, load_checks
+from shadowcode_conformance.report import load_expected_failures
+from shadowcode_conformance.runner import run_one
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 EVERYTHING = SUITE / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 BASELINE = SUITE / "baselines/server-everything.yml"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from check_runs import run_check, stand_in_project
 
-from conformance.checks.packaging import scrubbed_env
-from conformance.checks.report_contract import judge_report
-from conformance.report import CheckRecord, build_report, render_markdown
-from conformance.requirements import requirement_ids
+from shadowcode_conformance.checks.packaging import scrubbed_env
+from shadowcode_conformance.checks.report_contract import judge_report
+from shadowcode_conformance.report import CheckRecord, build_report, render_markdown
+from shadowcode_conformance.requirements import requirement_ids
 
 INNER = "cli_usage:json_serve_refused"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.junit import render_junit
-from conformance.report import CheckRecord, ExpectedFailure, build_report
-from conformance.requirements import requirement_ids
+from shadowcode_conformance.cli import main
+from shadowcode_conformance.junit import render_junit
+from shadowcode_conformance.report import CheckRecord, ExpectedFailure, build_report
+from shadowcode_conformance.requirements import requirement_ids
 
 
 def _report() -> dict:

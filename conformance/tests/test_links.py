@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.junit import render_junit
-from conformance.links import SPEC_SECTIONS, check_links, requirement_link, urls_in
-from conformance.registry import CHECKS, load_checks
-from conformance.report import CheckRecord, build_report
-from conformance.requirements import requirement_ids
-from conformance.verdicts import SPEC
+from shadowcode_conformance.junit import render_junit
+from shadowcode_conformance.links import SPEC_SECTIONS, check_links, requirement_link, urls_in
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.report import CheckRecord, build_report
+from shadowcode_conformance.requirements import requirement_ids
+from shadowcode_conformance.verdicts import SPEC
 
 pytestmark = pytest.mark.req("CONF-01")
 

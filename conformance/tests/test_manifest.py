@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.registry import check, load_checks
-from conformance.requirements import AREAS, REQUIREMENTS, requirement_ids
+from shadowcode_conformance.registry import check, load_checks
+from shadowcode_conformance.requirements import AREAS, REQUIREMENTS, requirement_ids
 
 EXPECTED_COUNTS = {"ENG": 8, "SRV": 30, "REG": 8, "GW": 8, "CLI": 19, "PKG": 2, "CONF": 4, "CW": 12}
 

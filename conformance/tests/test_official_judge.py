@@ -1,4 +1,4 @@
-"""The judge of the official client scenarios, :mod:`conformance.official_judge`.
+"""The judge of the official client scenarios, :mod:`shadowcode_conformance.official_judge`.
 
 Covers CLI-18 (``sse-retry`` must fail, and fail without any resumption or repeat).
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conformance.official_judge import judge, main, never_resumed
+from shadowcode_conformance.official_judge import judge, main, never_resumed
 
 pytestmark = pytest.mark.req("CLI-18")
 

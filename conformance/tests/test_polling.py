@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.limits import PROCESS_POLL_FIRST_SECONDS, PROCESS_POLL_MAX_SECONDS
-from conformance.polling import Backoff
+from shadowcode_conformance.limits import PROCESS_POLL_FIRST_SECONDS, PROCESS_POLL_MAX_SECONDS
+from shadowcode_conformance.polling import Backoff
 
 
 @pytest.mark.req("CONF-01")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import REVISIONS_CHECK, CheckRecord, build_report, render_markdown, write_report
-from conformance.requirements import requirement_ids
+from shadowcode_conformance.report import REVISIONS_CHECK, CheckRecord, build_report, render_markdown, write_report
+from shadowcode_conformance.requirements import requirement_ids
 
 
 def _rec(name: str, covers: tuple[str, ...], ok: bool) -> CheckRecord:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from check_runs import conformance_env
 
-from conformance.context import LEGACY_REVISIONS, MODERN_REVISION
-from conformance.registry import CHECKS, load_checks
-from conformance.report import CheckRecord
-from conformance.revision_sets import (
+from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.report import CheckRecord
+from shadowcode_conformance.revision_sets import (
     FOLDER,
     FROZEN_SHA256,
     REVISIONS,
@@ -25,7 +25,7 @@ from conformance.revision_sets import (
     load_sets,
     render,
 )
-from conformance.verdicts import Verdict, Weight
+from shadowcode_conformance.verdicts import Verdict, Weight
 
 pytestmark = pytest.mark.req("CONF-01")
 
@@ -120,10 +120,10 @@ def test_todays_sets_change_no_verdict_of_todays_checks() -> None:
 
 
 def test_the_command_checks_and_never_rewrites_a_frozen_set() -> None:
-    check = [sys.executable, "-m", "conformance.revision_sets", "--check"]
+    check = [sys.executable, "-m", "shadowcode_conformance.revision_sets", "--check"]
     done = subprocess.run(check, env=conformance_env(), capture_output=True, encoding="utf-8", timeout=60)
     assert done.returncode == 0, done.stderr
-    freeze = [sys.executable, "-m", "conformance.revision_sets", "--freeze", "2025-11-25"]
+    freeze = [sys.executable, "-m", "shadowcode_conformance.revision_sets", "--freeze", "2025-11-25"]
     done = subprocess.run(freeze, env=conformance_env(), capture_output=True, encoding="utf-8", timeout=60)
     assert done.returncode == 1 and "frozen already" in done.stderr
 

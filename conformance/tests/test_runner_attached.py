@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.cli import main
-from conformance.context import Context, EngineMode
-from conformance.registry import Check, CheckResult, load_checks
-from conformance.runner import run_checks
+from shadowcode_conformance.cli import main
+from shadowcode_conformance.context import Context, EngineMode
+from shadowcode_conformance.registry import Check, CheckResult, load_checks
+from shadowcode_conformance.runner import run_checks
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 
 # A target with just enough of a headless engine: `engine` writes its pid into the profile
 # and blocks until SIGTERM; `engine status` reads that pid; `engine stop` signals it. Every

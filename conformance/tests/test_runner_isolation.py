@@ -11,13 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.context import Context
-from conformance.limits import EXEC_SETTLE_SECONDS
-from conformance.processes import _between_fork_and_environ, kill_marked
-from conformance.registry import Check, CheckResult, SubResult
-from conformance.runner import run_checks, run_one
+from shadowcode_conformance.context import Context
+from shadowcode_conformance.limits import EXEC_SETTLE_SECONDS
+from shadowcode_conformance.processes import _between_fork_and_environ, kill_marked
+from shadowcode_conformance.registry import Check, CheckResult, SubResult
+from shadowcode_conformance.runner import run_checks, run_one
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 
 
 def stand_in_project(dest: Path) -> Path:
@@ -108,7 +108,7 @@ def test_processes_left_running_by_a_check_are_killed_at_its_end() -> None:
 
 @pytest.mark.req("CONF-01")
 def test_a_run_cancelled_from_outside_still_sweeps_each_started_check() -> None:
-    """What a stop signal does to the run (conformance.cli): the sweep is shielded from the cancellation."""
+    """What a stop signal does to the run (shadowcode_conformance.cli): the sweep is shielded from the cancellation."""
     started: list[subprocess.Popen[bytes]] = []
     seen: list[Context] = []
 
@@ -199,7 +199,7 @@ def test_commands_that_outlive_their_time_bound_are_killed() -> None:
 
 @pytest.mark.req("CONF-04", "PKG-01")
 def test_a_target_never_inherits_how_the_harness_finds_its_code() -> None:
-    from conformance.runner import target_environment
+    from shadowcode_conformance.runner import target_environment
 
     env = target_environment({"PYTHONPATH": "/checkout", "PYTHONHOME": "/x", "PATH": "/bin", "HOME": "/h"})
     assert env == {"PATH": "/bin", "HOME": "/h"}
@@ -242,7 +242,7 @@ def test_a_deadline_that_falls_while_a_command_starts_leaves_no_process_behind(w
     """Cancelled at each step of starting it, a command is still killed and reaped, its pipes closed."""
     import gc
 
-    from conformance.processes import run_command, spawn
+    from shadowcode_conformance.processes import run_command, spawn
 
     marker = f"shadowcode-start-cancelled-{os.getpid()}-{way}"
     argv = [sys.executable, "-c", "import sys; sys.stdin.read()", marker]  # ends when its stdin closes

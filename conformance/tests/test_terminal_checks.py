@@ -1,4 +1,4 @@
-"""The terminal checks fail targets that do not do what they promise (conformance/checks/terminal.py)."""
+"""The terminal checks fail targets that do not do what they promise (shadowcode_conformance/checks/terminal.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from check_runs import run_check, sample_project
 
-from conformance.report import CheckRecord
+from shadowcode_conformance.report import CheckRecord
 
 # A target whose Build task writes the file, whose rollback never asks, and whose killed engine
 # leaves a pending approval that `approve` accepts: the bugs the terminal checks look for.

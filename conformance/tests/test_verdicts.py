@@ -9,11 +9,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.errors import UsageError
-from conformance.junit import render_junit
-from conformance.official_verdicts import RequirementSet, judge_requirement_set, scenario_verdict
-from conformance.registry import CHECKS, CheckResult, SubResult, check, load_checks
-from conformance.report import (
+from shadowcode_conformance.errors import UsageError
+from shadowcode_conformance.junit import render_junit
+from shadowcode_conformance.official_verdicts import RequirementSet, judge_requirement_set, scenario_verdict
+from shadowcode_conformance.registry import CHECKS, CheckResult, SubResult, check, load_checks
+from shadowcode_conformance.report import (
     REVISIONS_CHECK,
     CheckRecord,
     ExpectedFailure,
@@ -23,10 +23,10 @@ from conformance.report import (
     report_failed,
     revisions_record,
 )
-from conformance.runner import run_one
-from conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight, judge
+from shadowcode_conformance.runner import run_one
+from shadowcode_conformance.verdicts import OFFICIAL_STATUS, Verdict, Weight, judge
 
-SUITE = Path(__file__).resolve().parents[1]
+SUITE = Path(__file__).resolve().parents[1] / "shadowcode_conformance"
 
 
 def _rec(name: str, covers: tuple[str, ...], ok: bool, **kw) -> CheckRecord:
@@ -344,7 +344,7 @@ def test_extensions_pending_scenarios_and_the_bridge_decide_what_applies() -> No
 
 @pytest.mark.req("CONF-01")
 def test_report_json_carries_the_verdicts(tmp_path: Path) -> None:
-    from conformance.report import write_report
+    from shadowcode_conformance.report import write_report
 
     records = [_rec("g:na", ("SRV-03",), False, verdict=Verdict.NOT_APPLICABLE, source="https://spec/c")]
     json_path, _ = write_report(tmp_path, build_report(["t"], records, {}, 1, profile="generic"))

@@ -2,10 +2,10 @@
 
 Usage: ``python docs/examples/demo_session.py [--target "python3 dist/shadowcode.pyz"]``
 
-It makes the sample project of ``conformance/fixtures/`` in a temporary folder (with a SQLite database in
+It makes the sample project of ``shadowcode_conformance/fixtures/`` in a temporary folder (with a SQLite database in
 WAL mode whose newest rows are still in the WAL file), uses a temporary profile, trusts the
 project at level ``workspace`` and makes a ``scripted`` model (replaying
-``conformance/fixtures/scripts/demo_delegation.yaml``) the default, then serves the project with
+``conformance/shadowcode_conformance/fixtures/scripts/demo_delegation.yaml``) the default, then serves the project with
 ``mcp serve --allow-write --allow-approvals`` and, over stdio, shows:
 
 1. inspection: the negotiated protocol revision, the tools, a project map, a memory note
@@ -46,7 +46,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "conformance/fixtures" / "scripts" / "demo_delegation.yaml"
+SCRIPT = REPO / "conformance/shadowcode_conformance/fixtures" / "scripts" / "demo_delegation.yaml"
 PROMPT = "Give the notebook package a version number and check that it imports."
 EDITED = "notebook/__init__.py"
 VERSION_LINE = '__version__ = "0.2.0"'
@@ -67,7 +67,7 @@ class DemoFailed(Exception):
 
 
 def _load_fixture() -> Any:
-    spec = importlib.util.spec_from_file_location("sample_project", REPO / "conformance/fixtures" / "sample_project.py")
+    spec = importlib.util.spec_from_file_location("sample_project", SCRIPT.parents[1] / "sample_project.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -40,9 +40,9 @@ def _node_skip_reason() -> str | None:
     if NODE is None:
         return "node is not on PATH"
     for pkg in ("sdk", "server-everything"):
-        modules = REPO_ROOT / "conformance" / "node_probes" / "node_modules"
+        modules = REPO_ROOT / "conformance" / "shadowcode_conformance" / "node_probes" / "node_modules"
         if not (modules / "@modelcontextprotocol" / pkg / "package.json").is_file():
-            return f"{modules} lacks @modelcontextprotocol/{pkg}; run `npm ci` in conformance/node_probes"
+            return f"{modules} lacks @modelcontextprotocol/{pkg}; run `npm ci` in {modules.parent}"
     return None
 
 
@@ -468,7 +468,7 @@ def test_a_figure_fails_when_the_server_that_answered_is_not_the_expected_one_is
     from bench.driver import BenchError, run_startup
     from bench.targets import ATTACHED_EXPECT_TEXT, RELAY_FORBIDDEN_MAPPING, STATUS_TOOL, Target
 
-    sys.path.insert(0, str(REPO_ROOT / "conformance/fixtures"))
+    sys.path.insert(0, str(REPO_ROOT / "conformance/shadowcode_conformance/fixtures"))
     from sample_project import make_sample_project
 
     workspace = make_sample_project(tmp_path / "project")

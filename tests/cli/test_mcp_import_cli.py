@@ -21,7 +21,7 @@ from tests.support.mcp_client import REPO
 
 pytestmark = pytest.mark.req("CW-01")
 
-CONFIGS = REPO / "conformance/fixtures" / "configs"
+CONFIGS = REPO / "conformance/shadowcode_conformance/fixtures" / "configs"
 
 
 def _cli(home: Path, workspace: Path, *args: str, user_home: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -148,7 +148,7 @@ def test_servers_that_cannot_be_imported_are_reported_one_by_one(home: Path, pro
 
 @pytest.mark.slow
 def test_an_imported_server_connects_once_reviewed_and_enabled(home: Path, project_dir: Path, tmp_path: Path) -> None:
-    server = REPO / "conformance/fixtures" / "servers" / "python_sdk_server.py"
+    server = REPO / "conformance/shadowcode_conformance/fixtures" / "servers" / "python_sdk_server.py"
     config = {"mcpServers": {"sdk": {"type": "stdio", "command": sys.executable, "args": [str(server)]}}}
     path = _bad(tmp_path, ".mcp.json", json.dumps(config))
     done = _cli(home, project_dir, "--json", "mcp", "import", str(path))

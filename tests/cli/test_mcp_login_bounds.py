@@ -2,7 +2,7 @@
 
 Covers CW-08.
 
-Each command runs under ``conformance/fixtures/peak_rss.py``, which reports the peak resident memory of
+Each command runs under ``shadowcode_conformance/fixtures/peak_rss.py``, which reports the peak resident memory of
 that one process (``wait4``): a compression bomb (2.4 KiB sent as ``gzip, gzip``, 1 GiB
 inflated) in the metadata, registration, token or refresh reply must be refused with the
 cause named while the process stays under 100 MiB; and without metadata, nothing may reach a
@@ -26,7 +26,7 @@ from tests.support.oauth import OAuthFixture, oauth_fixture, play_browser
 
 pytestmark = pytest.mark.req("CW-08")
 
-PEAK_RSS = Path(__file__).resolve().parents[2] / "conformance/fixtures/peak_rss.py"
+PEAK_RSS = Path(__file__).resolve().parents[2] / "conformance/shadowcode_conformance/fixtures/peak_rss.py"
 PEAK_MAX_KIB = 100 * 1024
 URL_LINE = re.compile(r"authorization URL: (\S+)")
 

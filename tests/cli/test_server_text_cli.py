@@ -2,7 +2,7 @@
 
 Covers CW-04, CLI-13, ENG-08.
 
-``conformance/fixtures/servers/hostile_server.py escapes`` puts clear-screen, window-title, colour,
+``shadowcode_conformance/fixtures/servers/hostile_server.py escapes`` puts clear-screen, window-title, colour,
 carriage-return, bidi and C1 sequences and a faked line into every title, description,
 annotation and result. ``mcp tools`` and ``jobs ID [--follow]`` must print them as visible
 escapes, one line per value; ``--json`` keeps the strings whole. The last test runs both

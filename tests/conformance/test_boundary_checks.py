@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conformance.checks.boundaries import (
+from shadowcode_conformance.checks.boundaries import (
     SQLITE_ROWS_MAX,
     _db_state,
     _make_db,
@@ -20,12 +20,13 @@ from conformance.checks.boundaries import (
     result_cap_counts_bytes,
     sessions_filtered_before_limit,
 )
-from conformance.checks.owner_queue import _model_requests, _started, eof_cancels_queued_tasks
-from conformance.fixture import default_fixture_path, load_project_factory
-from conformance.registry import CHECKS, load_checks
-from conformance.runner import run_one
+from shadowcode_conformance.checks.owner_queue import _model_requests, _started, eof_cancels_queued_tasks
+from shadowcode_conformance.fixture import default_fixture_path, load_project_factory
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.runner import run_one
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = REPO_ROOT / "conformance" / "shadowcode_conformance"
 
 
 def stand_in_project(dest: Path) -> Path:
@@ -40,9 +41,7 @@ def _run(fn, target: list[str], factory=stand_in_project, cwd: Path | None = Non
 
     async def go():
         with anyio.fail_after(chk.timeout_seconds + 30):
-            return await run_one(
-                chk, target=target, cwd=cwd or Path.cwd(), repo_root=REPO_ROOT / "conformance", project_factory=factory
-            )
+            return await run_one(chk, target=target, cwd=cwd or Path.cwd(), repo_root=SUITE, project_factory=factory)
 
     records, _ = anyio.run(go)
     return records
@@ -106,7 +105,7 @@ FAULTS = {
 @pytest.mark.req("SRV-12", "SRV-13", "SRV-19")
 @pytest.mark.slow
 def test_notes_sqlite_map_passes_the_source_tree_and_catches_injected_faults(tmp_path: Path) -> None:
-    factory = load_project_factory(default_fixture_path(REPO_ROOT / "conformance"))
+    factory = load_project_factory(default_fixture_path(SUITE))
     good = {r.name: r for r in _run(notes_sqlite_map, [sys.executable, "-m", "shadowcode"], factory, cwd=REPO_ROOT)}
     assert all(r.ok for r in good.values()), {n: r.detail for n, r in good.items()}
     assert len(good) == 4

@@ -16,12 +16,12 @@ import anyio
 import anyio.to_thread
 import pytest
 
-import conformance.scripted_model as scripted
-from conformance.checks.hosts import _HOST_ATTEMPTS, _claude_offered, _codex_tools, _status_in, first_turn
-from conformance.checks.python_client import EXPECTED_TOOLS
-from conformance.host_wires import chat_offered, chat_result, gemini_offered, gemini_result, tool_named
-from conformance.registry import CheckResult
-from conformance.scripted_model import (
+import shadowcode_conformance.scripted_model as scripted
+from shadowcode_conformance.checks.hosts import _HOST_ATTEMPTS, _claude_offered, _codex_tools, _status_in, first_turn
+from shadowcode_conformance.checks.python_client import EXPECTED_TOOLS
+from shadowcode_conformance.host_wires import chat_offered, chat_result, gemini_offered, gemini_result, tool_named
+from shadowcode_conformance.registry import CheckResult
+from shadowcode_conformance.scripted_model import (
     ModelRequest,
     Reply,
     chat_reply,
@@ -265,7 +265,7 @@ def test_the_host_checks_pass_against_the_source_tree(tmp_path: Path) -> None:
     out, temporary = tmp_path / "out", tmp_path / "tmp"
     temporary.mkdir(mode=0o700)
     target = shlex.join([sys.executable, "-m", "shadowcode"])
-    argv = [sys.executable, "-m", "conformance", "--target", target, "--only", "hosts:*", "--out", str(out)]
+    argv = [sys.executable, "-m", "shadowcode_conformance", "--target", target, "--only", "hosts:*", "--out", str(out)]
     env = {**os.environ, "TMPDIR": str(temporary)}
     done = subprocess.run(
         argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=400, check=False
@@ -281,7 +281,7 @@ def test_the_host_checks_pass_against_the_source_tree(tmp_path: Path) -> None:
     assert done.returncode == 0
 
 
-# --- the other hosts' wires (conformance/host_wires.py, hosts_headless) -------------------------
+# --- the other hosts' wires (shadowcode_conformance/host_wires.py, hosts_headless) ------------------------------------
 
 
 def _data_events(body: bytes) -> list[Any]:
@@ -416,7 +416,7 @@ def test_the_other_hosts_pass_against_the_archive(tmp_path: Path) -> None:
     argv = [
         sys.executable,
         "-m",
-        "conformance",
+        "shadowcode_conformance",
         "--target",
         "python3 dist/shadowcode.pyz",
         "--only",
@@ -446,7 +446,7 @@ def test_the_other_hosts_are_not_run_against_a_target_that_is_no_archive(tmp_pat
     argv = [
         sys.executable,
         "-m",
-        "conformance",
+        "shadowcode_conformance",
         "--target",
         target,
         "--only",
@@ -464,7 +464,7 @@ def test_the_other_hosts_are_not_run_against_a_target_that_is_no_archive(tmp_pat
 
 @pytest.mark.req("REG-08")
 def test_the_sweep_finds_a_process_that_left_the_hosts_group_and_spares_none_that_ended(tmp_path: Path) -> None:
-    from conformance.checks.hosts_headless import _outliving
+    from shadowcode_conformance.checks.hosts_headless import _outliving
 
     marker = f"HOME={tmp_path / 'host home'}"
     env = {**os.environ, "HOME": str(tmp_path / "host home")}

@@ -28,10 +28,10 @@ from typing import Any
 import anyio
 import pytest
 
-from conformance.cli import main
-from conformance.official import installed
-from conformance.registry import CHECKS, load_checks
-from conformance.report import (
+from shadowcode_conformance.cli import main
+from shadowcode_conformance.official import installed
+from shadowcode_conformance.registry import CHECKS, load_checks
+from shadowcode_conformance.report import (
     NOT_ASKED,
     UNAVAILABLE,
     CheckRecord,
@@ -39,16 +39,17 @@ from conformance.report import (
     load_expected_failures,
     report_failed,
 )
-from conformance.runner import run_one
+from shadowcode_conformance.runner import run_one
 from tests.support.engine import cli_env, wait_for_sync
 from tests.support.process import stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITE = REPO_ROOT / "conformance" / "shadowcode_conformance"
 TARGET = f"{sys.executable} -m shadowcode"
 READY_SECONDS = 60.0
 SERVER_STOP_SECONDS = 30.0
 PORT_ATTEMPTS = 3
-EVERYTHING = REPO_ROOT / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+EVERYTHING = SUITE / "node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 NODE_LOOPBACK = REPO_ROOT / "tests/support/node_loopback.cjs"
 GATEWAY_TOKEN_ENV = "CONFORMANCE_GATEWAY_TOKEN"
 GATEWAY_TOKEN = "conformance-gateway-token-7c1e9b3a5d2f4e6a8b0c"
@@ -77,9 +78,9 @@ def test_not_run_checks_prove_nothing_and_only_unavailable_ones_fail_the_run() -
 
 @pytest.mark.req("CONF-01")
 def test_official_checks_without_the_package_are_not_run_naming_the_install_command(tmp_path: Path) -> None:
-    # An installed package's root (no ci/setup) names npm ci; a checkout's conformance/ names ci/setup.
-    root = tmp_path / "conformance"
-    root.mkdir()
+    # An installed package's root (no ci/setup) names npm ci; a checkout's package folder names ci/setup.
+    root = tmp_path / "conformance" / "shadowcode_conformance"
+    root.mkdir(parents=True)
     assert "npm ci" in str(installed(root))
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "setup").write_text("", encoding="utf-8")
@@ -114,7 +115,7 @@ def test_official_checks_are_selected_only_with_official(capsys: pytest.CaptureF
 @pytest.mark.node
 @pytest.mark.timeout(600)
 def test_official_scenarios_fold_into_one_report_and_junit(tmp_path: Path) -> None:
-    if isinstance(found := installed(REPO_ROOT / "conformance"), str):
+    if isinstance(found := installed(SUITE), str):
         pytest.fail(found)
     out, junit = tmp_path / "out", tmp_path / "junit.xml"
     only = "official:server:ping,official:client:initialize"
@@ -222,7 +223,7 @@ def everything_http_server(tmp_path: Path) -> Iterator[str]:
     ``tests/support/node_loopback.cjs``, on a free port (picked again if taken meanwhile); its URL."""
     node = shutil.which("node")
     if node is None or not EVERYTHING.is_file():
-        pytest.fail("needs node and server-everything: (cd conformance/node_probes && npm ci)")
+        pytest.fail("needs node and server-everything: (cd conformance/shadowcode_conformance/node_probes && npm ci)")
     for attempt in range(PORT_ATTEMPTS):
         port = _free_port()
         argv = [node, "--require", str(NODE_LOOPBACK), str(EVERYTHING), "streamableHttp"]
@@ -279,7 +280,7 @@ def _matches_baseline(run: _HttpRun, baseline: Path) -> set[str]:
 def test_generic_http_checks_against_the_bare_sdk_server_match_its_baseline(
     bare_http_server: str, tmp_path: Path
 ) -> None:
-    baseline = REPO_ROOT / "conformance/baselines/python-sdk-http-server.yml"
+    baseline = SUITE / "baselines/python-sdk-http-server.yml"
     run = _generic_http(bare_http_server, baseline, tmp_path)
     passed = _matches_baseline(run, baseline)
     assert {"generic:http_foreign_host", "generic:http_foreign_origin", "generic:http_modern_discover"} <= passed
@@ -292,7 +293,7 @@ def test_generic_http_checks_against_the_bare_sdk_server_match_its_baseline(
 @pytest.mark.req("GW-04", "GW-05", "CONF-01")
 @pytest.mark.slow
 def test_generic_http_checks_against_the_gateway_match_its_baseline(gateway_http_server: str, tmp_path: Path) -> None:
-    baseline = REPO_ROOT / "conformance/baselines/shadowcode-gateway-http.yml"
+    baseline = SUITE / "baselines/shadowcode-gateway-http.yml"
     run = _generic_http(gateway_http_server, baseline, tmp_path, "--bearer-env", GATEWAY_TOKEN_ENV)
     passed = _matches_baseline(run, baseline)
     assert run.statuses["generic:http_local_origin"] == "expected_warn"  # by design: any Origin gets 403
@@ -315,7 +316,7 @@ def test_generic_http_checks_against_the_gateway_match_its_baseline(gateway_http
 def test_generic_http_checks_against_server_everything_match_its_baseline(
     everything_http_server: str, tmp_path: Path
 ) -> None:
-    baseline = REPO_ROOT / "conformance/baselines/server-everything-http.yml"
+    baseline = SUITE / "baselines/server-everything-http.yml"
     run = _generic_http(everything_http_server, baseline, tmp_path)
     passed = _matches_baseline(run, baseline)
     assert {"generic:http_foreign_host", "generic:http_foreign_origin", "generic:http_sessions"} <= set(run.outcomes)

@@ -1,9 +1,9 @@
-"""The official conformance package's client adapter, :mod:`conformance.official_client`.
+"""The official conformance package's client adapter, :mod:`shadowcode_conformance.official_client`.
 
 The adapter runs as the package runs it (a separate process, the URL last, the scenario in
 ``MCP_CONFORMANCE_SCENARIO``) against loopback peers that answer as the package's
 ``initialize`` and ``tools_call`` scenario servers do, so it is tested without Node or the
-network; the real package's scenarios run too, from ``conformance/node_probes/node_modules`` where
+network; the real package's scenarios run too, from ``shadowcode_conformance/node_probes/node_modules`` where
 ``bash ci/setup`` pins it with Node 22 (or a folder named by ``OFFCONF_DIR``).
 
 Covers CLI-16.
@@ -26,15 +26,15 @@ import anyio
 import anyio.abc
 import pytest
 
-from conformance import official_client
-from conformance.official_judge import main as judge_main
+from shadowcode_conformance import official_client
+from shadowcode_conformance.official_judge import main as judge_main
 from tests.support.http_peer import Received, json_reply, peer, result
 
 # Each adapter run starts ShadowCode about ten times; a loaded machine needs minutes.
 pytestmark = [pytest.mark.anyio, pytest.mark.req("CLI-16"), pytest.mark.timeout(420)]
 
 REPO = Path(__file__).resolve().parents[2]
-ADAPTER = REPO / "conformance" / "official_client.py"
+ADAPTER = REPO / "conformance" / "shadowcode_conformance" / "official_client.py"
 TARGET = f"{sys.executable} -m shadowcode"
 ADD_NUMBERS = {
     "name": "add_numbers",
@@ -132,7 +132,7 @@ async def test_a_tool_that_never_answers_right_fails_the_adapter(tmp_path: Path)
 
 def _official() -> tuple[str, str] | None:
     """(node 22+, the package's entry) when the package is installed locally, else None."""
-    for root in (os.environ.get("OFFCONF_DIR"), str(REPO / "conformance/node_probes")):
+    for root in (os.environ.get("OFFCONF_DIR"), str(REPO / "conformance/shadowcode_conformance/node_probes")):
         if not root:
             continue
         entry = Path(root) / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
@@ -147,7 +147,7 @@ async def test_the_official_client_scenarios_pass(scenario: str, tmp_path: Path)
     found = _official()
     assert found is not None, "the official conformance package and Node 22 are missing: run bash ci/setup"
     node, entry = found
-    command = f"{sys.executable} conformance/official_client.py --target '{TARGET}'"
+    command = f"{sys.executable} conformance/shadowcode_conformance/official_client.py --target '{TARGET}'"
     argv = [node, entry, "client", "--command", command, "--scenario", scenario, "--timeout", "200000"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOWCODE_")} | {"TMPDIR": str(tmp_path)}
     with anyio.fail_after(380):

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from conformance.cli import DEFAULT_EXPECTED_FAILURES
-from conformance.registry import load_checks
-from conformance.report import load_expected_failures
+from shadowcode_conformance.cli import DEFAULT_EXPECTED_FAILURES
+from shadowcode_conformance.registry import load_checks
+from shadowcode_conformance.report import load_expected_failures
 from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def _covered_ids() -> set[str]:
 
 
 def _run_suite(target: str, out: Path, *flags: str) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
-    argv = [sys.executable, "-m", "conformance", "--target", target, "--out", str(out), *flags]
+    argv = [sys.executable, "-m", "shadowcode_conformance", "--target", target, "--out", str(out), *flags]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
         argv,

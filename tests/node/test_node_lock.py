@@ -1,4 +1,4 @@
-"""ci/node_lock.py: the optional platform packages npm leaves out of conformance/node_probes' lock are added back."""
+"""ci/node_lock.py: the optional platform packages npm leaves out of the Node probes' lock are added back."""
 
 from __future__ import annotations
 

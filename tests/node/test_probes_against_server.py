@@ -1,4 +1,4 @@
-"""The official TypeScript SDK probes (conformance/node_probes/) against the stdio server from source (CONF-02).
+"""The official TypeScript SDK probes (shadowcode_conformance/node_probes/) against the server from source (CONF-02).
 
 Each probe spawns ``python -m shadowcode --workspace P mcp serve --allow-write`` on a
 trusted copy of the sample project and prints one JSON report; these tests assert every
@@ -23,7 +23,7 @@ import pytest
 pytestmark = [pytest.mark.node, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PROBES_DIR = REPO_ROOT / "conformance/node_probes"
+PROBES_DIR = REPO_ROOT / "conformance/shadowcode_conformance/node_probes"
 NODE = shutil.which("node")
 PROBE_TIMEOUT_MS = 60_000
 PROCESS_TIMEOUT_SECONDS = 90
@@ -34,7 +34,7 @@ def _skip_reason() -> str | None:
         return "node is not on PATH"
     for pkg in ("@modelcontextprotocol/sdk", "@modelcontextprotocol/client"):
         if not (PROBES_DIR / "node_modules" / pkg / "package.json").is_file():
-            return f"conformance/node_probes/node_modules lacks {pkg}; run `npm ci` in conformance/node_probes"
+            return f"{PROBES_DIR}/node_modules lacks {pkg}; run `npm ci` in {PROBES_DIR}"
     return None
 
 
@@ -43,7 +43,7 @@ needs_node = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
 
 
 def _load_sample_module() -> Any:
-    path = REPO_ROOT / "conformance/fixtures" / "sample_project.py"
+    path = REPO_ROOT / "conformance/shadowcode_conformance/fixtures" / "sample_project.py"
     spec = importlib.util.spec_from_file_location("shadowcode_fixture_sample_project", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -65,7 +65,7 @@ def test_the_archive_carries_the_suite_its_data_and_only_its_own_dependencies() 
     files = ZipappFiles(_built())
     names = files.names
     tags = json.loads(files.read("_platlib/manifest.json"))["tags"]
-    site = "site-packages/conformance/"
+    site = "site-packages/shadowcode_conformance/"
     for data in (
         "expected_failures.yml",
         "baselines/python-sdk-server.yml",

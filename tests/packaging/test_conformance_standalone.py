@@ -61,7 +61,7 @@ def test_a_copy_of_the_folder_builds_an_archive_that_checks_a_foreign_server(tmp
     work.mkdir()
     home.mkdir()
     python = _base_python()
-    server = copy / "fixtures" / "servers" / "python_sdk_server.py"
+    server = copy / "shadowcode_conformance" / "fixtures" / "servers" / "python_sdk_server.py"
     target = f"{sys.executable} {server}"  # the server under test brings its own SDK
     done = subprocess.run(
         [python, "-I", str(archive), "--profile", "generic", "--target", target, "--jobs", "2"]

@@ -271,7 +271,7 @@ def headless_engine(home: Path, *, ready: bool = True) -> Iterator[HeadlessEngin
 def openai_server(*args: str, timeout: float = 30.0) -> Iterator[str]:
     """Run the fixtures' ``openai_server.py ARGS`` on a free loopback port; yields its base URL; always stopped."""
     proc = subprocess.Popen(
-        [PY, str(REPO / "conformance/fixtures" / "openai_server.py"), "--port", "0", *args],
+        [PY, str(REPO / "conformance/shadowcode_conformance/fixtures" / "openai_server.py"), "--port", "0", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

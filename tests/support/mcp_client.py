@@ -37,9 +37,9 @@ __all__ = [
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
-HOSTILE = REPO / "conformance/fixtures" / "servers" / "hostile_server.py"
-PYTHON_SDK_SERVER = REPO / "conformance/fixtures" / "servers" / "python_sdk_server.py"
-SLOW_SDK_SERVER = REPO / "conformance/fixtures" / "servers" / "slow_sdk_server.py"
+HOSTILE = REPO / "conformance/shadowcode_conformance/fixtures" / "servers" / "hostile_server.py"
+PYTHON_SDK_SERVER = REPO / "conformance/shadowcode_conformance/fixtures" / "servers" / "python_sdk_server.py"
+SLOW_SDK_SERVER = REPO / "conformance/shadowcode_conformance/fixtures" / "servers" / "slow_sdk_server.py"
 _POLL_SECONDS = 0.02
 
 

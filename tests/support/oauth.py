@@ -16,13 +16,13 @@ from typing import Any
 
 import httpx2
 
-FIXTURE = Path(__file__).resolve().parents[2] / "conformance/fixtures/servers/oauth_server.py"
+FIXTURE = Path(__file__).resolve().parents[2] / "conformance/shadowcode_conformance/fixtures/servers/oauth_server.py"
 START_SECONDS = 60.0
 
 
 @dataclass
 class OAuthFixture:
-    """A running ``conformance/fixtures/servers/oauth_server.py``."""
+    """A running ``conformance/shadowcode_conformance/fixtures/servers/oauth_server.py``."""
 
     origin: str
     proc: subprocess.Popen[bytes]

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[3]
-SERVER = REPO / "conformance/fixtures" / "openai_server.py"
-SCRIPTS = REPO / "conformance/fixtures" / "scripts"
+SERVER = REPO / "conformance/shadowcode_conformance/fixtures" / "openai_server.py"
+SCRIPTS = REPO / "conformance/shadowcode_conformance/fixtures" / "scripts"
 READY_WAIT_SECONDS = 15.0
 
 
@@ -28,7 +28,7 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 @dataclass
 class FixtureServer:
-    """A running ``conformance/fixtures/openai_server.py``."""
+    """A running ``conformance/shadowcode_conformance/fixtures/openai_server.py``."""
 
     url: str
     log_path: Path

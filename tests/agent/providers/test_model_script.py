@@ -105,7 +105,7 @@ def test_a_turn_delay_just_past_the_limit_is_refused(write_script: Callable[...,
 
 @pytest.mark.req("ENG-05")
 def test_the_sample_scripts_in_fixtures_are_valid() -> None:
-    folder = Path(__file__).resolve().parents[3] / "conformance/fixtures" / "scripts"
+    folder = Path(__file__).resolve().parents[3] / "conformance/shadowcode_conformance/fixtures" / "scripts"
     paths = sorted(folder.iterdir())
     assert paths
     for path in paths:

@@ -21,7 +21,7 @@ from shadowcode.limits import MCP_IMPORT_FILE_MAX_BYTES, MCP_IMPORT_SERVERS_MAX
 
 pytestmark = pytest.mark.req("CW-01")
 
-CONFIGS = Path(__file__).resolve().parents[3] / "conformance/fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "conformance/shadowcode_conformance/fixtures" / "configs"
 
 
 def _copy(name: str, to: Path) -> Path:

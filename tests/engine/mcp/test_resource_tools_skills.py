@@ -26,7 +26,7 @@ pytestmark = [
 ]
 
 WRITE = Access(allow_write=True, allow_approvals=True)
-SKILLS_SERVER = REPO / "conformance/fixtures" / "servers" / "skills_server.py"
+SKILLS_SERVER = REPO / "conformance/shadowcode_conformance/fixtures" / "servers" / "skills_server.py"
 PDF = "skill://pdf-processing/SKILL.md"
 FORMS = "skill://pdf-processing/references/FORMS.md"
 

@@ -45,7 +45,8 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc"),
 ]
 
-EVERYTHING = REPO / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE_PROBES = REPO / "conformance/shadowcode_conformance/node_probes"
+EVERYTHING = NODE_PROBES / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 TOKEN = "gw-bearer-6f0d2c9a8e7b4d1f-0123456789abcdef"
 
 

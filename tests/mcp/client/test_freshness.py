@@ -39,7 +39,8 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc"),
 ]
 
-EVERYTHING = REPO / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE_PROBES = REPO / "conformance/shadowcode_conformance/node_probes"
+EVERYTHING = NODE_PROBES / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 YEAR_MS = 365 * 24 * 3600 * 1000
 
 
@@ -202,7 +203,7 @@ async def test_a_failed_revalidation_retires_the_connection_and_the_stale_catalo
 @pytest.mark.req("CW-06")
 async def test_server_everything_resource_list_changes_are_revalidated_in_place() -> None:
     if not EVERYTHING.exists():
-        pytest.skip("server-everything is not installed in conformance/node_probes")
+        pytest.skip("server-everything is not installed in conformance/shadowcode_conformance/node_probes")
     async with connected(argv=["node", str(EVERYTHING), "stdio"]) as conn:
         first = [r["uri"] for r in await conn.listing("resources")]
         assert "demo://resource/session/fresh.gz" not in first

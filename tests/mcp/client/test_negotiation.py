@@ -31,7 +31,8 @@ pytestmark = [
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-EVERYTHING = REPO / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE_PROBES = REPO / "conformance/shadowcode_conformance/node_probes"
+EVERYTHING = NODE_PROBES / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 
 @pytest.fixture

@@ -30,7 +30,8 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process checks read /proc"),
 ]
 
-EVERYTHING = REPO / "conformance/node_probes/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE_PROBES = REPO / "conformance/shadowcode_conformance/node_probes"
+EVERYTHING = NODE_PROBES / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 SECRET = "helper-secret-4b1d9e0c"
 # Frames large enough that a result at MCP_HELPER_RESULT_MAX_BYTES reaches the helper limit.
 BIG_FRAMES = ClientLimits(frame_max_bytes=4 * MCP_HELPER_RESULT_MAX_BYTES, lifetime_max_bytes=64 * 1024 * 1024)
@@ -115,7 +116,7 @@ def test_prompt_arguments_that_do_not_match_the_declaration_are_refused() -> Non
 
 async def test_server_everything_lists_and_reads_resources_templates_and_prompts() -> None:
     if not EVERYTHING.exists():
-        pytest.skip("server-everything is not installed in conformance/node_probes")
+        pytest.skip("server-everything is not installed in conformance/shadowcode_conformance/node_probes")
     async with connected(["node", str(EVERYTHING), "stdio"]) as conn:
         resources = await conn.listing("resources")
         assert "demo://resource/static/document/architecture.md" in [r["uri"] for r in resources]

@@ -25,7 +25,7 @@ from tests.support.mcp_client import PY, PYTHON_SDK_SERVER, REPO
 
 pytestmark = [pytest.mark.req("CW-09")]
 
-SKILLS_SERVER = REPO / "conformance/fixtures" / "servers" / "skills_server.py"
+SKILLS_SERVER = REPO / "conformance/shadowcode_conformance/fixtures" / "servers" / "skills_server.py"
 SKILL_MD = b"---\nname: notes\ndescription: Keep notes tidy\n---\n\n# Notes\n"
 GUIDE = b"# Guide\n"
 

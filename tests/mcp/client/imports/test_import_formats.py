@@ -1,7 +1,7 @@
 """Reading other hosts' MCP configs (shadowcode/mcp/client/imports/formats.py), on the hosts' own files.
 
 Covers CW-01. The Claude Code and Codex fixtures were written by their pinned CLIs
-(conformance/fixtures/configs/generate.sh); the Cursor and VS Code ones by hand, as their docs show them.
+(shadowcode_conformance/fixtures/configs/generate.sh); the Cursor and VS Code ones by hand, as their docs show them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from shadowcode.mcp.client.imports.convert import DESCRIPTION
 
 pytestmark = pytest.mark.req("CW-01")
 
-CONFIGS = Path(__file__).resolve().parents[4] / "conformance/fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[4] / "conformance/shadowcode_conformance/fixtures" / "configs"
 
 
 def _parse(name: str, host: str) -> dict[str, PlannedServer]:
