@@ -391,8 +391,6 @@ def later(archive_path, folder, tag, wheels, state):
     compiles the whole copy and writes the marker ``bytecode``; until then each process
     compiles what it imports (and writes it, unless ``PYTHONDONTWRITEBYTECODE`` is set).
     """
-    import subprocess
-
     if state == "first":
         for finder in sys.meta_path:
             if isinstance(finder, _DeferredFinder) and finder.folder == folder:
@@ -408,6 +406,8 @@ def later(archive_path, folder, tag, wheels, state):
         return  # complete and compiled
     if not os.access(folder, os.W_OK):
         return  # a copy made read-only since: used as it is
+    import subprocess
+
     try:
         subprocess.Popen(
             [sys.executable, "-I", "-c", _LATER, folder, str(os.getpid()), archive_path, tag, ",".join(wheels)],
