@@ -246,9 +246,14 @@ def _place(partial, folder, keys):
                 os.rename(source, target)  # fails onto a folder another writer placed meanwhile
             else:
                 os.link(source, target)  # never replaces: a file another writer placed stays as it is
+        except FileExistsError:
+            pass
         except OSError:
-            if not os.path.lexists(target):
+            if os.path.lexists(target):
+                continue  # another writer placed it meanwhile
+            if os.path.isdir(source):
                 raise
+            os.rename(source, target)  # a file system without hard links
 
 
 def _write_keys(archive_path, folder, wheels, keys):
