@@ -140,11 +140,15 @@ def _extract_from(archive, into, prefixes, record, keys=None, first=None, deferr
     import hashlib
 
     made = set()
+    pycs = []
     for info in archive.infolist():
         name = info.filename
         prefix = next((p for p in prefixes if name.startswith(p)), None)
-        if prefix is None or name.endswith(("/", ".pyc")):
-            continue  # a folder, or bytecode for imports from inside the archive (never unpacked)
+        if prefix is None or name.endswith("/"):
+            continue  # a folder
+        if name.endswith(".pyc"):
+            pycs.append(info)  # bytecode for imports from inside the archive: see below
+            continue
         inside = name[len(prefix) :]
         if keys is not None:
             if inside.partition("/")[0] not in keys:
@@ -169,6 +173,39 @@ def _extract_from(archive, into, prefixes, record, keys=None, first=None, deferr
             os.chmod(target, mode)
         found = os.stat(target)
         record.append((relative, found.st_size, found.st_mtime_ns, hashlib.sha256(data).hexdigest()))
+    if keys is None and pycs:
+        _bytecode_beside(archive, into, pycs)
+
+
+def _bytecode_beside(archive, into, pycs):
+    """Write the archive's bytecode of our modules into ``__pycache__`` when this interpreter can load it.
+
+    ``ci/put_zipapp_entry.py`` compiles each kept module (ours) with the building interpreter,
+    as a checked-hash pyc: Python checks it against its source's hash at every import, so a
+    first run on the same CPython version imports them without compiling. Another version's
+    magic number differs and nothing is written. Not recorded (as other bytecode is not).
+    """
+    import importlib.util
+
+    tag = sys.implementation.cache_tag
+    magic = importlib.util.MAGIC_NUMBER
+    if not tag:
+        return
+    made = set()
+    for info in pycs:
+        data = archive.read(info)
+        if data[:4] != magic:
+            return  # built by another version
+        folder, _sep, base = info.filename.rpartition("/")
+        source = os.path.join(into, *folder.split("/"))
+        if not os.path.isfile(os.path.join(source, base[:-1])):
+            continue  # its source was not written
+        cache = os.path.join(source, "__pycache__")
+        if cache not in made:
+            os.makedirs(cache, exist_ok=True)
+            made.add(cache)
+        with open(os.path.join(cache, base[:-4] + "." + tag + ".pyc"), "wb") as dst:
+            dst.write(data)
 
 
 def _record_text(tag, record):

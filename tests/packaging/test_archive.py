@@ -463,6 +463,13 @@ def test_the_first_part_alone_serves_a_first_read_only_tool_call(tmp_path: Path)
     assert {"mcp", "typer", "rich", "pygments", "cryptography", "uvicorn", "starlette"} <= deferred
     site = tmp_path / "first" / "site-packages"
     assert not (site / "mcp").exists() and list(site.glob("mcp-*.dist-info"))  # metadata: all of it, first
+    # Our modules' bytecode from the archive, where this interpreter's version built it: not compiled again.
+    shipped = ZipappFiles(_built()).read("site-packages/shadowcode/__init__.pyc")
+    cached = site / "shadowcode" / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc"
+    if shipped[:4] == importlib.util.MAGIC_NUMBER:
+        assert cached.read_bytes() == shipped
+    else:
+        assert not cached.exists()
     code = "import sys; sys.path.insert(0, sys.argv.pop(1)); from shadowcode.__main__ import main; main()"
     argv = [sys.executable, "-I", "-S", "-c", code, str(site), "--workspace", str(tmp_path / "project"), "mcp", "serve"]
 
