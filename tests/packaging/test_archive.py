@@ -488,7 +488,7 @@ def test_after_a_cold_server_start_a_deferred_package_is_written_when_needed_and
     site = folder / "site-packages"
     # What a writer of the deferred packages killed half way leaves (or one that never ran):
     # no marker, some packages missing, and its own folder holding a partial package.
-    for name in ("complete.rest", "record.rest.sha256", "bytecode"):
+    for name in ("complete.rest", "record.rest.sha256"):
         (folder / name).unlink(missing_ok=True)
     for key in ("typer", "click", "rich", "mcp"):
         shutil.rmtree(site / key, ignore_errors=True)
@@ -502,7 +502,7 @@ def test_after_a_cold_server_start_a_deferred_package_is_written_when_needed_and
     assert "Usage" in helped.stdout and "Traceback" not in helped.stderr
     assert (site / "typer" / "__init__.py").is_file()
     # A session kept open: the low-priority child writes what is still missing, then the marker.
-    assert _serve_until("bytecode", shiv_root, home, project) == folder
+    assert _serve_until("complete.rest", shiv_root, home, project) == folder
     assert not stale.parent.parent.exists()
     assert (site / "mcp" / "__init__.py").is_file()
     tag = _folder_tag(folder)
