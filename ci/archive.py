@@ -45,6 +45,22 @@ MACHINES = ("x86_64", "aarch64")
 PURE_FALLBACK = frozenset({"pyyaml"})
 """Packages whose pure-Python modules run without their compiled module: taken once, without it."""
 PROJECT = "shadowcode"
+FIRST = (
+    "annotated_types",
+    "anyio",
+    "mcp_types",
+    "pydantic",
+    "pydantic_core",
+    "shadowcode",
+    "typing_extensions",
+    "typing_inspection",
+)
+"""The top-level packages the stdio server's first read-only tool call imports (issue 32).
+
+``manifest.json`` names them as ``first``: a first run unpacks these (and every distribution's
+metadata) before it serves; every other package is written after the start, or when a process
+first imports it (``ci/zipapp_entry.py``). The conformance archive has no such list: it unpacks
+everything at once. ``tests/packaging/test_archive.py`` serves a first tool call from these alone."""
 PROJECTS = {"shadowcode": ROOT, "conformance": ROOT / "conformance"}
 """Each archive's project folder (holding its ``pyproject.toml``)."""
 
@@ -263,7 +279,10 @@ def layout(site: Path, platlib: Path, project: str = PROJECT) -> str:
         kept = [ln for ln in record.read_text("utf-8").splitlines() if "/direct_url.json," not in ln]
         record.write_text("\n".join(kept) + "\n", encoding="utf-8")
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts with this machine's shebang
-    (platlib / "manifest.json").write_text(json.dumps({"tags": manifest}, indent=1, sort_keys=True) + "\n", "utf-8")
+    written: dict[str, object] = {"tags": manifest}
+    if project == PROJECT:
+        written["first"] = list(FIRST)
+    (platlib / "manifest.json").write_text(json.dumps(written, indent=1, sort_keys=True) + "\n", "utf-8")
     digest = hashlib.sha256()
     _tree_digest(site, digest)
     _tree_digest(platlib, digest)

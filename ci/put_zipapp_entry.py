@@ -1,5 +1,8 @@
 """Put ``ci/zipapp_entry.py`` in a shiv zipapp as its entry and pack what no start reads (issue 7, issue 15, PKG-01).
 
+``ci/zipapp_unpack.py``, which the entry imports only when it unpacks, goes beside it as
+``_shadowcode_unpack.py`` (with its bytecode, as the kept modules below).
+
 Usage: ``python ci/put_zipapp_entry.py ARCHIVE [PLATLIB] [--keep PREFIX]...``. The archive is
 rewritten beside itself and renamed over it: the same shebang, dates and compression, with the
 entry's bytes changed. With ``PLATLIB`` (the folder ``ci/archive.py layout`` fills), its files
@@ -36,9 +39,12 @@ import zipfile
 from pathlib import Path
 
 ENTRY = Path(__file__).with_name("zipapp_entry.py")
+UNPACK = Path(__file__).with_name("zipapp_unpack.py")
+UNPACK_NAME = "_shadowcode_unpack.py"
+"""Where the entry finds ``ci/zipapp_unpack.py``: at the archive's root, imported only to unpack."""
 PACKED = "_packed.zip"
 """The inner zip's name; ``ci/zipapp_entry.py`` reads the same name."""
-DIRECT = ("__main__.py", "_bootstrap/", "environment.json", "_platlib/manifest.json")
+DIRECT = ("__main__.py", UNPACK_NAME, "_bootstrap/", "environment.json", "_platlib/manifest.json")
 """Entries that always stay in the archive's own directory: what every start reads."""
 
 
@@ -79,7 +85,7 @@ def _compiled(kept: list[tuple[zipfile.ZipInfo, bytes]]) -> dict[str, bytes]:
 
 
 def put_entry(archive: Path, platlib: Path | None = None, keep: tuple[str, ...] = ()) -> None:
-    """Rewrite ``archive``: ENTRY as its ``__main__.py``, ``platlib``'s files added, the rest packed.
+    """Rewrite ``archive``: ENTRY as its ``__main__.py``, UNPACK beside it, ``platlib``'s files added, the rest packed.
 
     Args:
         archive: the shiv zipapp, rewritten in place (beside itself, then renamed over it).
@@ -103,8 +109,11 @@ def put_entry(archive: Path, platlib: Path | None = None, keep: tuple[str, ...] 
     if entry_info is None:
         sys.exit(f"put_zipapp_entry: {archive} has no __main__.py")
     members = [(info, ENTRY.read_bytes() if info is entry_info else data) for info, data in members]
-    members += _added(platlib, entry_info.date_time)
-    kept = [(info, data) for info, data in members if keep and info.filename.startswith(keep)]
+    unpack_info = zipfile.ZipInfo(UNPACK_NAME, date_time=entry_info.date_time)
+    unpack_info.external_attr = 0o100644 << 16
+    unpack_info.compress_type = zipfile.ZIP_DEFLATED
+    members += [(unpack_info, UNPACK.read_bytes()), *_added(platlib, entry_info.date_time)]
+    kept = [(info, data) for info, data in members if info is unpack_info or (keep and info.filename.startswith(keep))]
     bytecode = _compiled(kept)
     packed = io.BytesIO()
     partial = archive.with_name(archive.name + ".entry")

@@ -17,15 +17,19 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from shadowcode.mcp.server import READY_FD_ENV
 from tests.packaging.test_zipapp_entry import ZIPAPP, _archive, _engine_mode, _put, _serve
-from tests.support.engine import cli_env, headless_engine
+from tests.support.engine import REPO, cli_env, headless_engine
 from tests.support.interpreters import ARCHIVE_PYTHONS, default_python_version, find_python
 from tests.support.zipapp import PACKED, ZipappFiles
 
@@ -111,7 +115,8 @@ def test_a_start_reads_only_our_package_and_the_entry_the_rest_is_packed() -> No
     files = ZipappFiles(_built())
     outside = [n for n in files.direct if not n.startswith("site-packages/shadowcode/")]
     assert sorted(outside) == sorted(
-        ["__main__.py", "environment.json", "_platlib/manifest.json", PACKED]
+        ["__main__.py", "_shadowcode_unpack.py", "_shadowcode_unpack.pyc", "environment.json"]
+        + ["_platlib/manifest.json", PACKED]
         + [n for n in files.direct if n.startswith("_bootstrap/")]
     )
     assert "site-packages/shadowcode/mcp/server/front.py" in files.direct
@@ -229,16 +234,17 @@ def test_an_interrupted_first_run_is_unpacked_again_never_imported(tmp_path: Pat
     assert not (folder / "site-packages" / "stray.py").exists()
 
 
-def test_the_bytecode_is_compiled_beside_the_first_run_even_with_bytecode_writing_off(tmp_path: Path) -> None:
-    # Many container images set PYTHONDONTWRITEBYTECODE: without bytecode written once for the
-    # whole copy, every later start would compile each module it imports again. It is written
-    # by a low-priority child of the first run, not before its first answer.
-    shiv_root = tmp_path / "shiv"
-    project = tmp_path / "project"
-    project.mkdir()
+def _serve_until(marker: str, shiv_root: Path, home: Path, project: Path, **env: str) -> Path:
+    """Keep one ``mcp serve`` session open until the cache folder holds ``marker``; returns the folder.
+
+    The deferred packages and the bytecode are written by a low-priority child of the process
+    that unpacked, which ends with it: the session is kept open (an ``initialize`` sent, stdin
+    left open) until that child has written ``marker`` or the bound passes.
+    """
+    project.mkdir(exist_ok=True)
     server = subprocess.Popen(
         [sys.executable, str(_built()), "--workspace", str(project), "mcp", "serve"],
-        env=dict(cli_env(tmp_path / "home"), SHIV_ROOT=str(shiv_root), PYTHONDONTWRITEBYTECODE="1"),
+        env=dict(cli_env(home), SHIV_ROOT=str(shiv_root), **env),
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -254,14 +260,23 @@ def test_the_bytecode_is_compiled_beside_the_first_run_even_with_bytecode_writin
         server.stdin.write(json.dumps(initialize).encode("utf-8") + b"\n")  # a session kept open meanwhile
         server.stdin.flush()
         deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
-        while not list(shiv_root.glob("*/bytecode")) and time.monotonic() < deadline and server.poll() is None:
+        while not list(shiv_root.glob("*/" + marker)) and time.monotonic() < deadline and server.poll() is None:
             time.sleep(0.1)
-        compiled = list(shiv_root.glob("*/bytecode"))
+        found = list(shiv_root.glob("*/" + marker))
     finally:
         _out, err = server.communicate(timeout=RUN_TIMEOUT_SECONDS)  # closes stdin: the session ends
     assert server.returncode == 0, err
-    assert len(compiled) == 1, err
-    folder = compiled[0].parent
+    assert len(found) == 1, err
+    return found[0].parent
+
+
+def test_the_bytecode_is_compiled_beside_the_first_run_even_with_bytecode_writing_off(tmp_path: Path) -> None:
+    # Many container images set PYTHONDONTWRITEBYTECODE: without bytecode written once for the
+    # whole copy, every later start would compile each module it imports again. It is written
+    # by a low-priority child of the first run, not before its first answer.
+    shiv_root = tmp_path / "shiv"
+    folder = _serve_until("bytecode", shiv_root, tmp_path / "home", tmp_path / "project", PYTHONDONTWRITEBYTECODE="1")
+    assert (folder / "complete.rest").is_file()  # the deferred packages are written before it compiles
     sources = list((folder / "site-packages").rglob("*.py"))
     assert len(sources) > 1000
     missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
@@ -286,7 +301,9 @@ def test_the_record_holds_every_unpacked_file_and_a_changed_one_is_unpacked_agai
         for p in (folder / "site-packages").rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     }
-    assert set(listed) == unpacked
+    deferred = set((folder / "deferred").read_text(encoding="utf-8").split())
+    assert {"mcp", "typer", "rich", "cryptography"} <= deferred  # written after the start, or on first import
+    assert set(listed) == {p for p in unpacked if p.split("/")[1] not in deferred} | {"deferred"}
     target = "site-packages/pydantic/__init__.py"
     data = (folder / target).read_bytes()
     assert listed[target] == (hashlib.sha256(data).hexdigest(), len(data))
@@ -372,3 +389,171 @@ def test_two_interpreters_starting_at_once_on_an_empty_cache_each_get_their_own(
         assert (folder / "complete").is_file()
         found = {m[1] for p in (folder / "site-packages").rglob("*.so") if (m := re.search(r"cpython-(\d+)", p.name))}
         assert found == {_folder_tag(folder).split("-")[0][2:]}
+
+
+# --- the two parts: what the first tool call needs, then the rest (issue 32) -------------------
+
+
+def _unpack_module() -> Any:
+    """``ci/zipapp_unpack.py`` as a module (the archive's ``_shadowcode_unpack``)."""
+    spec = importlib.util.spec_from_file_location("zipapp_unpack", REPO / "ci" / "zipapp_unpack.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _first_call(project: Path, home: Path, argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start ``argv`` serving stdio and send it initialize and a ``shadow_status`` call (stdin left open)."""
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shadow_status", "arguments": {}}},
+    ]
+    project.mkdir(exist_ok=True)
+    proc = subprocess.Popen(
+        argv,
+        env=dict(cli_env(home), **env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    assert proc.stdin is not None
+    proc.stdin.write("".join(json.dumps(f) + "\n" for f in frames))
+    proc.stdin.flush()
+    return proc
+
+
+def _status_answer(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    """The ``shadow_status`` result of a :func:`_first_call` process; closes its stdin and waits for its end."""
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT_SECONDS)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    answers = {a.get("id"): a for a in (json.loads(line) for line in out.splitlines())}
+    assert "result" in answers[2], (answers, err)
+    assert answers[2]["result"].get("isError") is not True, answers[2]
+    return answers[2]["result"]
+
+
+def test_the_first_part_alone_serves_a_first_read_only_tool_call(tmp_path: Path) -> None:
+    # What a first run unpacks before it serves must be all the stdio server's first shadow_status
+    # call imports: its child's code runs here with only that on the path (no interpreter
+    # site-packages, no finder writing deferred packages), and answers.
+    unpack = _unpack_module()
+    with zipfile.ZipFile(_built()) as archive:
+        manifest = json.loads(archive.read("_platlib/manifest.json"))
+        wheels = manifest["tags"][_tag(default_python_version())]["wheels"]
+        deferred: set[str] = set()
+        unpack._extract(archive, str(tmp_path / "first"), wheels, first=frozenset(manifest["first"]), deferred=deferred)
+    assert {"mcp", "typer", "rich", "pygments", "cryptography", "uvicorn", "starlette"} <= deferred
+    site = tmp_path / "first" / "site-packages"
+    assert not (site / "mcp").exists() and list(site.glob("mcp-*.dist-info"))  # metadata: all of it, first
+    # Our modules' bytecode from the archive, where this interpreter's version built it: not compiled again.
+    shipped = ZipappFiles(_built()).read("site-packages/shadowcode/__init__.pyc")
+    cached = site / "shadowcode" / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc"
+    if shipped[:4] == importlib.util.MAGIC_NUMBER:
+        assert cached.read_bytes() == shipped
+    else:
+        assert not cached.exists()
+    code = "import sys; sys.path.insert(0, sys.argv.pop(1)); from shadowcode.__main__ import main; main()"
+    argv = [sys.executable, "-I", "-S", "-c", code, str(site), "--workspace", str(tmp_path / "project"), "mcp", "serve"]
+
+    result = _status_answer(_first_call(tmp_path / "project", tmp_path / "home", argv, {READY_FD_ENV: "none"}))
+
+    assert result["structuredContent"]["engine"]["mode"]
+
+
+def test_after_a_cold_server_start_a_deferred_package_is_written_when_needed_and_a_killed_rest_redone(
+    tmp_path: Path,
+) -> None:
+    shiv_root, home, project = tmp_path / "shiv", tmp_path / "home", tmp_path / "project"
+    argv = [sys.executable, str(_built()), "--workspace", str(project), "mcp", "serve"]
+    _status_answer(_first_call(project, home, argv, {"SHIV_ROOT": str(shiv_root)}))
+    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    site = folder / "site-packages"
+    # What a writer of the deferred packages killed half way leaves (or one that never ran):
+    # no marker, some packages missing, and its own folder holding a partial package.
+    for name in ("complete.rest", "record.rest.sha256"):
+        (folder / name).unlink(missing_ok=True)
+    for key in ("typer", "click", "rich", "mcp"):
+        shutil.rmtree(site / key, ignore_errors=True)
+    stale = folder / ".partial-999999999-x" / "site-packages" / "typer"
+    stale.mkdir(parents=True)
+    (stale / "__init__.py").write_text("raise SystemExit('a partial package was imported')\n", encoding="utf-8")
+
+    helped = _run(sys.executable, "--help", shiv_root=shiv_root, home=home)  # typer and rich, at once
+
+    assert helped.returncode == 0, helped.stderr
+    assert "Usage" in helped.stdout and "Traceback" not in helped.stderr
+    assert (site / "typer" / "__init__.py").is_file()
+    # A session kept open: the low-priority child writes what is still missing, then the marker.
+    assert _serve_until("complete.rest", shiv_root, home, project) == folder
+    assert not stale.parent.parent.exists()
+    assert (site / "mcp" / "__init__.py").is_file()
+    tag = _folder_tag(folder)
+    assert unpack_state(folder, tag) == "full"
+    # A deferred file changed after its record was written is noticed like any other.
+    target = site / "mcp" / "__init__.py"
+    data = target.read_bytes()
+    target.write_bytes(b"raise SystemExit('a changed copy was imported')\n".ljust(len(data), b"#"))
+
+    again = _run(sys.executable, "--workspace", str(project), "status", shiv_root=shiv_root, home=home)
+
+    assert again.returncode == 0, again.stderr
+    assert "no longer matches its record; unpacking again" in again.stderr
+    assert not target.exists() or target.read_bytes() == data
+
+
+def unpack_state(folder: Path, tag: str) -> str | None:
+    """``"full"``, ``"first"`` or None: what the entry finds in ``folder`` at a start."""
+    return _unpack_module()._state(str(folder), tag)
+
+
+@pytest.mark.slow
+def test_two_cold_starts_at_once_both_answer_and_share_one_copy(tmp_path: Path) -> None:
+    # Two hosts starting the server under the same new HOME at the same moment; then two
+    # commands at once that both need the same deferred package (each writes it, one rename wins).
+    shiv_root, project = tmp_path / "shiv", tmp_path / "project"
+    argv = [sys.executable, str(_built()), "--workspace", str(project), "mcp", "serve"]
+    servers = [_first_call(project, tmp_path / f"home{i}", argv, {"SHIV_ROOT": str(shiv_root)}) for i in (1, 2)]
+    for server in servers:
+        _status_answer(server)
+    (folder,) = [p for p in shiv_root.iterdir() if p.is_dir()]
+    for name in ("complete.rest", "record.rest.sha256"):
+        (folder / name).unlink(missing_ok=True)
+    for key in ("typer", "rich", "click"):
+        shutil.rmtree(folder / "site-packages" / key, ignore_errors=True)
+    env = dict(cli_env(tmp_path / "home1"), SHIV_ROOT=str(shiv_root))
+    helps = [
+        subprocess.Popen(
+            [sys.executable, str(_built()), "--help"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        for _ in (1, 2)
+    ]
+    results = [p.communicate(timeout=RUN_TIMEOUT_SECONDS) for p in helps]
+
+    assert [p.returncode for p in helps] == [0, 0], [err for _out, err in results]
+    assert results[0][0] == results[1][0] and "Usage" in results[0][0]
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".partial-")] == []
+    assert _serve_until("complete.rest", shiv_root, tmp_path / "home1", project) == folder
+    assert unpack_state(folder, _folder_tag(folder)) == "full"

@@ -27,6 +27,7 @@ from tests.support.zipapp import PACKED, ZipappFiles
 ZIPAPP = REPO / "dist" / "shadowcode.pyz"
 PUT_ENTRY = REPO / "ci" / "put_zipapp_entry.py"
 ENTRY = REPO / "ci" / "zipapp_entry.py"
+UNPACK = REPO / "ci" / "zipapp_unpack.py"
 SERVE_TIMEOUT_SECONDS = 60
 
 
@@ -70,9 +71,11 @@ def test_put_entry_replaces_main_keeps_shebang_dates_and_mode_and_packs_what_no_
     assert archive.stat().st_mode & 0o777 == 0o755
     files = ZipappFiles(archive)
     kept = ["_bootstrap/__init__.py", "__main__.py", "environment.json", "site-packages/ours/m.py"]
-    assert files.direct == [*kept, "site-packages/ours/m.pyc", PACKED]
+    unpack = ["_shadowcode_unpack.py", "_shadowcode_unpack.pyc"]  # imported by the entry only to unpack
+    assert files.direct == [*kept, "site-packages/ours/m.pyc", *unpack, PACKED]
     assert files.packed == ["site-packages/a.py"]
     assert files.read("__main__.py") == ENTRY.read_bytes()
+    assert files.read("_shadowcode_unpack.py") == UNPACK.read_bytes()
     # The kept module's bytecode: this interpreter's magic number, checked against the source's hash.
     pyc = files.read("site-packages/ours/m.pyc")
     assert pyc[:4] == importlib.util.MAGIC_NUMBER
@@ -80,7 +83,8 @@ def test_put_entry_replaces_main_keeps_shebang_dates_and_mode_and_packs_what_no_
     assert pyc[8:16] == importlib.util.source_hash(b"m = 1\n")
     with zipfile.ZipFile(archive) as z:
         assert z.getinfo(PACKED).compress_type == zipfile.ZIP_STORED
-        infos = [i for i in z.infolist()[:-1] if not i.filename.endswith(".pyc")]
+        infos = [i for i in z.infolist()[:-1] if not i.filename.startswith("_shadowcode_unpack.")]
+        infos = [i for i in infos if not i.filename.endswith(".pyc")]
         infos += zipfile.ZipFile(io.BytesIO(z.read(PACKED))).infolist()
     for info in infos:
         assert info.date_time == before[info.filename].date_time
@@ -107,14 +111,15 @@ def test_put_entry_adds_the_platlib_files_sorted_with_fixed_dates_and_modes_and_
 
     assert done.returncode == 0, done.stderr
     files = ZipappFiles(archive)
-    assert files.direct == ["__main__.py", "_platlib/manifest.json", PACKED]
+    unpack = ["_shadowcode_unpack.py", "_shadowcode_unpack.pyc"]
+    assert files.direct == ["__main__.py", *unpack, "_platlib/manifest.json", PACKED]
     assert files.packed == ["site-packages/a.py", "_platlib/w-1-cp312/pkg/m.so"]
     assert files.read("_platlib/w-1-cp312/pkg/m.so") == b"\x7fELF"
     with zipfile.ZipFile(archive) as z:
         inner = zipfile.ZipFile(io.BytesIO(z.read(PACKED))).infolist()
         infos = [*z.infolist(), *inner]
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
-    assert [i.external_attr >> 16 for i in (infos[1], inner[1])] == [0o100644, 0o100755]
+    assert [i.external_attr >> 16 for i in (infos[3], inner[1])] == [0o100644, 0o100755]
 
 
 @pytest.mark.req("PKG-01")
