@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from shadowcode.errors import ShadowcodeError
 from shadowcode.limits import PROGRESS_INTERVAL_SECONDS, RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
-from shadowcode.mcp.server.outputs import summary
+from shadowcode.mcp.server.summaries import summary
 from shadowcode.mcp.server.tools import ToolSpec
 
 if TYPE_CHECKING:
