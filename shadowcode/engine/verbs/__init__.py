@@ -5,7 +5,8 @@ Each handler is an ``async def verb(state, request, caller) -> result`` register
 :class:`~shadowcode.engine.api.EngineApi`; find a verb's behaviour by its name here:
 
 - :mod:`.engine`: engine status and stop, background processes (ENG-03, SRV-23)
-- :mod:`.projects`: projects and trust, status, models (ENG-01, ENG-02, ENG-05, SRV-20)
+- :mod:`.projects`: projects and trust, status (ENG-01, ENG-02, SRV-20)
+- :mod:`.models`: configured models (ENG-05)
 - :mod:`.inspection`: review, map, diagnostics, SQLite, history, checkpoints (SRV-13, SRV-19, SRV-20)
 - :mod:`.notes`: memory notes and goals (SRV-12, SRV-14)
 - :mod:`.jobs`: delegated tasks, test jobs, approvals, rollback (SRV-10, SRV-11, SRV-15, SRV-16, SRV-17,
@@ -28,7 +29,7 @@ from shadowcode.engine.verbs._registry import HANDLERS, Handler
 
 __all__ = ["FAMILIES", "HANDLERS", "all_handlers", "handler"]
 
-FAMILIES = ("engine", "projects", "inspection", "notes", "jobs", "servers", "plugins")
+FAMILIES = ("engine", "projects", "models", "inspection", "notes", "jobs", "servers", "plugins")
 """The handler modules, one per part of the engine API."""
 
 
