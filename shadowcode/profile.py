@@ -3,7 +3,7 @@
 Layout under the root (``$SHADOWCODE_HOME``, else ``~/.shadowcode``)::
 
     profiles/<name>/
-        settings.json     models and options (pydantic-validated)
+        settings.json     models and options (pydantic-validated: :mod:`shadowcode.settings`)
         secrets.json      protected secret store, mode 0600
         shadowcode.db     the SQLite store (WAL)
         run/              engine lock and unix sockets (mode 0700)
@@ -19,77 +19,16 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import TYPE_CHECKING
 
 from shadowcode.errors import ConfigError
-from shadowcode.limits import MCP_INLINE_TOOLS_MAX, PROFILE_NAME_MAX_CHARS
+from shadowcode.limits import PROFILE_NAME_MAX_CHARS
 from shadowcode.profile_paths import DEFAULT_PROFILE, home_dir, profile_dir, socket_path_for, valid_profile_name
 
-__all__ = ["DEFAULT_PROFILE", "McpSettings", "ModelSettings", "Profile", "Settings", "home_root"]
+if TYPE_CHECKING:
+    from shadowcode.settings import ModelSettings, Settings
 
-
-class ModelSettings(BaseModel):
-    """One configured model provider entry (ENG-05).
-
-    Attributes:
-        name: the name tasks select it by.
-        provider: ``scripted`` or ``openai``.
-        model: the provider's model id (``openai``), or None.
-        base_url: OpenAI-compatible endpoint (``openai``), or None.
-        script: path of a model script (``scripted``), or None.
-        api_key_env: name of the variable or stored secret holding the key; never the key.
-        request_log: file that receives one JSON line per model request, or None for
-            ``model-requests.jsonl`` in the profile; a relative path is taken from the profile.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    provider: str = Field(pattern="^(scripted|openai)$")
-    model: str | None = None
-    base_url: str | None = None
-    script: str | None = None
-    api_key_env: str | None = None
-    request_log: str | None = None
-
-
-class McpSettings(BaseModel):
-    """The ``mcp`` section of the settings (CLI-07).
-
-    Attributes:
-        inline_tools: external tools offered to a Build task as first-class functions at most;
-            past it only ``mcp_tools`` and ``mcp_call`` are offered; 0 turns first-class tools off.
-        network_hosts: the network permission of HTTP servers (CLI-11): host names (or
-            addresses) outside the loopback interface that enabled HTTP servers may reach, exact
-            and case-insensitive. Empty by default: only loopback servers are contacted.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    inline_tools: int = Field(default=MCP_INLINE_TOOLS_MAX, ge=0)
-    network_hosts: tuple[str, ...] = ()
-
-    @field_validator("network_hosts")
-    @classmethod
-    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for host in value:
-            if not host or any(c in host for c in "/@*?# \t") or host != host.strip():
-                raise ValueError(f"{host!r} is not a host name or address (no scheme, path, port or wildcard)")
-        return value
-
-
-class Settings(BaseModel):
-    """A profile's settings file (``settings.json``); unknown keys are refused."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    models: tuple[ModelSettings, ...] = ()
-    default_model: str | None = None
-    mcp: McpSettings = McpSettings()
-
-
-_NO_SETTINGS = Settings()
+__all__ = ["DEFAULT_PROFILE", "Profile", "home_root"]
 
 
 def _read_file(path: str) -> bytes:
@@ -108,6 +47,10 @@ def _read_file(path: str) -> bytes:
     return b"".join(chunks)
 
 
+def _no_parsed() -> dict[bytes, Settings]:
+    return {}
+
+
 def home_root() -> Path:
     """The profiles root: ``$SHADOWCODE_HOME`` when set and non-empty, else ``~/.shadowcode``."""
     return Path(home_dir())
@@ -119,7 +62,7 @@ class Profile:
 
     name: str
     root: Path
-    _parsed: dict[bytes, Settings] = field(default_factory=dict[bytes, Settings], init=False, repr=False, compare=False)
+    _parsed: dict[bytes, Settings] = field(default_factory=_no_parsed, init=False, repr=False, compare=False)
 
     @classmethod
     def select(cls, name: str | None = None) -> Profile:
@@ -182,19 +125,40 @@ class Profile:
         frozen).
 
         Raises:
-            ConfigError: the file is not UTF-8 JSON or does not match :class:`Settings`, or
-                cannot be read.
+            ConfigError: the file is not UTF-8 JSON or does not match :class:`~shadowcode.settings.Settings`,
+                or cannot be read.
+        """
+        saved = self.saved_settings()
+        if saved is not None:
+            return saved
+        from shadowcode.settings import NO_SETTINGS
+
+        return NO_SETTINGS
+
+    def saved_settings(self) -> Settings | None:
+        """:meth:`settings`, but None when the profile has no settings file.
+
+        The settings are pydantic models, and importing pydantic costs a stdio server's first
+        tool call about a tenth of a second (issue 32): a caller that only needs to know whether
+        models are configured asks here, and pydantic is imported when there is a file to validate.
+
+        Raises:
+            ConfigError: as :meth:`settings`.
         """
         try:
             raw = _read_file(os.fspath(self.settings_path))
         except FileNotFoundError:
-            return _NO_SETTINGS
+            return None
         except OSError as exc:
             problem = f"cannot be read: {exc.strerror}"
             raise ConfigError(f"{self.settings_path.name} of profile {self.name!r} {problem}") from exc
         parsed = self._parsed.get(raw)
         if parsed is not None:
             return parsed
+        from pydantic import ValidationError
+
+        from shadowcode.settings import Settings
+
         try:
             parsed = Settings.model_validate(json.loads(raw.decode("utf-8")))
         except (ValueError, ValidationError) as exc:

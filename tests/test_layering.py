@@ -66,6 +66,7 @@ _PARTS_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("shadowcode.store", "store"),
     ("shadowcode.profile_paths", "profile_paths"),
     ("shadowcode.profile", "profile"),
+    ("shadowcode.settings", "profile"),
     ("shadowcode.secrets", "secrets"),
     ("shadowcode.ndjson", "ndjson"),
     ("shadowcode.process_group", "process_group"),

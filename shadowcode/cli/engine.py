@@ -153,7 +153,7 @@ def models_add(
 
     from shadowcode.engine.api import ModelAdd
     from shadowcode.errors import UsageError
-    from shadowcode.profile import ModelSettings
+    from shadowcode.settings import ModelSettings
 
     g = globals_of(ctx)
     try:

@@ -48,10 +48,11 @@ async def open_engine(profile: Profile) -> AsyncGenerator[EngineApi, None]:
     Raises:
         StoreError: the profile's store cannot be opened (temporary engine).
     """
-    async with open_headless(profile) as remote:
-        if remote is not None:
-            yield remote
-            return
+    if profile.control_socket_path.exists():  # else no engine listens: the remote client is not even imported
+        async with open_headless(profile) as remote:
+            if remote is not None:
+                yield remote
+                return
     from shadowcode.engine.local import LocalEngine
 
     engine = LocalEngine(profile)

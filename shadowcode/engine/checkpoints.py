@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shadowcode.engine.api import RollbackPlan, RollbackResult
+from shadowcode.engine import api
 from shadowcode.errors import ConflictError, NotFound, StoreError, ToolError
 from shadowcode.limits import FILE_WRITE_MAX_BYTES
 from shadowcode.project.files import (
@@ -142,7 +142,7 @@ class Checkpoints:
         """Drop a change recorded by :meth:`record_write` whose write then failed (the file is unchanged)."""
         self._rows.delete_write(change_id)
 
-    def rollback(self, project: Path, task_id: str) -> RollbackResult:
+    def rollback(self, project: Path, task_id: str) -> api.RollbackResult:
         """Restore every file the task changed to its content from before the task (ENG-06, SRV-18).
 
         Each path must still hold the content the task last left there (or still be absent
@@ -194,9 +194,9 @@ class Checkpoints:
         self._record(root, task_id, rows[0].checkpoint_id if rows else None, done, restored, removed)
         if failure is not None:
             raise failure
-        return RollbackResult(task_id, restored, removed)
+        return api.RollbackResult(task_id, restored, removed)
 
-    def preview(self, project: Path, task_id: str) -> RollbackPlan:
+    def preview(self, project: Path, task_id: str) -> api.RollbackPlan:
         """What :meth:`rollback` would do now, changing nothing (ENG-06, SRV-18).
 
         Returns:
@@ -210,7 +210,7 @@ class Checkpoints:
         _rows, plan, conflicts, unchanged = self._plan(canonical_root(project), task_id)
         restore = [step.rel for step in plan if step.original is not None]
         remove = [step.rel for step in plan if step.original is None]
-        return RollbackPlan(task_id, restore, remove, unchanged, conflicts)
+        return api.RollbackPlan(task_id, restore, remove, unchanged, conflicts)
 
     def _plan(self, root: Path, task_id: str) -> tuple[list[TaskChange], list[_Step], list[str], list[str]]:
         """The task's changes, the steps a rollback takes, the conflicting paths and the unchanged ones."""

@@ -30,7 +30,7 @@ from shadowcode.engine.owners import Owner, Owners, OwnerState
 from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.state import EngineState
 from shadowcode.engine.tasks import TaskRecords
-from shadowcode.engine.verbs import HANDLERS
+from shadowcode.engine.verbs import handler
 from shadowcode.enums import EngineMode
 from shadowcode.errors import ProtocolError, ShadowcodeError
 from shadowcode.profile import Profile
@@ -118,7 +118,7 @@ class LocalEngine(EngineApi):
         self.state.store.close()
 
     async def call_verb(self, name: str, request: Any, caller: Caller) -> Any:
-        return await HANDLERS[name](self.state, request, caller)
+        return await handler(name)(self.state, request, caller)
 
     # -- owners (SRV-21, SRV-22, SRV-24) -------------------------------------------------
 

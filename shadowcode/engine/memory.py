@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-from shadowcode.engine.api import MemoryNote
+from shadowcode.engine import api
 from shadowcode.errors import ConflictError, NotFound, ToolError
 from shadowcode.limits import MEMORY_NOTE_MAX_BYTES
 from shadowcode.store import Store
@@ -49,7 +49,7 @@ class MemoryNotes:
             raise NotFound(f"no task {task_id!r} in this project", task_id=task_id)
         return task_id
 
-    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> MemoryNote:
+    def read(self, project: Path, scope: Scope = "project", task_id: str | None = None) -> api.MemoryNote:
         """The note (empty when none).
 
         Raises:
@@ -59,10 +59,10 @@ class MemoryNotes:
         key = self._key(project, scope, task_id)
         row = self._rows.get(project, key)
         if row is None:
-            return MemoryNote(scope, key or None, "", content_hash(""), None)
-        return MemoryNote(scope, key or None, row.content, row.hash, row.updated_at)
+            return api.MemoryNote(scope, key or None, "", content_hash(""), None)
+        return api.MemoryNote(scope, key or None, row.content, row.hash, row.updated_at)
 
-    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> MemoryNote:
+    def append(self, project: Path, text: str, scope: Scope = "project", task_id: str | None = None) -> api.MemoryNote:
         """Append ``text`` as a new paragraph and return the note as :meth:`read` does.
 
         Raises:
@@ -79,7 +79,7 @@ class MemoryNotes:
 
     def replace(
         self, project: Path, text: str, expected_hash: str, scope: Scope = "project", task_id: str | None = None
-    ) -> MemoryNote:
+    ) -> api.MemoryNote:
         """Replace the note when ``expected_hash`` is its current hash; returns the new note.
 
         Raises:

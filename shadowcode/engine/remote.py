@@ -19,21 +19,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import (
-    NOBODY,
-    OWNER_CLOSE,
-    OWNER_OPEN,
-    Caller,
-    Door,
-    EngineApi,
-    OwnerClose,
-    OwnerClosed,
-    OwnerHandle,
-    OwnerOpen,
-    WireCaller,
-    verb_name,
-    verb_named,
-)
+from shadowcode.engine import api
+from shadowcode.engine.api import NOBODY, Caller, EngineApi, OwnerClosed, OwnerHandle, verb_name, verb_named
 from shadowcode.engine.control import FrameReader, send_frame
 from shadowcode.engine.wire import error_from_wire, from_json, to_json
 from shadowcode.enums import EngineMode
@@ -70,7 +57,7 @@ class _Channel:
                 raise error_from_wire(reply["error"])
             return reply.get("result")
 
-    async def call_door(self, door: Door[Req, Res], request: Req) -> Res:
+    async def call_door(self, door: api.Door[Req, Res], request: Req) -> Res:
         """Send one connection method's request; its reply validated as the door's result type."""
         result = await self.call(door.wire, to_json(request), deadline=door.deadline_seconds)
         return from_json(door.result, result)
@@ -97,9 +84,9 @@ def caller_to_wire(caller: Caller) -> dict[str, Any]:
     return to_json(_wire_caller(caller))
 
 
-def _wire_caller(caller: Caller) -> WireCaller:
+def _wire_caller(caller: Caller) -> api.WireCaller:
     access = caller.access
-    return WireCaller(
+    return api.WireCaller(
         project=None if caller.project is None else str(caller.project),
         allow_write=access.allow_write,
         allow_approvals=access.allow_approvals,
@@ -141,7 +128,7 @@ class RemoteEngine(EngineApi):
         """Open a private ownership socket for ``caller.project`` (SRV-22)."""
         channel = _Channel(await anyio.connect_unix(self.profile.control_socket_path))
         try:
-            opened = await channel.call_door(OWNER_OPEN, OwnerOpen(kind, _wire_caller(caller)))
+            opened = await channel.call_door(api.OWNER_OPEN, api.OwnerOpen(kind, _wire_caller(caller)))
         except BaseException:
             await channel.aclose()
             raise
@@ -152,7 +139,7 @@ class RemoteEngine(EngineApi):
         if not isinstance(owner, RemoteOwner):
             raise ProtocolError("this owner does not belong to the remote engine")
         try:
-            return await owner.channel.call_door(OWNER_CLOSE, OwnerClose(reason))
+            return await owner.channel.call_door(api.OWNER_CLOSE, api.OwnerClose(reason))
         finally:
             await owner.channel.aclose()
 

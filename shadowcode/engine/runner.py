@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from shadowcode.engine.checkpoints import Checkpoints
     from shadowcode.engine.mcp.registry import Snapshot
     from shadowcode.engine.tasks import TaskRecords
-    from shadowcode.profile import ModelSettings, Profile
+    from shadowcode.profile import Profile
+    from shadowcode.settings import ModelSettings
     from shadowcode.store import Store
 
 __all__ = ["JobRunner"]

@@ -27,12 +27,13 @@ from shadowcode.engine.runner import JobRunner
 from shadowcode.engine.tasks import TaskRecords
 from shadowcode.enums import EngineMode, PermissionLevel
 from shadowcode.errors import PolicyError, ToolError
-from shadowcode.profile import Profile, Settings
+from shadowcode.profile import Profile
 from shadowcode.project.paths import canonical_project
 from shadowcode.store import Store
 
 if TYPE_CHECKING:
     from shadowcode.engine.mcp.registry import McpRegistry
+    from shadowcode.settings import Settings
 
 __all__ = ["EngineState", "require_write"]
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import sys
 from pathlib import PurePath
-from typing import Any, cast
-
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any, cast
 
 from shadowcode import errors
 from shadowcode.errors import ProtocolError, ShadowcodeError
 from shadowcode.json_values import json_object
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = ["error_from_wire", "error_to_wire", "from_json", "from_record", "to_json"]
 
@@ -47,8 +49,9 @@ def to_json(value: Any) -> Any:
         return to_json(value.value)
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+    pydantic = sys.modules.get("pydantic")  # imported on first use: no value is a model before it is
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return cast("Any", value).model_dump(mode="json")
     raise TypeError(f"{type(value).__name__} is not a JSON value of the engine API")
 
 
@@ -59,6 +62,8 @@ def _field_names(tp: type) -> tuple[str, ...]:
 
 @functools.cache
 def _adapter(tp: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(tp)
 
 
@@ -68,6 +73,8 @@ def from_json(tp: Any, data: Any) -> Any:
     Raises:
         ProtocolError: ``data`` does not have that type's shape.
     """
+    from pydantic import ValidationError
+
     try:
         return _adapter(tp).validate_python(data)
     except ValidationError as exc:
@@ -84,6 +91,8 @@ def from_record(tp: Any, record: Any) -> Any:
     Raises:
         ProtocolError: the record lacks a field of ``tp`` or has one of another type.
     """
+    from pydantic import ValidationError
+
     try:
         return _adapter(tp).validate_python(record, from_attributes=True)
     except ValidationError as exc:

@@ -19,8 +19,13 @@ __all__ = ["applied", "available", "migrate", "pending"]
 def available() -> list[tuple[str, str]]:
     """All migrations shipped with the package as ``(name, sql)``, in order."""
     folder = resources.files("shadowcode.store") / "sql"
-    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
-    return [(n.removesuffix(".sql"), (folder / n).read_text(encoding="utf-8")) for n in names]
+    return [(name, (folder / f"{name}.sql").read_text(encoding="utf-8")) for name in _names()]
+
+
+def _names() -> list[str]:
+    """The names of the shipped migrations, in order; their scripts are read only to apply one."""
+    folder = resources.files("shadowcode.store") / "sql"
+    return sorted(p.name.removesuffix(".sql") for p in folder.iterdir() if p.name.endswith(".sql"))
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:
@@ -34,7 +39,7 @@ def applied(conn: sqlite3.Connection) -> list[str]:
 def pending(conn: sqlite3.Connection) -> list[str]:
     """Names of shipped migrations not yet applied."""
     done = set(applied(conn))
-    return [name for name, _ in available() if name not in done]
+    return [name for name in _names() if name not in done]
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:

@@ -12,6 +12,8 @@ import dataclasses
 import enum
 import json
 import re
+import subprocess
+import sys
 import types
 import typing
 from pathlib import Path
@@ -36,11 +38,11 @@ from shadowcode.engine.api import (
     verbs,
 )
 from shadowcode.engine.remote import RemoteEngine, caller_to_wire
-from shadowcode.engine.verbs import HANDLERS
+from shadowcode.engine.verbs import HANDLERS, all_handlers, handler
 from shadowcode.engine.verbs._registry import handles
 from shadowcode.engine.wire import from_json, to_json
 from shadowcode.limits import CLEANUP_DEADLINE_SECONDS, OPERATION_DEADLINE_SECONDS
-from shadowcode.profile import ModelSettings
+from shadowcode.settings import ModelSettings
 
 pytestmark = pytest.mark.req("ENG-03")
 
@@ -99,12 +101,32 @@ def declared_verbs() -> list[tuple[str, str]]:
 def test_every_verb_has_exactly_one_handler_and_every_handler_a_verb() -> None:
     names = [name for name, _ in declared_verbs()]
     assert len(names) >= 40
-    assert sorted(names) == sorted(HANDLERS)
+    assert sorted(names) == sorted(all_handlers())
     assert {entry.name for entry in verbs().values()} == set(HANDLERS)
 
 
+def test_a_verbs_handler_family_is_imported_on_first_use() -> None:
+    code = (
+        "import sys\n"
+        "from shadowcode.engine.verbs import HANDLERS, handler\n"
+        "assert not HANDLERS, sorted(HANDLERS)\n"
+        "handler('status')\n"
+        "assert 'shadowcode.engine.verbs.projects' in sys.modules\n"
+        "assert 'shadowcode.engine.verbs.jobs' not in sys.modules\n"
+        "assert 'shadowcode.engine.verbs.servers' not in sys.modules\n"
+        "assert handler('memory_read') is HANDLERS['memory_read']\n"
+        "assert 'shadowcode.engine.verbs.notes' in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(KeyError):
+        handler("no_such_verb")
+
+
 def test_a_second_handler_for_a_verb_is_refused() -> None:
-    before = HANDLERS["memory_read"]
+    before = handler("memory_read")
 
     async def another(state: Any, request: Any, caller: Caller) -> Any:
         raise AssertionError("never called")
@@ -262,3 +284,42 @@ async def test_a_result_wanted_as_json_is_encoded_once_on_either_side_of_the_soc
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_each_parts_names_are_the_names_its_module_exports() -> None:
+    import importlib
+
+    from shadowcode.engine import api
+
+    for part, names in api.PARTS.items():
+        module = importlib.import_module(f"shadowcode.engine.api.{part}")
+        assert sorted(names) == sorted(module.__all__), part
+        assert all(getattr(api, name) is getattr(module, name) for name in names)
+    assert not set(api.PARTS) & {"_base", "declared"}
+
+
+def test_the_api_builds_a_parts_types_only_when_one_of_them_is_read() -> None:
+    code = (
+        "import sys\n"
+        "from shadowcode.engine.api import Caller, EngineApi, verb_name\n"
+        "parts = ('engine', 'projects', 'inspection', 'notes', 'jobs', 'servers', 'plugins', 'doors')\n"
+        "loaded = lambda: sorted(p for p in parts if f'shadowcode.engine.api.{p}' in sys.modules)\n"
+        "assert loaded() == [], loaded()\n"
+        "assert 'pydantic' not in sys.modules\n"
+        "assert verb_name(EngineApi.status) == 'status'\n"
+        "from shadowcode.engine.api import Status\n"
+        "assert loaded() == ['projects'], loaded()\n"
+        "import shadowcode.engine.api as api\n"
+        "assert api.JobRef.__module__ == 'shadowcode.engine.api.jobs'\n"
+        "assert loaded() == ['jobs', 'projects'], loaded()\n"
+        "try:\n"
+        "    api.NoSuchName\n"
+        "except AttributeError as exc:\n"
+        "    assert 'NoSuchName' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -13,8 +13,9 @@ from shadowcode.engine.state import EngineState
 from shadowcode.enums import PermissionLevel
 from shadowcode.errors import ConfigError
 from shadowcode.limits import PROFILE_NAME_MAX_CHARS
-from shadowcode.profile import Profile, Settings
+from shadowcode.profile import Profile
 from shadowcode.project.paths import _kernel_path, canonical_project
+from shadowcode.settings import Settings
 
 
 @pytest.mark.req("ENG-02")
@@ -158,6 +159,19 @@ def test_settings_are_read_again_on_each_call_and_parsed_again_only_when_the_byt
         profile.settings()
     profile.settings_path.unlink()
     assert profile.settings() == Settings()
+
+
+@pytest.mark.req("ENG-05")
+def test_saved_settings_are_none_without_a_file_and_the_same_checks_with_one(home: Path) -> None:
+    profile = Profile.select("saved")
+    profile.ensure()
+    assert profile.saved_settings() is None
+    profile.settings_path.write_text(json.dumps({"default_model": "one"}), encoding="utf-8")
+    saved = profile.saved_settings()
+    assert saved is not None and saved.default_model == "one" and profile.settings() is saved
+    profile.settings_path.write_text(json.dumps({"unknown": 1}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="settings.json of profile 'saved' is invalid"):
+        profile.saved_settings()
 
 
 @pytest.mark.req("ENG-05")

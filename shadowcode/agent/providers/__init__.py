@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 from shadowcode.agent.providers.base import ModelProvider, ModelReply, ProviderError, ToolCall
 
 if TYPE_CHECKING:
-    from shadowcode.profile import ModelSettings, Profile
+    from shadowcode.profile import Profile
+    from shadowcode.settings import ModelSettings
 
 __all__ = ["ModelProvider", "ModelReply", "ProviderError", "ToolCall", "open_provider"]
 

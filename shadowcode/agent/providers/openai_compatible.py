@@ -34,7 +34,8 @@ from shadowcode.limits import (
     MODEL_REQUEST_TIMEOUT_SECONDS,
     MODEL_RESPONSE_MAX_BYTES,
 )
-from shadowcode.profile import ModelSettings, Profile
+from shadowcode.profile import Profile
+from shadowcode.settings import ModelSettings
 
 __all__ = ["OpenAIProvider", "resolve_api_key"]
 

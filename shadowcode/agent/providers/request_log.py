@@ -25,7 +25,8 @@ from typing import Any, cast
 from shadowcode.agent.providers._paths import profile_relative
 from shadowcode.agent.providers.base import ProviderError
 from shadowcode.limits import MODEL_LOG_TEXT_MAX_CHARS
-from shadowcode.profile import ModelSettings, Profile
+from shadowcode.profile import Profile
+from shadowcode.settings import ModelSettings
 
 __all__ = ["DEFAULT_LOG_NAME", "RequestLog", "shorten"]
 

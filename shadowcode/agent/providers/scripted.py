@@ -20,7 +20,8 @@ from shadowcode.agent.providers.base import ModelReply, ProviderError
 from shadowcode.agent.providers.request_log import RequestLog
 from shadowcode.agent.providers.script import ModelScript, ScriptEntry, first_user_text, load_script
 from shadowcode.errors import ConfigError
-from shadowcode.profile import ModelSettings, Profile
+from shadowcode.profile import Profile
+from shadowcode.settings import ModelSettings
 
 __all__ = ["ScriptedProvider"]
 

@@ -16,6 +16,8 @@ from typing import Any, Protocol, TypeVar, cast
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import EngineMode
 from shadowcode.limits import (
+    CLEANUP_DEADLINE_SECONDS,
+    MCP_TIMEOUT_MAX_SECONDS,
     OPERATION_DEADLINE_SECONDS,
     OWNER_REPLY_DEADLINE_SECONDS,
 )
@@ -23,6 +25,7 @@ from shadowcode.limits import (
 __all__ = [
     "INSPECTION_DEADLINE_SECONDS",
     "NOBODY",
+    "PROBE_DEADLINE_SECONDS",
     "Access",
     "ApiBase",
     "Caller",
@@ -40,6 +43,10 @@ Req = TypeVar("Req")
 INSPECTION_DEADLINE_SECONDS = OPERATION_DEADLINE_SECONDS + 5.0
 """A remote inspection's reply deadline: past the frontend's own operation deadline (SRV-25), so
 that one answers first and names the tool."""
+
+PROBE_DEADLINE_SECONDS = 2 * MCP_TIMEOUT_MAX_SECONDS + CLEANUP_DEADLINE_SECONDS
+"""A remote caller's wait for a live probe: the longest initialization and discovery deadlines a
+definition may choose, plus the cleanup of its process group (CW-03, CW-04, CLI-13)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,21 +2,17 @@
 
 Covers ENG-03, SRV-23.
 
-The request and result types of this part, and its verbs as :class:`EngineVerbs` declares them;
-their in-process handlers are in :mod:`shadowcode.engine.verbs.engine`.
+The request and result types of this part. Its verbs are declared in
+:mod:`shadowcode.engine.api.declared.engine` and handled in process in :mod:`shadowcode.engine.verbs.engine`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shadowcode.engine.api._base import NOBODY, ApiBase, Caller, Empty, verb
 from shadowcode.enums import EngineMode
-from shadowcode.limits import (
-    CLEANUP_DEADLINE_SECONDS,
-)
 
-__all__ = ["BackgroundProcess", "BackgroundRef", "BackgroundStopped", "EngineStatus", "EngineStopping", "EngineVerbs"]
+__all__ = ["BackgroundProcess", "BackgroundRef", "BackgroundStopped", "EngineStatus", "EngineStopping"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,35 +67,3 @@ class BackgroundStopped:
     signal: int | None
     output: str
     truncated: bool
-
-
-class EngineVerbs(ApiBase):
-    """The verbs of this part of :class:`~shadowcode.engine.api.EngineApi`."""
-
-    @verb("engine/status")
-    async def engine_status(self, request: Empty, caller: Caller = NOBODY) -> EngineStatus:
-        """The engine's id, pid, mode, profile, open owners, running and queued jobs (ENG-03)."""
-        ...
-
-    @verb("engine/stop")
-    async def engine_stop(self, request: Empty, caller: Caller = NOBODY) -> EngineStopping:
-        """Stop the headless engine after owned cleanup (ENG-03).
-
-        Raises:
-            ConfigError: this engine is a temporary one (it stops with its frontend).
-        """
-        ...
-
-    @verb("background/list")
-    async def background_list(self, request: Empty, caller: Caller = NOBODY) -> list[BackgroundProcess]:
-        """The engine's background processes (SRV-23)."""
-        ...
-
-    @verb("background/stop", deadline_seconds=CLEANUP_DEADLINE_SECONDS)
-    async def background_stop(self, request: BackgroundRef, caller: Caller = NOBODY) -> BackgroundStopped:
-        """Stop one background process: TERM, 150 ms, KILL its group (SRV-23).
-
-        Raises:
-            NotFound: no such process.
-        """
-        ...

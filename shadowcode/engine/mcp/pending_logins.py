@@ -15,14 +15,17 @@ import secrets
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
-from shadowcode.engine.api import McpServerInfo, McpSignedIn, McpSignIn, McpSignInStarted
 from shadowcode.errors import NotAvailable, NotFound
 from shadowcode.limits import MCP_OAUTH_LOGIN_SECONDS
 from shadowcode.profile import Profile
+
+if TYPE_CHECKING:
+    from shadowcode.engine.api import McpServerInfo, McpSignedIn, McpSignIn, McpSignInStarted
 
 __all__ = ["PendingLogins"]
 
@@ -101,6 +104,8 @@ class PendingLogins:
             del self._logins[name]
             raise login.error or NotAvailable("the engine stopped before the sign-in started")
         url, callback = login.urls
+        from shadowcode.engine.api import McpSignInStarted  # the servers part, built on first use (issue 32)
+
         return McpSignInStarted(name, login.server, url, callback, MCP_OAUTH_LOGIN_SECONDS)
 
     async def wait(self, name: str) -> McpSignedIn:

@@ -48,7 +48,7 @@ from shadowcode.engine.verbs._registry import handles
 from shadowcode.enums import ApprovalStatus, PermissionLevel, TaskMode, TaskStatus
 from shadowcode.errors import ConfigError, NotFound, PolicyError, ProtocolError, ToolError
 from shadowcode.limits import JOB_EVENTS_PAGE_MAX, PROMPT_MAX_BYTES
-from shadowcode.profile import ModelSettings
+from shadowcode.settings import ModelSettings
 
 __all__: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Handlers: projects and their trust, the status overview, configured models (ENG-01, ENG-02, ENG-05, SRV-20)."""
+"""Handlers: projects and their trust, the status overview (ENG-01, ENG-02, SRV-20)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ from shadowcode.engine.api import (
     Caller,
     Empty,
     EngineApi,
-    ModelAdd,
-    ModelList,
     ProjectInfo,
     ProjectRef,
     ProjectTrust,
@@ -48,24 +46,12 @@ async def project_list(state: EngineState, request: Empty, caller: Caller) -> li
 
 @handles(EngineApi.status)
 async def status(state: EngineState, request: Empty, caller: Caller) -> Status:
-    settings = state.settings()
+    settings = state.profile.saved_settings()  # None without a file: no pydantic needed (issue 32)
     return Status(
         profile=state.profile.name,
         profile_root=str(state.profile.root),
         engine_mode=state.mode,
         project=project_info(state.project(caller)),
-        models_configured=len(settings.models),
-        default_model=settings.default_model,
+        models_configured=len(settings.models) if settings is not None else 0,
+        default_model=settings.default_model if settings is not None else None,
     )
-
-
-@handles(EngineApi.model_list)
-async def model_list(state: EngineState, request: Empty, caller: Caller) -> ModelList:
-    settings = state.settings()
-    return ModelList(list(settings.models), settings.default_model)
-
-
-@handles(EngineApi.model_add)
-async def model_add(state: EngineState, request: ModelAdd, caller: Caller) -> ModelList:
-    settings = state.profile.save_model(request.model, make_default=request.make_default)
-    return ModelList(list(settings.models), settings.default_model)

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import ValidationError
 
 from shadowcode.errors import ShadowcodeError
 from shadowcode.limits import PROGRESS_INTERVAL_SECONDS, RESULT_MAX_BYTES
 from shadowcode.mcp.server.context import ServerContext
-from shadowcode.mcp.server.outputs import summary
+from shadowcode.mcp.server.summaries import summary
 from shadowcode.mcp.server.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -182,11 +181,15 @@ class ToolCalls:
         Raises:
             TooManyOperations: more operations in flight than the connection allows (SRV-25).
         """
-        try:
-            args = spec.input.model_validate(arguments)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
-            return ToolOutcome(f"invalid arguments for {spec.name}: {problems}")
+        args: Any = None  # a tool without arguments called with none: nothing to validate (issue 32)
+        if arguments or not spec.takes_no_arguments:
+            from pydantic import ValidationError
+
+            try:
+                args = spec.input.model_validate(arguments)
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+                return ToolOutcome(f"invalid arguments for {spec.name}: {problems}")
         deadline = self.operation_deadline_seconds
         scope = scope or anyio.CancelScope()
         scope.deadline = anyio.current_time() + deadline

@@ -9,18 +9,21 @@ policy lives in the engine, inspection in ``shadowcode.project``.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Final
 
 from shadowcode import __version__
 from shadowcode.engine import api as m
 from shadowcode.engine.wire import to_json
 from shadowcode.enums import PermissionLevel, TaskMode
-from shadowcode.mcp.server import schemas as s
 from shadowcode.mcp.server.context import ServerContext
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from shadowcode.mcp.server import schemas as s
 
 __all__ = ["ACTS", "CHANGES", "READS", "READS_OUTSIDE", "RECORDS", "SAVES", "TOOLS", "Hints", "ToolSpec", "tool_named"]
 
@@ -62,19 +65,31 @@ class ToolSpec:
     Attributes:
         name: the tool name (``shadow_*``).
         description: what it does, for the client's model.
-        input: the pydantic model whose JSON Schema is the tool's ``inputSchema``.
+        input_model: the name of its input model in :mod:`shadowcode.mcp.server.schemas`
+            (:attr:`input`); the models are pydantic's, imported on first use (issue 32).
         hints: the truthful annotation hints.
         handler: the coroutine that runs it.
     """
 
     name: str
     description: str
-    input: type[BaseModel]
+    input_model: str
     hints: Hints
     handler: Handler
 
+    @property
+    def input(self) -> type[BaseModel]:
+        """The pydantic model whose JSON Schema is the tool's ``inputSchema`` and which validates its arguments."""
+        model: type[BaseModel] = getattr(importlib.import_module("shadowcode.mcp.server.schemas"), self.input_model)
+        return model
 
-async def _status(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
+    @property
+    def takes_no_arguments(self) -> bool:
+        """Whether its input is :class:`~shadowcode.mcp.server.schemas.EmptyInput`: only ``{}`` is valid."""
+        return self.input_model == "EmptyInput"
+
+
+async def _status(ctx: ServerContext, _: s.EmptyInput | None) -> dict[str, Any]:
     status = await ctx.api.status(_EMPTY, ctx.caller())
     return {
         "version": __version__,
@@ -86,7 +101,7 @@ async def _status(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
     }
 
 
-async def _models(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
+async def _models(ctx: ServerContext, _: s.EmptyInput | None) -> dict[str, Any]:
     listing = await ctx.api.model_list(_EMPTY, ctx.caller())
     models = [
         model.model_dump(exclude={"api_key_env"}) | {"has_api_key_env": bool(model.api_key_env)}
@@ -99,11 +114,11 @@ async def _sessions(ctx: ServerContext, args: s.SessionsInput) -> dict[str, Any]
     return {"sessions": await ctx.api.call_as_json(_V.sessions, m.SessionQuery(args.limit), ctx.caller())}
 
 
-async def _review(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
+async def _review(ctx: ServerContext, _: s.EmptyInput | None) -> dict[str, Any]:
     return await ctx.api.call_as_json(_V.review, _EMPTY, ctx.caller())
 
 
-async def _tools(ctx: ServerContext, _: s.EmptyInput) -> dict[str, Any]:
+async def _tools(ctx: ServerContext, _: s.EmptyInput | None) -> dict[str, Any]:
     return {"tools": await ctx.api.call_as_json(_V.tool_list, _EMPTY, ctx.caller())}
 
 
@@ -194,35 +209,35 @@ TOOLS: tuple[ToolSpec, ...] = (
         "shadow_status",
         "Show the fixed project, its trust and permission level, the profile, the engine "
         "and this server's write/approval flags.",
-        s.EmptyInput,
+        "EmptyInput",
         READS,
         _status,
     ),
     ToolSpec(
         "shadow_models",
         "List the model providers configured in the profile and the default one (no secret values).",
-        s.EmptyInput,
+        "EmptyInput",
         READS,
         _models,
     ),
     ToolSpec(
         "shadow_sessions",
         "List this project's task sessions, newest first.",
-        s.SessionsInput,
+        "SessionsInput",
         READS,
         _sessions,
     ),
     ToolSpec(
         "shadow_review",
         "Summarize the project's uncommitted changes (git status and diff stats); changes nothing.",
-        s.EmptyInput,
+        "EmptyInput",
         READS,
         _review,
     ),
     ToolSpec(
         "shadow_tools",
         "List the native tools a delegated task can use and the permission level each needs.",
-        s.EmptyInput,
+        "EmptyInput",
         READS,
         _tools,
     ),
@@ -230,7 +245,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "shadow_understand",
         "Build a bounded map of the project: layout, languages, manifests, tests. "
         "Saves it as the project map only when save is true.",
-        s.UnderstandInput,
+        "UnderstandInput",
         SAVES,
         _understand,
     ),
@@ -238,14 +253,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         "shadow_doctor",
         "Run diagnostics on the project, profile and engine. Never repairs; contacts a "
         "model only when probe_model is true.",
-        s.DoctorInput,
+        "DoctorInput",
         READS_OUTSIDE,
         _doctor,
     ),
     ToolSpec(
         "shadow_why",
         "Show the recorded change history of a path or a task (empty when nothing was recorded).",
-        s.WhyInput,
+        "WhyInput",
         READS,
         _why,
     ),
@@ -253,7 +268,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "shadow_memory",
         "Read, append to, or replace the project note or a task's note. Replace needs "
         "the current hash; changes need write access.",
-        s.MemoryInput,
+        "MemoryInput",
         CHANGES,
         _memory,
     ),
@@ -261,56 +276,56 @@ TOOLS: tuple[ToolSpec, ...] = (
         "shadow_sqlite",
         "List the tables of a SQLite database inside the project, or run one bounded "
         "read-only query with bound parameters (sees live WAL data).",
-        s.SqliteInput,
+        "SqliteInput",
         READS,
         _sqlite,
     ),
     ToolSpec(
         "shadow_goal",
         "Create, list, inspect, advance or abandon durable project goals. Never starts a task.",
-        s.GoalInput,
+        "GoalInput",
         RECORDS,
         _goal,
     ),
     ToolSpec(
         "shadow_run",
         "Delegate a task to the engine for the fixed project; returns a job id at once (not a claim of completion).",
-        s.RunInput,
+        "RunInput",
         ACTS,
         _run,
     ),
     ToolSpec(
         "shadow_jobs",
         "List this connection's jobs, inspect one (events, pending approvals) or cancel one.",
-        s.JobsInput,
+        "JobsInput",
         CHANGES,
         _jobs,
     ),
     ToolSpec(
         "shadow_approve",
         "Approve or deny one exact pending approval of a task this connection created.",
-        s.ApproveInput,
+        "ApproveInput",
         ACTS,
         _approve,
     ),
     ToolSpec(
         "shadow_test",
         "Submit a test job that runs the project's test command (after exact approval) without a model.",
-        s.TestInput,
+        "TestInput",
         ACTS,
         _test,
     ),
     ToolSpec(
         "shadow_checkpoint",
         "List the project's checkpoints, or inspect one (paths and content hashes).",
-        s.CheckpointInput,
+        "CheckpointInput",
         READS,
         _checkpoint,
     ),
     ToolSpec(
         "shadow_rollback",
         "Restore the files a task changed, after conflict checks; needs the exact task id and confirm: true.",
-        s.RollbackInput,
+        "RollbackInput",
         CHANGES,
         _rollback,
     ),

@@ -17,7 +17,8 @@ from shadowcode.agent.providers import ModelReply, ProviderError, ToolCall, open
 from shadowcode.agent.providers.openai_compatible import OpenAIProvider
 from shadowcode.errors import ConfigError
 from shadowcode.limits import MODEL_RESPONSE_MAX_BYTES
-from shadowcode.profile import ModelSettings, Profile
+from shadowcode.profile import Profile
+from shadowcode.settings import ModelSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,8 @@ from provider_support import read_log
 from shadowcode.agent.providers import ProviderError
 from shadowcode.agent.providers.request_log import RequestLog, shorten
 from shadowcode.limits import MODEL_LOG_TEXT_MAX_CHARS
-from shadowcode.profile import ModelSettings, Profile
+from shadowcode.profile import Profile
+from shadowcode.settings import ModelSettings
 
 
 @pytest.mark.req("ENG-05")

@@ -14,7 +14,8 @@ from provider_support import SCRIPTS, read_log
 from shadowcode.agent.providers import ModelReply, ProviderError, ToolCall, open_provider
 from shadowcode.agent.providers.scripted import ScriptedProvider
 from shadowcode.errors import ConfigError
-from shadowcode.profile import ModelSettings, Profile
+from shadowcode.profile import Profile
+from shadowcode.settings import ModelSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -155,7 +155,7 @@ async def _slow(_ctx: ServerContext, _args: Any) -> dict[str, Any]:
 def _slow_spec() -> ToolSpec:
     status = tool_named("shadow_status")
     assert status is not None
-    return ToolSpec("shadow_status", status.description, status.input, status.hints, _slow)
+    return ToolSpec("shadow_status", status.description, status.input_model, status.hints, _slow)
 
 
 async def test_a_cancelled_call_is_never_answered_and_frees_its_slot(
@@ -236,7 +236,7 @@ async def test_a_call_still_running_when_the_connection_ends_is_cancelled(
 
     status = tool_named("shadow_status")
     assert status is not None
-    spec = ToolSpec("shadow_status", status.description, status.input, status.hints, hanging)
+    spec = ToolSpec("shadow_status", status.description, status.input_model, status.hints, hanging)
     monkeypatch.setattr("shadowcode.mcp.server.direct_calls.tool_named", lambda _name: spec)
     async with in_process_transport(api, project_dir, StdioLimits(eof_drain_seconds=0.2), direct=True) as peer:
         await _handshake(peer)
