@@ -29,7 +29,11 @@ def test_limits_doc_is_generated_from_limits_py() -> None:
 
 @pytest.mark.parametrize(
     ("script", "target"),
-    [("ci/limits_doc.py", "docs/limits.md"), ("ci/cli_doc.py", "docs/cli-reference.md")],
+    [
+        ("ci/limits_doc.py", "docs/limits.md"),
+        ("ci/cli_doc.py", "docs/cli-reference.md"),
+        ("ci/api_names.py", "shadowcode/engine/api/_names.py"),
+    ],
 )
 def test_a_generating_script_refuses_an_unknown_argument_and_writes_nothing(script: str, target: str) -> None:
     before = (REPO / target).stat().st_mtime_ns

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from shadowcode.engine.api import _base
 from shadowcode.engine.api._base import *  # noqa: F403 - the shared names, as its __all__ lists them
 from shadowcode.engine.api._base import Verb
+from shadowcode.engine.api._names import PART_OF as _PART_OF
 from shadowcode.engine.api.declared.engine import EngineVerbs
 from shadowcode.engine.api.declared.inspection import InspectionVerbs
 from shadowcode.engine.api.declared.jobs import JobVerbs
@@ -67,148 +68,10 @@ if TYPE_CHECKING:
     from shadowcode.engine.api.projects import *  # noqa: F403
     from shadowcode.engine.api.servers import *  # noqa: F403
 
-PARTS: dict[str, tuple[str, ...]] = {
-    "engine": (
-        "BackgroundProcess",
-        "BackgroundRef",
-        "BackgroundStopped",
-        "EngineStatus",
-        "EngineStopping",
-    ),
-    "projects": (
-        "ProjectInfo",
-        "ProjectRef",
-        "ProjectTrust",
-        "Status",
-    ),
-    "models": ("ModelAdd", "ModelList"),
-    "inspection": (
-        "Check",
-        "CheckpointQuery",
-        "CheckpointRef",
-        "Diagnostics",
-        "DoctorRequest",
-        "ProjectMap",
-        "SessionQuery",
-        "SqliteQuery",
-        "SqliteTablesRequest",
-        "ToolInfo",
-        "UnderstandRequest",
-        "WhyQuery",
-        "ChangeRecord",
-        "CheckpointDetail",
-        "CheckpointSummary",
-        "ProjectMapDocument",
-        "Review",
-        "ReviewChange",
-        "SavedMap",
-        "SessionRecord",
-        "SqliteRows",
-        "SqliteTable",
-        "SqliteTables",
-        "WhyEntry",
-    ),
-    "notes": (
-        "GoalAbandon",
-        "GoalAdvance",
-        "GoalCreate",
-        "GoalRef",
-        "MemoryAppend",
-        "MemoryNote",
-        "MemoryRef",
-        "MemoryReplace",
-        "GoalRecord",
-        "GoalSummary",
-        "ProgressNote",
-    ),
-    "jobs": (
-        "ApprovalAnswer",
-        "ApprovalAsk",
-        "ApprovalAsked",
-        "ApprovalDecision",
-        "JobCancelled",
-        "JobDetail",
-        "JobQuery",
-        "JobRef",
-        "JobState",
-        "JobSummary",
-        "JobView",
-        "RecentJobs",
-        "Rollback",
-        "RollbackPlan",
-        "RollbackPreview",
-        "RollbackResult",
-        "TaskRequest",
-        "TaskSubmitted",
-        "TestRequest",
-        "TestSubmitted",
-        "ApprovalRecord",
-        "EventRecord",
-        "TaskRecord",
-    ),
-    "servers": (
-        "McpAdd",
-        "McpCatalog",
-        "McpConnectReport",
-        "McpDoctorReport",
-        "McpEnable",
-        "McpFinding",
-        "McpGrantChange",
-        "McpGrantState",
-        "McpImport",
-        "McpImportEntry",
-        "McpImportFile",
-        "McpImportNote",
-        "McpImportReport",
-        "McpRef",
-        "McpRemoval",
-        "McpRemove",
-        "McpServerInfo",
-        "McpServerQuery",
-        "McpServerTools",
-        "McpSignIn",
-        "McpSignInRef",
-        "McpSignInStarted",
-        "McpSignedIn",
-        "McpSignedOut",
-        "McpTool",
-        "McpValidate",
-        "McpValidation",
-    ),
-    "plugins": (
-        "PluginChange",
-        "PluginInfo",
-        "PluginList",
-        "PluginName",
-        "PluginPath",
-        "PluginReview",
-        "PluginTrust",
-    ),
-    "doors": (
-        "DOORS",
-        "MCP_ATTACH",
-        "MCP_NOTICES",
-        "OWNER_CLOSE",
-        "OWNER_OPEN",
-        "Door",
-        "McpAttach",
-        "McpAttached",
-        "Notices",
-        "NoticesQuery",
-        "OwnerClose",
-        "OwnerOpen",
-        "OwnerOpened",
-        "WireCaller",
-    ),
-}
-"""Each part's module (under this package) and the names it exports, as its ``__all__`` lists them (a test
-compares the two): a name is imported from its part when first read."""
-
-_PART_OF = {name: part for part, names in PARTS.items() for name in names}
-
 # The names of this package are its parts' names: each part lists its own in ``__all__`` (a form
-# type checkers read statically).
-__all__ = ["PARTS", "EngineApi", "verb_named", "verbs"]
+# type checkers read statically); at run time ``_names`` (generated from those ``__all__`` by
+# ci/api_names.py) says which part to import when a name is first read.
+__all__ = ["EngineApi", "verb_named", "verbs"]
 __all__ += _base.__all__
 if TYPE_CHECKING:
     __all__ += doors.__all__

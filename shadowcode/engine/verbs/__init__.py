@@ -27,10 +27,7 @@ import importlib
 
 from shadowcode.engine.verbs._registry import HANDLERS, Handler
 
-__all__ = ["FAMILIES", "HANDLERS", "all_handlers", "handler"]
-
-FAMILIES = ("engine", "projects", "models", "inspection", "notes", "jobs", "servers", "plugins")
-"""The handler modules, one per part of the engine API."""
+__all__ = ["HANDLERS", "all_handlers", "handler"]
 
 
 def handler(name: str) -> Handler:
@@ -54,6 +51,9 @@ def handler(name: str) -> Handler:
 
 def all_handlers() -> dict[str, Handler]:
     """Every handler by verb method name, with every family imported (the headless engine, tests)."""
-    for family in FAMILIES:
-        importlib.import_module(f"{__name__}.{family}")
+    from shadowcode.engine.api import EngineApi
+
+    for part in EngineApi.__mro__:
+        if part.__module__.startswith("shadowcode.engine.api.declared."):
+            importlib.import_module(f"{__name__}.{part.__module__.rsplit('.', 1)[-1]}")
     return HANDLERS
