@@ -139,9 +139,22 @@ _PORT_LINE = re.compile(rb"PORT (\d+)")
 """The line a fixture server prints once it listens."""
 
 
-async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = COMMAND_OUTPUT_MAX_BYTES) -> None:
-    """Read ``stream`` to its end, keeping at most ``limit`` bytes in ``sink``."""
+async def drain(
+    stream: ByteReceiveStream | None,
+    sink: bytearray,
+    limit: int = COMMAND_OUTPUT_MAX_BYTES,
+    *,
+    announce: tuple[re.Pattern[str], anyio.Event] | None = None,
+) -> None:
+    """Read ``stream`` to its end, keeping at most ``limit`` bytes in ``sink``.
+
+    With ``announce=(pattern, event)``, ``event`` is set once the kept bytes, decoded as UTF-8,
+    match ``pattern`` (a server's ready line), and at the stream's end in any case, so that
+    whoever waits on it wakes then too.
+    """
     if stream is None:
+        if announce is not None:
+            announce[1].set()
         return
     with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         while True:
@@ -149,6 +162,11 @@ async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = 
             room = limit - len(sink)
             if room > 0:
                 sink.extend(chunk[:room])
+            if announce is not None and not announce[1].is_set():
+                if announce[0].search(sink.decode("utf-8", "replace")):
+                    announce[1].set()
+    if announce is not None:
+        announce[1].set()
 
 
 async def announced_port(proc: Process, tg: TaskGroup, out: bytearray, seconds: float = 30.0) -> int | None:

@@ -34,6 +34,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,8 +42,8 @@ import anyio
 import anyio.abc
 
 from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from shadowcode_conformance.processes import kill_group, start_process, tail
+from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS
+from shadowcode_conformance.processes import drain, kill_group, start_process, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -90,21 +91,6 @@ class Gateway:
         return f"http://{self.host}:{self.port}/mcp"
 
 
-async def _keep(stream: anyio.abc.ByteReceiveStream | None, sink: bytearray, seen: anyio.Event | None) -> None:
-    if stream is None:
-        return
-    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        while True:
-            chunk = await stream.receive()
-            room = COMMAND_OUTPUT_MAX_BYTES - len(sink)
-            if room > 0:
-                sink.extend(chunk[:room])
-            if seen is not None and not seen.is_set() and _ADDRESS.search(sink.decode("utf-8", "replace")):
-                seen.set()
-    if seen is not None:
-        seen.set()
-
-
 @asynccontextmanager
 async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
     """Start the target's gateway and wait for its address; it is killed when the block ends.
@@ -125,8 +111,8 @@ async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> 
     seen = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_keep, proc.stderr, gw.stderr, seen)
-            tg.start_soon(_keep, proc.stdout, gw.stdout, None)
+            tg.start_soon(partial(drain, proc.stderr, gw.stderr, announce=(_ADDRESS, seen)))
+            tg.start_soon(drain, proc.stdout, gw.stdout)
             with anyio.move_on_after(min(_READY_SECONDS, ctx.remaining())):
                 await seen.wait()
             found = _ADDRESS.search(gw.stderr.decode("utf-8", "replace"))
@@ -389,11 +375,7 @@ async def refusals(ctx: Context) -> CheckResult:
         except* AssertionError as group:  # raised inside the gateway's task group, so it may come wrapped
             why = "; ".join(str(e) for e in group.exceptions)
             add(name, ("GW-03",), False, f"a {len(value)}-character token was refused at start: {why}")
-    failed = [s.name for s in subs if not s.ok]
-    summary = f"{len(subs) - len(failed)}/{len(subs)} refusals held" + (
-        f"; failed: {', '.join(failed)}" if failed else ""
-    )
-    return CheckResult(not failed, summary, subresults=subs)
+    return CheckResult.tallied(subs, "refusals held")
 
 
 # --- clients --------------------------------------------------------------------------------------
@@ -621,7 +603,7 @@ async def kill_scenario(ctx: Context) -> CheckResult:
     engine_err = bytearray()
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_keep, engine.stderr, engine_err, None)
+            tg.start_soon(drain, engine.stderr, engine_err)
             try:
                 trusted = await ctx.trust("workspace")
                 if trusted.returncode != 0:
