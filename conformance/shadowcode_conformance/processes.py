@@ -35,6 +35,7 @@ __all__ = [
     "drain",
     "kill_group",
     "kill_marked",
+    "reap",
     "run_command",
     "spawn",
     "start_process",
@@ -237,7 +238,7 @@ async def run_command(
                 kill_group(proc.pid)
         timed_out = scope.cancelled_caught
     finally:
-        await _reap(proc)
+        await reap(proc)
     return Completed(tuple(argv), proc.returncode, bytes(out), bytes(err), timed_out)
 
 
@@ -269,7 +270,7 @@ async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> As
                     await proc.stdin.aclose()
             with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
                 await proc.wait()
-            await _reap(proc)
+            await reap(proc)
 
 
 async def start_process(argv: Sequence[str], **options: Any) -> Process:
@@ -287,8 +288,9 @@ async def start_process(argv: Sequence[str], **options: Any) -> Process:
     raise AssertionError("unreachable: a shielded scope nobody cancels swallows nothing")
 
 
-async def _reap(proc: Process) -> None:
-    """Kill ``proc``'s group and wait (bounded) for the leader; shielded from cancellation."""
+async def reap(proc: Process) -> None:
+    """Kill ``proc``'s group, wait for the leader (at most ``CLEANUP_WAIT_SECONDS``) and close its
+    pipes; shielded from cancellation."""
     with anyio.CancelScope(shield=True):
         kill_group(proc.pid)
         with anyio.move_on_after(CLEANUP_WAIT_SECONDS):

@@ -43,7 +43,7 @@ import anyio.abc
 
 from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
 from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS
-from shadowcode_conformance.processes import drain, kill_group, start_process, tail
+from shadowcode_conformance.processes import drain, kill_group, reap, start_process, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -124,14 +124,7 @@ async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> 
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            kill_group(proc.pid)
-            with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
-                await proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        await stream.aclose()
+        await reap(proc)
 
 
 def _raw(

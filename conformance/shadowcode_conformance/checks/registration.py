@@ -34,8 +34,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from shadowcode_conformance.context import Context
 from shadowcode_conformance.json_values import json_array, json_member, json_object
-from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS
-from shadowcode_conformance.processes import Completed, drain, kill_group, run_command, start_process, tail
+from shadowcode_conformance.processes import Completed, drain, reap, run_command, start_process, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -536,10 +535,7 @@ async def claude_http_connected(ctx: Context) -> CheckResult:
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            kill_group(proc.pid)
-            with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
-                await proc.wait()
+        await reap(proc)
     return result
 
 
