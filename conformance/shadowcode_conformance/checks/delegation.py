@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from shadowcode_conformance.checks.node_stdio import find_probe, parse_probe_output
+from shadowcode_conformance.checks.node_stdio import find_probe, probe_document, probe_verdict
 from shadowcode_conformance.context import LEGACY_REVISIONS, Context, EngineMode
 from shadowcode_conformance.engine import engine_running, headless_engine
 from shadowcode_conformance.json_values import json_object, json_objects
@@ -416,13 +416,10 @@ async def _run_jobs_probe(ctx: Context, probe: str) -> CheckResult:
         done = await ctx.run(argv, timeout_seconds=budget + _PROBE_MARGIN_SECONDS / 2)
     finally:
         left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    doc, subs, problem = parse_probe_output(done.stdout, probe)
-    if doc is None:
-        state = "timed out" if done.timed_out else f"exit {done.returncode}"
-        return CheckResult(False, f"{problem} ({state}; stderr: {tail(done.stderr)})")
-    revision = doc.get("protocol_version")
-    if isinstance(revision, str) and revision:
-        ctx.record_revision(str(doc.get("probe") or probe), revision)
+    read = probe_document(ctx, done, probe)
+    if isinstance(read, CheckResult):
+        return read
+    doc, subs = read
     subs.append(
         SubResult(
             f"{probe}:no_command_child_left",
@@ -431,15 +428,8 @@ async def _run_jobs_probe(ctx: Context, probe: str) -> CheckResult:
             f"{len(left)} command process(es) still ran in the project: {left}" if left else "none left",
         )
     )
-    failed = [s.name for s in subs if not s.ok]
     sdk = f"{doc.get('sdk', '?')} {doc.get('sdk_version', '?')}"
-    ok = doc.get("ok") is True and not failed and done.returncode == 0
-    detail = f"{sdk} at {revision or '?'}: {len(subs) - len(failed)}/{len(subs)} ok"
-    if failed:
-        detail += "; failed: " + ", ".join(failed)
-    if not ok and not failed:
-        detail += f"; probe reported ok={doc.get('ok')!r}, exit {done.returncode} (stderr: {tail(done.stderr)})"
-    return CheckResult(ok, detail, {"document": doc}, subs)
+    return probe_verdict(doc, subs, done, f"{sdk} at {doc.get('protocol_version') or '?'}")
 
 
 @check("delegation:jobs_sdk1", covers=["CONF-02", "CONF-03"], timeout_seconds=150)

@@ -418,7 +418,7 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
 
 async def _node_probe(ctx: Context, probe: str) -> CheckResult:
-    from shadowcode_conformance.checks.node_stdio import find_probe, parse_probe_output
+    from shadowcode_conformance.checks.node_stdio import find_probe, probe_document, probe_verdict
 
     found = find_probe(ctx, probe)
     if isinstance(found, CheckResult):
@@ -439,21 +439,13 @@ async def _node_probe(ctx: Context, probe: str) -> CheckResult:
             )
     except AssertionError as exc:
         return CheckResult(False, str(exc))
-    doc, subs, problem = parse_probe_output(done.stdout, probe)
-    if doc is None:
-        return CheckResult(False, f"{problem} (exit {done.returncode}; stderr: {tail(done.stderr)})")
+    read = probe_document(ctx, done, probe, revision_name=f"gateway:{probe}")
+    if isinstance(read, CheckResult):
+        return read
+    doc, subs = read
     subs = [SubResult(f"gateway:{s.name}", s.covers, s.ok, s.detail) for s in subs]
-    revision = doc.get("protocol_version")
-    if isinstance(revision, str) and revision:
-        ctx.record_revision(f"gateway:{probe}", revision)
-    failed = [s.name for s in subs if not s.ok]
-    ok = doc.get("ok") is True and not failed and done.returncode == 0
-    detail = (
-        f"{doc.get('sdk')} {doc.get('sdk_version')} over HTTP at {revision}: {len(subs) - len(failed)}/{len(subs)} ok"
-    )
-    if failed:
-        detail += "; failed: " + ", ".join(failed)
-    return CheckResult(ok, detail, {"document": doc}, subs)
+    head = f"{doc.get('sdk')} {doc.get('sdk_version')} over HTTP at {doc.get('protocol_version')}"
+    return probe_verdict(doc, subs, done, head)
 
 
 @check("gateway:http_sdk1", covers=["CONF-02", "GW-05"], timeout_seconds=150)
