@@ -418,15 +418,12 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
 
 async def _node_probe(ctx: Context, probe: str) -> CheckResult:
-    from shadowcode_conformance.checks.node_stdio import find_probe, probe_document, probe_verdict
+    from shadowcode_conformance.checks.node_stdio import probe_document, probe_verdict, trusted_probe
 
-    found = find_probe(ctx, probe)
+    found = await trusted_probe(ctx, probe)
     if isinstance(found, CheckResult):
         return found
     node, script = found
-    trusted = await ctx.trust("workspace")
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trusting the project failed: {tail(trusted.stderr)}")
     from shadowcode_conformance.processes import run_command
 
     try:

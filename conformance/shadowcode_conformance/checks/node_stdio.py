@@ -23,7 +23,15 @@ from shadowcode_conformance.context import Context
 from shadowcode_conformance.processes import Completed, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
-__all__ = ["find_probe", "parse_probe_output", "probe_document", "probe_sdk1", "probe_sdk2", "probe_verdict"]
+__all__ = [
+    "find_probe",
+    "parse_probe_output",
+    "probe_document",
+    "probe_sdk1",
+    "probe_sdk2",
+    "probe_verdict",
+    "trusted_probe",
+]
 
 _PROBE_MARGIN_SECONDS = 10.0
 
@@ -44,6 +52,17 @@ def find_probe(ctx: Context, probe: str) -> tuple[str, Path] | CheckResult:
     if not script.is_file():
         return CheckResult(False, f"skipped: probe script node_probes/probes/{probe}.mjs is missing")
     return node, script
+
+
+async def trusted_probe(ctx: Context, probe: str) -> tuple[str, Path] | CheckResult:
+    """:func:`find_probe`, then the project trusted at ``workspace``; or a failed result saying which failed."""
+    found = find_probe(ctx, probe)
+    if isinstance(found, CheckResult):
+        return found
+    trusted = await ctx.trust("workspace")
+    if trusted.returncode != 0:
+        return CheckResult(False, f"trusting the project failed (exit {trusted.returncode}): {tail(trusted.stderr)}")
+    return found
 
 
 def parse_probe_output(stdout: bytes, probe: str) -> tuple[dict[str, Any] | None, list[SubResult], str]:
@@ -129,13 +148,10 @@ def probe_verdict(doc: dict[str, Any], subs: list[SubResult], done: Completed, h
 
 
 async def _run_probe(ctx: Context, probe: str) -> CheckResult:
-    found = find_probe(ctx, probe)
+    found = await trusted_probe(ctx, probe)
     if isinstance(found, CheckResult):
         return found
     node, script = found
-    trusted = await ctx.trust("workspace")
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trusting the project failed (exit {trusted.returncode}): {tail(trusted.stderr)}")
     budget = max(5.0, ctx.remaining() - _PROBE_MARGIN_SECONDS)
     argv = [node, str(script), "--timeout-ms", str(int(budget * 1000)), "--", *ctx.serve_argv("--allow-write")]
     done = await ctx.run(argv, timeout_seconds=budget + _PROBE_MARGIN_SECONDS / 2)
