@@ -33,6 +33,7 @@ __all__ = [
     "Completed",
     "announced_port",
     "drain",
+    "end_input",
     "kill_group",
     "kill_marked",
     "reap",
@@ -286,6 +287,16 @@ async def start_process(argv: Sequence[str], **options: Any) -> Process:
     with anyio.CancelScope(shield=True):
         return await anyio.open_process(list(argv), start_new_session=True, **options)
     raise AssertionError("unreachable: a shielded scope nobody cancels swallows nothing")
+
+
+async def end_input(proc: Process, wait_seconds: float) -> None:
+    """Close ``proc``'s stdin, as a client that is done does, and wait at most ``wait_seconds``
+    for it to exit; whether it did is ``proc.returncode``, and killing it is the caller's."""
+    if proc.stdin is not None:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await proc.stdin.aclose()
+    with anyio.move_on_after(wait_seconds):
+        await proc.wait()
 
 
 async def reap(proc: Process) -> None:
