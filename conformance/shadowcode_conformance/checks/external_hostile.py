@@ -42,6 +42,7 @@ from shadowcode_conformance.checks.external_oauth import (
     fixture_control,
     oauth_fixture,
     play_browser,
+    register_secure,
 )
 from shadowcode_conformance.checks.external_servers import (
     add_model,
@@ -112,10 +113,7 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
     try:
         async with oauth_fixture(ctx) as origin:
             try:
-                await trust_workspace(ctx, ctx.project)
-                server_id = await register_server(
-                    ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
-                )
+                server_id = await register_secure(ctx, origin, problems)
             except (RuntimeError, TimeoutError, OSError) as exc:
                 return CheckResult(False, f"set-up failed: {exc}")
             if server_id is not None:
