@@ -33,8 +33,10 @@ __all__ = [
     "Completed",
     "announced_port",
     "drain",
+    "end_input",
     "kill_group",
     "kill_marked",
+    "reap",
     "run_command",
     "spawn",
     "start_process",
@@ -139,9 +141,22 @@ _PORT_LINE = re.compile(rb"PORT (\d+)")
 """The line a fixture server prints once it listens."""
 
 
-async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = COMMAND_OUTPUT_MAX_BYTES) -> None:
-    """Read ``stream`` to its end, keeping at most ``limit`` bytes in ``sink``."""
+async def drain(
+    stream: ByteReceiveStream | None,
+    sink: bytearray,
+    limit: int = COMMAND_OUTPUT_MAX_BYTES,
+    *,
+    announce: tuple[re.Pattern[str], anyio.Event] | None = None,
+) -> None:
+    """Read ``stream`` to its end, keeping at most ``limit`` bytes in ``sink``.
+
+    With ``announce=(pattern, event)``, ``event`` is set once the kept bytes, decoded as UTF-8,
+    match ``pattern`` (a server's ready line), and at the stream's end in any case, so that
+    whoever waits on it wakes then too.
+    """
     if stream is None:
+        if announce is not None:
+            announce[1].set()
         return
     with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         while True:
@@ -149,6 +164,11 @@ async def drain(stream: ByteReceiveStream | None, sink: bytearray, limit: int = 
             room = limit - len(sink)
             if room > 0:
                 sink.extend(chunk[:room])
+            if announce is not None and not announce[1].is_set():
+                if announce[0].search(sink.decode("utf-8", "replace")):
+                    announce[1].set()
+    if announce is not None:
+        announce[1].set()
 
 
 async def announced_port(proc: Process, tg: TaskGroup, out: bytearray, seconds: float = 30.0) -> int | None:
@@ -219,7 +239,7 @@ async def run_command(
                 kill_group(proc.pid)
         timed_out = scope.cancelled_caught
     finally:
-        await _reap(proc)
+        await reap(proc)
     return Completed(tuple(argv), proc.returncode, bytes(out), bytes(err), timed_out)
 
 
@@ -251,7 +271,7 @@ async def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> As
                     await proc.stdin.aclose()
             with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
                 await proc.wait()
-            await _reap(proc)
+            await reap(proc)
 
 
 async def start_process(argv: Sequence[str], **options: Any) -> Process:
@@ -269,8 +289,19 @@ async def start_process(argv: Sequence[str], **options: Any) -> Process:
     raise AssertionError("unreachable: a shielded scope nobody cancels swallows nothing")
 
 
-async def _reap(proc: Process) -> None:
-    """Kill ``proc``'s group and wait (bounded) for the leader; shielded from cancellation."""
+async def end_input(proc: Process, wait_seconds: float) -> None:
+    """Close ``proc``'s stdin, as a client that is done does, and wait at most ``wait_seconds``
+    for it to exit; whether it did is ``proc.returncode``, and killing it is the caller's."""
+    if proc.stdin is not None:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await proc.stdin.aclose()
+    with anyio.move_on_after(wait_seconds):
+        await proc.wait()
+
+
+async def reap(proc: Process) -> None:
+    """Kill ``proc``'s group, wait for the leader (at most ``CLEANUP_WAIT_SECONDS``) and close its
+    pipes; shielded from cancellation."""
     with anyio.CancelScope(shield=True):
         kill_group(proc.pid)
         with anyio.move_on_after(CLEANUP_WAIT_SECONDS):

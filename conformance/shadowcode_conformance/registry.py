@@ -115,6 +115,19 @@ class CheckResult:
         """
         return cls(False, detail, not_run="unavailable")
 
+    @classmethod
+    def tallied(cls, subs: list[SubResult], held: str) -> CheckResult:
+        """A pass when every one of ``subs`` passed, carrying them as its sub-results (CONF-01).
+
+        Args:
+            subs: the inner checks.
+            held: what a passing one proves, as the detail counts it: ``"3/4 {held}"``, then
+                ``"; failed: NAME, ..."`` with the failed ones' names.
+        """
+        failed = [s.name for s in subs if not s.ok]
+        detail = f"{len(subs) - len(failed)}/{len(subs)} {held}" + (f"; failed: {', '.join(failed)}" if failed else "")
+        return cls(not failed, detail, subresults=subs)
+
 
 CheckFn = Callable[["Context"], Awaitable[CheckResult]]
 """The signature of a check function."""

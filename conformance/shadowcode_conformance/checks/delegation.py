@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from shadowcode_conformance.checks.node_stdio import find_probe, parse_probe_output
+from shadowcode_conformance.checks.node_stdio import find_probe, probe_document, probe_verdict
 from shadowcode_conformance.context import LEGACY_REVISIONS, Context, EngineMode
 from shadowcode_conformance.engine import engine_running, headless_engine
 from shadowcode_conformance.json_values import json_object, json_objects
@@ -50,12 +50,14 @@ __all__ = [
     "McpSession",
     "SessionEnded",
     "commands_in",
+    "commands_reaped",
     "configure_model",
     "detached_task_survives_owner_eof",
     "job_status",
     "jobs_sdk1",
     "jobs_sdk2",
     "kill_commands",
+    "model_and_engine",
     "open_session",
     "owner_job_limit",
     "pending_approval",
@@ -321,6 +323,39 @@ def kill_commands(root: Path) -> list[int]:
     return pids
 
 
+@asynccontextmanager
+async def commands_reaped(ctx: Context, problems: list[str]) -> AsyncGenerator[None, None]:
+    """When the block ends, kill the command processes left in the project (:func:`kill_commands`).
+
+    Any found are noted in ``problems`` as one sentence: the target should have stopped them.
+    """
+    try:
+        yield
+    finally:
+        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
+        if left:
+            problems.append(f"{len(left)} command process(es) were left in the project: {left}")
+
+
+@asynccontextmanager
+async def model_and_engine(ctx: Context, problems: list[str]) -> AsyncGenerator[Path | None, None]:
+    """The scripted model configured (:func:`configure_model`) and ``<target> engine`` running
+    (:func:`~shadowcode_conformance.engine.headless_engine`) until the block ends, then the
+    command processes left in the project reaped (:func:`commands_reaped`) (ENG-03).
+
+    Yields:
+        The model's request log, or None when the model or the engine could not be set up
+        (``problems`` says why).
+    """
+    problem, log = await configure_model(ctx)
+    if problem:
+        problems.append(problem)
+        yield None
+        return
+    async with commands_reaped(ctx, problems), headless_engine(ctx, problems) as engine:
+        yield None if engine is None else log
+
+
 async def wait_for(predicate: Any, seconds: float) -> bool:
     """Poll ``predicate()`` (run in a thread) until true or ``seconds`` pass; whether it became true."""
     with anyio.move_on_after(seconds):
@@ -381,13 +416,10 @@ async def _run_jobs_probe(ctx: Context, probe: str) -> CheckResult:
         done = await ctx.run(argv, timeout_seconds=budget + _PROBE_MARGIN_SECONDS / 2)
     finally:
         left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    doc, subs, problem = parse_probe_output(done.stdout, probe)
-    if doc is None:
-        state = "timed out" if done.timed_out else f"exit {done.returncode}"
-        return CheckResult(False, f"{problem} ({state}; stderr: {tail(done.stderr)})")
-    revision = doc.get("protocol_version")
-    if isinstance(revision, str) and revision:
-        ctx.record_revision(str(doc.get("probe") or probe), revision)
+    read = probe_document(ctx, done, probe)
+    if isinstance(read, CheckResult):
+        return read
+    doc, subs = read
     subs.append(
         SubResult(
             f"{probe}:no_command_child_left",
@@ -396,15 +428,8 @@ async def _run_jobs_probe(ctx: Context, probe: str) -> CheckResult:
             f"{len(left)} command process(es) still ran in the project: {left}" if left else "none left",
         )
     )
-    failed = [s.name for s in subs if not s.ok]
     sdk = f"{doc.get('sdk', '?')} {doc.get('sdk_version', '?')}"
-    ok = doc.get("ok") is True and not failed and done.returncode == 0
-    detail = f"{sdk} at {revision or '?'}: {len(subs) - len(failed)}/{len(subs)} ok"
-    if failed:
-        detail += "; failed: " + ", ".join(failed)
-    if not ok and not failed:
-        detail += f"; probe reported ok={doc.get('ok')!r}, exit {done.returncode} (stderr: {tail(done.stderr)})"
-    return CheckResult(ok, detail, {"document": doc}, subs)
+    return probe_verdict(doc, subs, done, f"{sdk} at {doc.get('protocol_version') or '?'}")
 
 
 @check("delegation:jobs_sdk1", covers=["CONF-02", "CONF-03"], timeout_seconds=150)
@@ -514,12 +539,8 @@ async def stdin_eof_cancels_task(ctx: Context) -> CheckResult:
     if problem:
         return CheckResult(False, problem)
     problems: list[str] = []
-    try:
+    async with commands_reaped(ctx, problems):
         await _sleep_task_then_eof(ctx, problems, "temporary engine")
-    finally:
-        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    if left:
-        problems.append(f"{len(left)} command process(es) were left in the project: {left}")
     return check_result(
         problems, "the server exited 0 at EOF; the sleeping child and its group were gone; job cancelled"
     )
@@ -544,7 +565,7 @@ async def sigkill_cancels_task(ctx: Context) -> CheckResult:
     accepted = ("cancelled",) if attached else ("cancelled", "interrupted")
     problems: list[str] = []
     job_id, sleeper, status = "", list[int](), "?"
-    try:
+    async with commands_reaped(ctx, problems):
         async with open_session(ctx, "--allow-write", "--allow-approvals") as s:
             job_id, sleeper = await _approved_sleep(ctx, s)
             if sleeper:
@@ -562,10 +583,6 @@ async def sigkill_cancels_task(ctx: Context) -> CheckResult:
             if status not in accepted:
                 expected = " or ".join(repr(a) for a in accepted)
                 problems.append(f"the owner's job {job_id} is {status!r} after the SIGKILL, expected {expected}")
-    finally:
-        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    if left:
-        problems.append(f"{len(left)} command process(es) were left in the project: {left}")
     where = "the relay into the headless engine" if attached else "the server with its temporary engine"
     return check_result(problems, f"SIGKILL of {where}: the sleeping child and its group were gone; job {status}")
 
@@ -628,37 +645,29 @@ async def detached_task_survives_owner_eof(ctx: Context) -> CheckResult:
     the sleeping child must be gone and its job cancelled, while the detached task still
     waits with its approval pending; approved with ``<target> approve ID`` it finishes ``done``.
     """
-    problem, _ = await configure_model(ctx)
-    if problem:
-        return CheckResult(False, problem)
     problems: list[str] = []
-    try:
-        async with headless_engine(ctx, problems) as engine:
-            if engine is None:
-                return check_result(problems, "")
-            job_id, approval = await detached_task(
-                ctx, "conformance detached: look around, then run a command", problems
-            )
-            if not approval:
-                return check_result(problems, "")
-            await _sleep_task_then_eof(ctx, problems, "attached to the engine")
-            during = await job_status(ctx, job_id)
-            if during in FINISHED or await pending_approval(ctx, job_id) != approval:
-                problems.append(f"after the other owner's EOF the detached job is {during!r} without its approval")
-            else:
-                approved = await ctx.run(ctx.target_argv("approve", approval), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-                if approved.returncode != 0:
-                    problems.append(f"`approve {approval}` exited {approved.returncode}: {tail(approved.stderr)}")
-                final = await settled_status(ctx, job_id)
-                if final != "done":
-                    problems.append(f"the detached job {job_id} ended {final!r}, expected 'done'")
-            stopped = await ctx.run([*ctx.target, "engine", "stop"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
-            if stopped.returncode != 0:
-                problems.append(f"`engine stop` exited {stopped.returncode}: {tail(stopped.stderr)}")
-    finally:
-        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    if left:
-        problems.append(f"{len(left)} command process(es) were left in the project: {left}")
+    async with model_and_engine(ctx, problems) as log:
+        if log is None:
+            return check_result(problems, "")
+        job_id, approval = await detached_task(
+            ctx, "conformance detached: look around, then run a command", problems
+        )
+        if not approval:
+            return check_result(problems, "")
+        await _sleep_task_then_eof(ctx, problems, "attached to the engine")
+        during = await job_status(ctx, job_id)
+        if during in FINISHED or await pending_approval(ctx, job_id) != approval:
+            problems.append(f"after the other owner's EOF the detached job is {during!r} without its approval")
+        else:
+            approved = await ctx.run(ctx.target_argv("approve", approval), timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+            if approved.returncode != 0:
+                problems.append(f"`approve {approval}` exited {approved.returncode}: {tail(approved.stderr)}")
+            final = await settled_status(ctx, job_id)
+            if final != "done":
+                problems.append(f"the detached job {job_id} ended {final!r}, expected 'done'")
+        stopped = await ctx.run([*ctx.target, "engine", "stop"], timeout_seconds=_COMMAND_TIMEOUT_SECONDS)
+        if stopped.returncode != 0:
+            problems.append(f"`engine stop` exited {stopped.returncode}: {tail(stopped.stderr)}")
     return check_result(problems, "EOF cancelled the owner's sleeping task; the detached task waited on and finished")
 
 

@@ -42,13 +42,16 @@ from shadowcode_conformance.checks.external_oauth import (
     fixture_control,
     oauth_fixture,
     play_browser,
+    register_secure,
 )
 from shadowcode_conformance.checks.external_servers import (
     add_model,
     check_result,
     cli,
     enable_server,
+    initialize_result,
     register_server,
+    rpc_result,
     run_task,
     tool_turns,
     trust_workspace,
@@ -112,10 +115,7 @@ async def sign_in_bounds(ctx: Context) -> CheckResult:
     try:
         async with oauth_fixture(ctx) as origin:
             try:
-                await trust_workspace(ctx, ctx.project)
-                server_id = await register_server(
-                    ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
-                )
+                server_id = await register_secure(ctx, origin, problems)
             except (RuntimeError, TimeoutError, OSError) as exc:
                 return CheckResult(False, f"set-up failed: {exc}")
             if server_id is not None:
@@ -200,12 +200,8 @@ class _Strict:
             return self._head(202, {}, b"")
         if rpc == "initialize":
             self.sessions += 1
-            info: dict[str, Any] = {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "s", "version": "1"},
-            }
-            return self._head(200, json_head | {"mcp-session-id": f"s{self.sessions}"}, _rpc(rid, info))
+            info = initialize_result("s")
+            return self._head(200, json_head | {"mcp-session-id": f"s{self.sessions}"}, rpc_result(rid, info))
         if rpc == "tools/list":
             if session not in self.initialized:
                 self.early_lists += 1
@@ -213,12 +209,12 @@ class _Strict:
                 return self._head(400, json_head, json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}).encode())
             schema = {"type": "object", "properties": {"text": {"type": "string"}}}
             tools = [{"name": n, "inputSchema": schema} for n in ("flood", "slow", "expire")]
-            return self._head(200, json_head, _rpc(rid, {"tools": tools}))
+            return self._head(200, json_head, rpc_result(rid, {"tools": tools}))
         if rpc == "tools/call":
             name = message["params"]["name"]
             if name == "flood":
                 headers = {f"x{i:05d}": f"{i:09d}" for i in range(10_000)}
-                return self._head(200, json_head | headers, _rpc(rid, {"content": []}))
+                return self._head(200, json_head | headers, rpc_result(rid, {"content": []}))
             if name == "slow":
                 await anyio.sleep(30)
                 return None
@@ -236,10 +232,6 @@ class _Strict:
                 reply = await self.reply(head.method.decode(), session, message)
                 if reply is not None:
                     await stream.send(reply)
-
-
-def _rpc(rid: Any, result: dict[str, Any]) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
 
 
 @check("external_hostile:http_session", covers=["CLI-15", "CLI-16", "CLI-17", "CLI-18", "CW-07"], timeout_seconds=400)

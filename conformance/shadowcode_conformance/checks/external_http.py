@@ -38,7 +38,9 @@ from shadowcode_conformance.checks.external_servers import (
     check_result,
     cli,
     cli_json,
+    initialize_result,
     register_server,
+    rpc_result,
     run_task,
     tool_turns,
     trust_workspace,
@@ -125,22 +127,18 @@ class _Hostile:
             return 202, {}, b""
         if rpc == "initialize":
             self.initializes += 1
-            info: dict[str, Any] = {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "h", "version": "1"},
-            }
-            return 200, {"mcp-session-id": "conformance-session"}, _rpc(rid, info)
+            info = initialize_result("h")
+            return 200, {"mcp-session-id": "conformance-session"}, rpc_result(rid, info)
         if rpc == "tools/list":
             tools = [_ECHO | {"name": "big"}, _ECHO | {"name": "expire"}]
-            return 200, {}, _rpc(rid, {"tools": tools})
+            return 200, {}, rpc_result(rid, {"tools": tools})
         if rpc == "tools/call":
             name = str(message["params"]["name"])
             self.calls.append(name)
             if name == "expire":
                 return 404, {}, b""
-            base = len(_rpc(rid, {"content": [{"type": "text", "text": ""}]}))
-            return 200, {}, _rpc(rid, {"content": [{"type": "text", "text": "x" * (_BODY_MAX_BYTES + 1 - base)}]})
+            base = len(rpc_result(rid, {"content": [{"type": "text", "text": ""}]}))
+            return 200, {}, rpc_result(rid, {"content": [{"type": "text", "text": "x" * (_BODY_MAX_BYTES + 1 - base)}]})
         return (
             400,
             {"content-type": "application/json"},
@@ -159,10 +157,6 @@ class _Hostile:
                 lines = [f"HTTP/1.1 {status} X", *(f"{k}: {v}" for k, v in headers.items())]
                 lines += [f"content-length: {len(payload)}", "connection: close"]
                 await stream.send(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
-
-
-def _rpc(rid: Any, result: dict[str, Any]) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
 
 
 @check("external_http:refusals", covers=["CLI-11", "CLI-17", "CLI-18"], timeout_seconds=300)

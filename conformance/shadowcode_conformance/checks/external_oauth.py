@@ -45,10 +45,23 @@ from shadowcode_conformance.processes import announced_port, drain, tail
 from shadowcode_conformance.registry import CheckResult, check
 from shadowcode_conformance.resources import helper_python
 
-__all__ = ["FixtureDidNotStart", "oauth_fixture", "sign_in"]
+__all__ = ["FixtureDidNotStart", "oauth_fixture", "register_secure", "sign_in"]
 
 _URL_LINE = re.compile(rb"authorization URL: (\S+)")
 _ADD = {"a": 20, "b": 22}
+
+
+async def register_secure(ctx: Context, origin: str, problems: list[str]) -> str | None:
+    """The project trusted, and the OAuth fixture at ``origin`` added and enabled as server ``secure``.
+
+    Returns:
+        The server's id, or None with the reason noted in ``problems``.
+
+    Raises:
+        RuntimeError: trusting the project failed.
+    """
+    await trust_workspace(ctx, ctx.project)
+    return await register_server(ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems)
 
 
 async def fixture_control(origin: str, **changes: Any) -> dict[str, Any]:
@@ -162,10 +175,7 @@ async def sign_in(ctx: Context) -> CheckResult:
     try:
         async with oauth_fixture(ctx) as origin:
             try:
-                await trust_workspace(ctx, ctx.project)
-                server_id = await register_server(
-                    ctx, {"name": "secure", "url": origin + "/mcp", "oauth": {}}, ctx.project, problems
-                )
+                server_id = await register_secure(ctx, origin, problems)
                 call = tool_turns(("mcp_call", {"server": "secure", "tool": "add", "arguments": _ADD}))
                 await add_model(ctx, [{"match": f"call secure {n}", "turns": call} for n in range(1, 5)])
             except (RuntimeError, TimeoutError) as exc:

@@ -59,6 +59,17 @@ def check_result(problems: list[str], success: str, data: dict[str, Any] | None 
     return CheckResult(True, success, data or {})
 
 
+def rpc_result(rid: Any, result: dict[str, Any]) -> bytes:
+    """A JSON-RPC answer with ``result`` to request ``rid``, as a scripted HTTP server sends it."""
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+
+
+def initialize_result(name: str) -> dict[str, Any]:
+    """What a scripted 2025-06-18 server with tools answers to ``initialize``, calling itself ``name``."""
+    info = {"name": name, "version": "1"}
+    return {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": info}
+
+
 async def cli(ctx: Context, *args: str, workspace: Path | None = None, stdin: bytes = b"") -> tuple[int, str, str]:
     done = await ctx.run(ctx.target_argv(*args, workspace=workspace), stdin=stdin, timeout_seconds=60)
     out = done.stdout.decode("utf-8", "replace")

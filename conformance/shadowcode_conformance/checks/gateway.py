@@ -34,6 +34,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,8 +42,8 @@ import anyio
 import anyio.abc
 
 from shadowcode_conformance.context import LEGACY_REVISIONS, MODERN_REVISION, Context
-from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from shadowcode_conformance.processes import kill_group, start_process, tail
+from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS
+from shadowcode_conformance.processes import drain, kill_group, reap, start_process, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -90,21 +91,6 @@ class Gateway:
         return f"http://{self.host}:{self.port}/mcp"
 
 
-async def _keep(stream: anyio.abc.ByteReceiveStream | None, sink: bytearray, seen: anyio.Event | None) -> None:
-    if stream is None:
-        return
-    with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        while True:
-            chunk = await stream.receive()
-            room = COMMAND_OUTPUT_MAX_BYTES - len(sink)
-            if room > 0:
-                sink.extend(chunk[:room])
-            if seen is not None and not seen.is_set() and _ADDRESS.search(sink.decode("utf-8", "replace")):
-                seen.set()
-    if seen is not None:
-        seen.set()
-
-
 @asynccontextmanager
 async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> AsyncGenerator[Gateway, None]:
     """Start the target's gateway and wait for its address; it is killed when the block ends.
@@ -125,8 +111,8 @@ async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> 
     seen = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_keep, proc.stderr, gw.stderr, seen)
-            tg.start_soon(_keep, proc.stdout, gw.stdout, None)
+            tg.start_soon(partial(drain, proc.stderr, gw.stderr, announce=(_ADDRESS, seen)))
+            tg.start_soon(drain, proc.stdout, gw.stdout)
             with anyio.move_on_after(min(_READY_SECONDS, ctx.remaining())):
                 await seen.wait()
             found = _ADDRESS.search(gw.stderr.decode("utf-8", "replace"))
@@ -138,14 +124,7 @@ async def start_gateway(ctx: Context, *flags: str, token: str | None = None) -> 
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            kill_group(proc.pid)
-            with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
-                await proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        await stream.aclose()
+        await reap(proc)
 
 
 def _raw(
@@ -389,11 +368,7 @@ async def refusals(ctx: Context) -> CheckResult:
         except* AssertionError as group:  # raised inside the gateway's task group, so it may come wrapped
             why = "; ".join(str(e) for e in group.exceptions)
             add(name, ("GW-03",), False, f"a {len(value)}-character token was refused at start: {why}")
-    failed = [s.name for s in subs if not s.ok]
-    summary = f"{len(subs) - len(failed)}/{len(subs)} refusals held" + (
-        f"; failed: {', '.join(failed)}" if failed else ""
-    )
-    return CheckResult(not failed, summary, subresults=subs)
+    return CheckResult.tallied(subs, "refusals held")
 
 
 # --- clients --------------------------------------------------------------------------------------
@@ -443,15 +418,12 @@ async def python_sdk(ctx: Context) -> CheckResult:
 
 
 async def _node_probe(ctx: Context, probe: str) -> CheckResult:
-    from shadowcode_conformance.checks.node_stdio import find_probe, parse_probe_output
+    from shadowcode_conformance.checks.node_stdio import probe_document, probe_verdict, trusted_probe
 
-    found = find_probe(ctx, probe)
+    found = await trusted_probe(ctx, probe)
     if isinstance(found, CheckResult):
         return found
     node, script = found
-    trusted = await ctx.trust("workspace")
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trusting the project failed: {tail(trusted.stderr)}")
     from shadowcode_conformance.processes import run_command
 
     try:
@@ -464,21 +436,13 @@ async def _node_probe(ctx: Context, probe: str) -> CheckResult:
             )
     except AssertionError as exc:
         return CheckResult(False, str(exc))
-    doc, subs, problem = parse_probe_output(done.stdout, probe)
-    if doc is None:
-        return CheckResult(False, f"{problem} (exit {done.returncode}; stderr: {tail(done.stderr)})")
+    read = probe_document(ctx, done, probe, revision_name=f"gateway:{probe}")
+    if isinstance(read, CheckResult):
+        return read
+    doc, subs = read
     subs = [SubResult(f"gateway:{s.name}", s.covers, s.ok, s.detail) for s in subs]
-    revision = doc.get("protocol_version")
-    if isinstance(revision, str) and revision:
-        ctx.record_revision(f"gateway:{probe}", revision)
-    failed = [s.name for s in subs if not s.ok]
-    ok = doc.get("ok") is True and not failed and done.returncode == 0
-    detail = (
-        f"{doc.get('sdk')} {doc.get('sdk_version')} over HTTP at {revision}: {len(subs) - len(failed)}/{len(subs)} ok"
-    )
-    if failed:
-        detail += "; failed: " + ", ".join(failed)
-    return CheckResult(ok, detail, {"document": doc}, subs)
+    head = f"{doc.get('sdk')} {doc.get('sdk_version')} over HTTP at {doc.get('protocol_version')}"
+    return probe_verdict(doc, subs, done, head)
 
 
 @check("gateway:http_sdk1", covers=["CONF-02", "GW-05"], timeout_seconds=150)
@@ -621,7 +585,7 @@ async def kill_scenario(ctx: Context) -> CheckResult:
     engine_err = bytearray()
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_keep, engine.stderr, engine_err, None)
+            tg.start_soon(drain, engine.stderr, engine_err)
             try:
                 trusted = await ctx.trust("workspace")
                 if trusted.returncode != 0:

@@ -42,7 +42,7 @@ import anyio.abc
 from shadowcode_conformance.checks.delegation import configure_model
 from shadowcode_conformance.context import LEGACY_REVISIONS, Context
 from shadowcode_conformance.json_values import json_member, json_object, json_objects
-from shadowcode_conformance.processes import drain, tail
+from shadowcode_conformance.processes import drain, end_input, tail
 from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = [
@@ -216,11 +216,7 @@ async def host(
         try:
             yield session
         finally:
-            if proc.stdin is not None:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await proc.stdin.aclose()
-            with anyio.move_on_after(10):
-                await proc.wait()
+            await end_input(proc, 10)
             tg.cancel_scope.cancel()
 
 

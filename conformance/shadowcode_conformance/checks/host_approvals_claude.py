@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from shadowcode_conformance.checks.delegation import configure_model
-from shadowcode_conformance.checks.hosts import OFFLINE, is_main_loop, is_messages
-from shadowcode_conformance.checks.registration import failed, host_bin, host_env, missing_host, register
+from shadowcode_conformance.checks.hosts import claude_print, is_main_loop, is_messages
+from shadowcode_conformance.checks.registration import failed, host_bin, missing_host, register
 from shadowcode_conformance.context import Context
 from shadowcode_conformance.engine import headless_engine
 from shadowcode_conformance.json_values import json_member, json_object, json_objects
@@ -187,25 +187,8 @@ async def _run_claude(
     async with headless_engine(ctx, problems) as engine, scripted_model(script.answer) as model:
         if engine is None:
             return CheckResult(False, "; ".join(problems) or "the headless engine did not start"), [], Path()
-        env = host_env(
-            ctx,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-scripted",
-            **OFFLINE,
-        )
-        env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
-        argv = [
-            str(claude),
-            "-p",
-            _PROMPT,
-            "--allowedTools",
-            f"mcp__{_NAME}__shadow_run,mcp__{_NAME}__shadow_jobs",
-            "--settings",
-            json.dumps(settings),
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ]
+        tools = f"mcp__{_NAME}__shadow_run,mcp__{_NAME}__shadow_jobs"
+        argv, env = claude_print(ctx, claude, model.url, _PROMPT, tools, "--settings", json.dumps(settings))
         run = await run_command(
             argv, env=env, cwd=ctx.project, timeout_seconds=max(1.0, min(_HOST_RUN_SECONDS, ctx.remaining() - 10.0))
         )

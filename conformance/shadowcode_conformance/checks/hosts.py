@@ -39,6 +39,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from shadowcode_conformance.checks.python_client import EXPECTED_TOOLS
@@ -81,6 +82,23 @@ OFFLINE = {
 """Proxy variables that send anything but loopback traffic to a closed port."""
 
 _NOT_FOUND = Reply(404, "application/json", b'{"error": "not found"}')
+
+
+def claude_print(
+    ctx: Context, claude: Path, model_url: str, prompt: str, tools: str, *options: str
+) -> tuple[list[str], dict[str, str]]:
+    """``claude -p PROMPT --allowedTools TOOLS OPTIONS --output-format stream-json --verbose`` and its
+    environment: the scripted model at ``model_url`` with a placeholder key, no traffic but
+    loopback (``OFFLINE``), and no ``SHADOWCODE_HOME`` (only the registered entry's env may carry
+    the profile).
+
+    Returns:
+        ``(argv, env)``.
+    """
+    env = host_env(ctx, ANTHROPIC_BASE_URL=model_url, ANTHROPIC_API_KEY="sk-ant-scripted", **OFFLINE)
+    env.pop("SHADOWCODE_HOME", None)
+    argv = [str(claude), "-p", prompt, "--allowedTools", tools, *options, "--output-format", "stream-json", "--verbose"]
+    return argv, env
 
 
 # --- what the model saw -----------------------------------------------------------------
@@ -412,18 +430,7 @@ async def claude_first_turn(ctx: Context) -> CheckResult:
     async def attempt() -> CheckResult:
         script = _ClaudeScript()
         async with scripted_model(script.answer) as model:
-            env = host_env(ctx, ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="sk-ant-scripted", **OFFLINE)
-            env.pop("SHADOWCODE_HOME", None)  # only the entry's env may carry the profile
-            argv = [
-                str(claude),
-                "-p",
-                _PROMPT,
-                "--allowedTools",
-                f"mcp__{_NAME}__{_TOOL}",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-            ]
+            argv, env = claude_print(ctx, claude, model.url, _PROMPT, f"mcp__{_NAME}__{_TOOL}")
             started = time.monotonic()
             run = await _run_host(ctx, argv, env)
         turns = [r for r in model.requests if is_main_loop(r)]

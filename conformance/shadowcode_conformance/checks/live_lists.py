@@ -40,9 +40,9 @@ from shadowcode_conformance.checks.tasks import (
     sse_messages,
     stdio_client,
     test_call,
+    trust_problem,
 )
 from shadowcode_conformance.context import LEGACY_REVISIONS, Context
-from shadowcode_conformance.processes import tail
 from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["listen_gateway", "listen_stdio", "progress"]
@@ -78,9 +78,8 @@ async def _next_notification(client: Any, method: str, seconds: float = _WAIT_SE
 async def listen_stdio(ctx: Context) -> CheckResult:
     """Listen streams over stdio: acknowledged first, stamped, filtered; tasks as tasks/get reads them."""
     problems: list[str] = []
-    trusted = await ctx.trust()
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
+    if problem := await trust_problem(ctx):
+        return CheckResult(False, problem)
     async with stdio_client(ctx, "--allow-write") as client:
         templates: dict[str, Any] = (
             await client.call("resources/templates/list", {"_meta": modern_meta()})
@@ -173,9 +172,8 @@ async def listen_stdio(ctx: Context) -> CheckResult:
 async def listen_gateway(ctx: Context) -> CheckResult:
     """A listen stream over the gateway: an event stream that ends gracefully inside the request deadline."""
     problems: list[str] = []
-    trusted = await ctx.trust()
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
+    if problem := await trust_problem(ctx):
+        return CheckResult(False, problem)
     try:
         async with gateway_client(ctx, "--allow-write") as (client, _):
             params = {"notifications": {"resourcesListChanged": True}, "_meta": modern_meta()}

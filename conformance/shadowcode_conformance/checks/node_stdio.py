@@ -20,10 +20,18 @@ from pathlib import Path
 from typing import Any, cast
 
 from shadowcode_conformance.context import Context
-from shadowcode_conformance.processes import tail
+from shadowcode_conformance.processes import Completed, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
-__all__ = ["find_probe", "parse_probe_output", "probe_sdk1", "probe_sdk2"]
+__all__ = [
+    "find_probe",
+    "parse_probe_output",
+    "probe_document",
+    "probe_sdk1",
+    "probe_sdk2",
+    "probe_verdict",
+    "trusted_probe",
+]
 
 _PROBE_MARGIN_SECONDS = 10.0
 
@@ -44,6 +52,17 @@ def find_probe(ctx: Context, probe: str) -> tuple[str, Path] | CheckResult:
     if not script.is_file():
         return CheckResult(False, f"skipped: probe script node_probes/probes/{probe}.mjs is missing")
     return node, script
+
+
+async def trusted_probe(ctx: Context, probe: str) -> tuple[str, Path] | CheckResult:
+    """:func:`find_probe`, then the project trusted at ``workspace``; or a failed result saying which failed."""
+    found = find_probe(ctx, probe)
+    if isinstance(found, CheckResult):
+        return found
+    trusted = await ctx.trust("workspace")
+    if trusted.returncode != 0:
+        return CheckResult(False, f"trusting the project failed (exit {trusted.returncode}): {tail(trusted.stderr)}")
+    return found
 
 
 def parse_probe_output(stdout: bytes, probe: str) -> tuple[dict[str, Any] | None, list[SubResult], str]:
@@ -83,28 +102,41 @@ def parse_probe_output(stdout: bytes, probe: str) -> tuple[dict[str, Any] | None
     return doc, subs, ""
 
 
-async def _run_probe(ctx: Context, probe: str) -> CheckResult:
-    found = find_probe(ctx, probe)
-    if isinstance(found, CheckResult):
-        return found
-    node, script = found
-    trusted = await ctx.trust("workspace")
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trusting the project failed (exit {trusted.returncode}): {tail(trusted.stderr)}")
-    budget = max(5.0, ctx.remaining() - _PROBE_MARGIN_SECONDS)
-    argv = [node, str(script), "--timeout-ms", str(int(budget * 1000)), "--", *ctx.serve_argv("--allow-write")]
-    done = await ctx.run(argv, timeout_seconds=budget + _PROBE_MARGIN_SECONDS / 2)
+def probe_document(
+    ctx: Context, done: Completed, probe: str, *, revision_name: str = ""
+) -> tuple[dict[str, Any], list[SubResult]] | CheckResult:
+    """A finished probe's document and sub-results, its revision recorded; or a failed result (CONF-02).
+
+    Args:
+        ctx: the check's context; the negotiated revision is recorded in it under
+            ``revision_name``, by default the document's probe name.
+        done: the probe's run.
+        probe: fallback probe name when the document has none.
+
+    Returns:
+        ``(document, sub-results)``, or a failed result quoting the problem, the exit and stderr
+        when the output is not a probe document.
+    """
     doc, subs, problem = parse_probe_output(done.stdout, probe)
     if doc is None:
         state = "timed out" if done.timed_out else f"exit {done.returncode}"
         return CheckResult(False, f"{problem} ({state}; stderr: {tail(done.stderr)})")
     revision = doc.get("protocol_version")
     if isinstance(revision, str) and revision:
-        ctx.record_revision(str(doc.get("probe") or probe), revision)
+        ctx.record_revision(revision_name or str(doc.get("probe") or probe), revision)
+    return doc, subs
+
+
+def probe_verdict(doc: dict[str, Any], subs: list[SubResult], done: Completed, head: str) -> CheckResult:
+    """The verdict on a probe's document (CONF-02).
+
+    A pass when the probe reported ``ok``, exited 0 and every one of ``subs`` (at least one)
+    passed. The detail reads ``"{head}: N/M ok"``, then the failed ones' names or, when none
+    failed but the probe did, what it reported, its exit and stderr.
+    """
     failed = [s.name for s in subs if not s.ok]
-    sdk = f"{doc.get('sdk', '?')} {doc.get('sdk_version', '?')}"
     ok = doc.get("ok") is True and not failed and done.returncode == 0 and bool(subs)
-    detail = f"{sdk} over {doc.get('transport', '?')} at {revision or '?'}: {len(subs) - len(failed)}/{len(subs)} ok"
+    detail = f"{head}: {len(subs) - len(failed)}/{len(subs)} ok"
     if failed:
         detail += "; failed: " + ", ".join(failed)
     if not ok and not failed:
@@ -113,6 +145,23 @@ async def _run_probe(ctx: Context, probe: str) -> CheckResult:
             detail += f", error: {doc.get('error')}"
         detail += f" (stderr: {tail(done.stderr)})"
     return CheckResult(ok, detail, {"document": doc}, subs)
+
+
+async def _run_probe(ctx: Context, probe: str) -> CheckResult:
+    found = await trusted_probe(ctx, probe)
+    if isinstance(found, CheckResult):
+        return found
+    node, script = found
+    budget = max(5.0, ctx.remaining() - _PROBE_MARGIN_SECONDS)
+    argv = [node, str(script), "--timeout-ms", str(int(budget * 1000)), "--", *ctx.serve_argv("--allow-write")]
+    done = await ctx.run(argv, timeout_seconds=budget + _PROBE_MARGIN_SECONDS / 2)
+    read = probe_document(ctx, done, probe)
+    if isinstance(read, CheckResult):
+        return read
+    doc, subs = read
+    sdk = f"{doc.get('sdk', '?')} {doc.get('sdk_version', '?')}"
+    head = f"{sdk} over {doc.get('transport', '?')} at {doc.get('protocol_version') or '?'}"
+    return probe_verdict(doc, subs, done, head)
 
 
 @check("node_stdio:stdio_sdk1", covers=["CONF-02"], timeout_seconds=120)

@@ -27,13 +27,11 @@ import anyio.to_thread
 from shadowcode_conformance.checks.boundaries import call_raw, serve
 from shadowcode_conformance.checks.delegation import (
     McpSession,
-    configure_model,
     detached_task,
-    kill_commands,
+    model_and_engine,
     pending_approval,
 )
 from shadowcode_conformance.context import Context
-from shadowcode_conformance.engine import headless_engine
 from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = ["SUBMISSIONS_MAX", "eof_cancels_queued_tasks"]
@@ -156,19 +154,11 @@ async def eof_cancels_queued_tasks(ctx: Context) -> CheckResult:
     event or a model request; or when the detached task of another owner lost its approval
     or finished.
     """
-    problem, log = await configure_model(ctx)
-    if problem:
-        return CheckResult(False, problem)
     problems: list[str] = []
-    try:
-        async with headless_engine(ctx, problems) as engine:
-            if engine is None:
-                return CheckResult(False, "; ".join(problems))
-            await _scenario(ctx, log, problems)
-    finally:
-        left = await anyio.to_thread.run_sync(kill_commands, ctx.project)
-    if left:
-        problems.append(f"{len(left)} command process(es) were left in the project: {left}")
+    async with model_and_engine(ctx, problems) as log:
+        if log is None:
+            return CheckResult(False, "; ".join(problems))
+        await _scenario(ctx, log, problems)
     if problems:
         return CheckResult(False, "; ".join(problems))
     return CheckResult(

@@ -24,18 +24,17 @@ import shutil
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from shadowcode_conformance.context import Context
 from shadowcode_conformance.json_values import json_array, json_member, json_object
-from shadowcode_conformance.limits import CLEANUP_WAIT_SECONDS, COMMAND_OUTPUT_MAX_BYTES
-from shadowcode_conformance.processes import Completed, kill_group, run_command, start_process, tail
+from shadowcode_conformance.processes import Completed, drain, reap, run_command, start_process, tail
 from shadowcode_conformance.registry import CheckResult, SubResult, check
 
 __all__ = [
@@ -501,11 +500,7 @@ async def refusals(ctx: Context) -> CheckResult:
             problems.append("no message on stderr")
         detail = "; ".join(problems) if problems else f"exit 2: {tail(done.stderr, 160)}"
         subs.append(SubResult(f"registration:refusals:{name}", covers, not problems, detail))
-    broken = [s.name for s in subs if not s.ok]
-    summary = f"{len(subs) - len(broken)}/{len(subs)} refusals held" + (
-        f"; failed: {', '.join(broken)}" if broken else ""
-    )
-    return CheckResult(not broken, summary, subresults=subs)
+    return CheckResult.tallied(subs, "refusals held")
 
 
 @check("registration:claude_http_connected", covers=["REG-08", "REG-06"], timeout_seconds=150)
@@ -534,16 +529,13 @@ async def claude_http_connected(ctx: Context) -> CheckResult:
     result = CheckResult(False, "the Claude Code session over HTTP did not finish")
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_stderr, proc.stderr, stderr, announced)
+            tg.start_soon(partial(drain, proc.stderr, stderr, announce=(_ADDRESS, announced)))
             try:
                 result = await _claude_over_http(ctx, claude, token, stderr, announced)
             finally:
                 tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            kill_group(proc.pid)
-            with anyio.move_on_after(CLEANUP_WAIT_SECONDS):
-                await proc.wait()
+        await reap(proc)
     return result
 
 
@@ -569,23 +561,6 @@ async def _claude_over_http(
     except (ValueError, KeyError) as exc:
         return CheckResult(False, f"not a Claude Code HTTP snippet: {exc!r}: {tail(done.stdout)}")
     return await _claude_connects(ctx, claude, entry, host_env(ctx, **{_TOKEN_ENV: token}))
-
-
-async def _watch_stderr(stream: ByteReceiveStream | None, sink: bytearray, announced: anyio.Event) -> None:
-    """Keep the gateway's stderr (bounded); set ``announced`` once it names a port, or at its end."""
-    if stream is None:
-        announced.set()
-        return
-    try:
-        while True:
-            chunk = await stream.receive()
-            room = COMMAND_OUTPUT_MAX_BYTES - len(sink)
-            if room > 0:
-                sink.extend(chunk[:room])
-            if not announced.is_set() and _ADDRESS.search(sink.decode("utf-8", "replace")):
-                announced.set()
-    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        announced.set()
 
 
 @check("registration:registered_command_keeps_its_profile", covers=["REG-01"], timeout_seconds=180)

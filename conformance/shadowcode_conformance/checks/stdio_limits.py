@@ -24,7 +24,7 @@ from anyio.abc import Process
 
 from shadowcode_conformance.checks.stdout_purity import is_jsonrpc_message
 from shadowcode_conformance.context import Context
-from shadowcode_conformance.processes import drain, kill_group, start_process, tail
+from shadowcode_conformance.processes import drain, end_input, kill_group, start_process, tail
 from shadowcode_conformance.registry import CheckResult, check
 
 __all__ = [
@@ -194,11 +194,7 @@ async def raw_session(
         try:
             yield session
         finally:
-            if proc.stdin is not None:
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await proc.stdin.aclose()
-            with anyio.move_on_after(close_seconds):
-                await proc.wait()
+            await end_input(proc, close_seconds)
             tg.cancel_scope.cancel()
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "stdio_client",
     "tasks_gateway",
     "tasks_stdio",
+    "trust_problem",
 ]
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -219,6 +220,14 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
     return found
 
 
+async def trust_problem(ctx: Context) -> str | None:
+    """Trust the sample project at ``workspace``; a problem sentence when that did not exit 0, else None."""
+    trusted = await ctx.trust()
+    if trusted.returncode != 0:
+        return f"trust exited {trusted.returncode}: {tail(trusted.stderr)}"
+    return None
+
+
 @asynccontextmanager
 async def gateway_client(ctx: Context, *flags: str) -> AsyncGenerator[tuple[HttpClient, Any], None]:
     """A gateway of the target and a client of it; yields ``(client, gateway)``."""
@@ -387,9 +396,8 @@ async def _cancel(ctx: Context, call: Call, problems: list[str]) -> None:
 async def tasks_stdio(ctx: Context) -> CheckResult:
     """Tasks over stdio: advertised, created, read, completed, refused, cancelled, owned."""
     problems: list[str] = []
-    trusted = await ctx.trust()
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
+    if problem := await trust_problem(ctx):
+        return CheckResult(False, problem)
     async with stdio_client(ctx, "--allow-write") as legacy:
         info = {"name": "conformance-tasks", "version": "1"}
         init = await legacy.call(
@@ -440,9 +448,8 @@ async def tasks_stdio(ctx: Context) -> CheckResult:
 async def tasks_gateway(ctx: Context) -> CheckResult:
     """Tasks over the gateway: the same rules; one owner per gateway, not per request."""
     problems: list[str] = []
-    trusted = await ctx.trust()
-    if trusted.returncode != 0:
-        return CheckResult(False, f"trust exited {trusted.returncode}: {tail(trusted.stderr)}")
+    if problem := await trust_problem(ctx):
+        return CheckResult(False, problem)
     try:
         async with gateway_client(ctx, "--allow-write") as (client, _):
             found = await client.call("server/discover", {"_meta": modern_meta(tasks=False)})
