@@ -11,6 +11,8 @@ import sys
 
 TYPE_CHECKING = False  # typing itself is too heavy to import on the fast path
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from shadowcode.mcp.server.discovery import Manifest
 
 
@@ -142,26 +144,30 @@ def attached_fast_path(argv: list[str]) -> int | None:
         return None
     from shadowcode.mcp.server.discovery import load_manifest
 
+    if not os.path.exists(socket_path):
+        return _front(argv, load_manifest)  # read once the front's child is started
     manifest = load_manifest()  # read once: the relay and the front both answer discovery from it
-    if os.path.exists(socket_path):
-        from shadowcode.mcp.server.relay import try_relay
+    from shadowcode.mcp.server.relay import try_relay
 
-        status = try_relay(
-            socket_path,
-            workspace,
-            allow_write="--allow-write" in flags,
-            allow_approvals="--allow-approvals" in flags,
-            approve_in_host="--approve-in-host" in flags,
-            approval_page="--approval-page" in flags,
-            manifest=manifest,
-        )
-        if status is not None:
-            return status
+    status = try_relay(
+        socket_path,
+        workspace,
+        allow_write="--allow-write" in flags,
+        allow_approvals="--allow-approvals" in flags,
+        approve_in_host="--approve-in-host" in flags,
+        approval_page="--approval-page" in flags,
+        manifest=manifest,
+    )
+    if status is not None:
+        return status
     return _front(argv, manifest)
 
 
-def _front(argv: list[str], manifest: Manifest | None) -> int | None:
-    """Run ``mcp serve`` behind the stdio front; None when it is turned off, has no manifest or cannot run here."""
+def _front(argv: list[str], manifest: Manifest | Callable[[], Manifest | None] | None) -> int | None:
+    """Run ``mcp serve`` behind the stdio front; None when it is turned off, has no manifest or cannot run here.
+
+    ``manifest`` may be the function reading it: the front then reads it after starting its child.
+    """
     import os
 
     if os.environ.get("SHADOWCODE_STDIO_FRONT") == "0" or not sys.executable or manifest is None:

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from shadowcode.limits import (
     FRONT_ENGINE_START_SECONDS,
@@ -62,18 +63,25 @@ _WATCH_SECONDS = 0.1
 _STDERR_TAIL_BYTES = 2048
 
 
-def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: float = FRONT_ENGINE_START_SECONDS) -> int:
+def serve_front(
+    child_argv: list[str],
+    manifest: Manifest | Callable[[], Manifest | None],
+    *,
+    start_seconds: float = FRONT_ENGINE_START_SECONDS,
+) -> int | None:
     """Serve stdio through the front until the session ends; returns the exit status.
 
     Args:
         child_argv: the full ``mcp serve`` command to start behind the front.
-        manifest: the recorded discovery answers.
+        manifest: the recorded discovery answers, or a function reading them, called once the
+            child is started (its start is the longer way to the first tool result, issue 32).
         start_seconds: how long the child may take to say it is ready.
 
     Returns:
         The child's exit status when it served (0 for a clean end), or the child's status when
         it failed before the client sent anything (a refused command line keeps its status 2),
-        else 0 once stdin closes.
+        else 0 once stdin closes; None when ``manifest`` read None: the child is stopped
+        before anything was read from stdin, and the caller serves without the front.
     """
     ready_read, ready_write = os.pipe()
     conn, child_end = socket.socketpair()  # the child's stdin and stdout until the handover
@@ -98,7 +106,25 @@ def serve_front(child_argv: list[str], manifest: Manifest, *, start_seconds: flo
         return 1
     os.close(ready_write)
     child_end.close()
-    return _Front(child, manifest, ready_read, conn, start_seconds).run()
+    answers = manifest if isinstance(manifest, Manifest) else manifest()
+    if answers is None:
+        _stop_unused(child, ready_read, conn)
+        return None
+    return _Front(child, answers, ready_read, conn, start_seconds).run()
+
+
+def _stop_unused(child: subprocess.Popen[bytes], ready_fd: int, conn: socket.socket) -> None:
+    """Stop a child the front will not serve through (nothing was read from stdin): SIGTERM, then SIGKILL; reaped."""
+    os.close(ready_fd)
+    conn.close()
+    child.terminate()
+    try:
+        child.wait(FRONT_STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+    if child.stderr is not None:
+        child.stderr.close()
 
 
 class _Front:

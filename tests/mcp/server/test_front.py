@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 
 from shadowcode.limits import FRONT_ENGINE_START_SECONDS, FRONT_STOP_GRACE_SECONDS
 from shadowcode.mcp.server.discovery import load_manifest
+from shadowcode.mcp.server.front import serve_front
 from tests.support.process import ANSWER_SECONDS, INIT, ServerProcess, alive, wait_for
 
 REPO = Path(__file__).resolve().parents[3]
@@ -423,3 +425,23 @@ def test_a_client_closing_its_end_of_stdout_ends_the_front_and_the_server(tmp_pa
         for stream in (proc.stdin, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_the_server_starts_before_the_recording_is_read_and_is_stopped_when_it_cannot_be(tmp_path: Path) -> None:
+    # issue 32: the front starts its child first (the longer way to the first tool result),
+    # then reads the recorded answers; without them the child is stopped and reaped, nothing
+    # was read from stdin, and the caller serves without the front.
+    pid_file = tmp_path / "pid"
+    child = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    seen: list[int] = []
+
+    def unreadable() -> None:
+        wait_for(lambda: pid_file.is_file() and pid_file.read_text(encoding="utf-8") != "", ANSWER_SECONDS)
+        seen.append(int(pid_file.read_text(encoding="utf-8")))  # the child runs while it is read
+        return None
+
+    began = time.monotonic()
+    assert serve_front([sys.executable, "-c", child], unreadable) is None
+
+    assert time.monotonic() - began < ANSWER_SECONDS + FRONT_STOP_GRACE_SECONDS
+    assert seen and not alive(seen[0])
