@@ -7,25 +7,39 @@ one runs in the same transaction as its ``_migrations`` row. :func:`pending` and
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
-from importlib import resources
 
 from shadowcode.errors import MigrationError
 
 __all__ = ["applied", "available", "migrate", "pending"]
 
+_SQL_FOLDER = os.path.join(os.path.dirname(__file__), "sql")
+
 
 def available() -> list[tuple[str, str]]:
     """All migrations shipped with the package as ``(name, sql)``, in order."""
+    from importlib import resources
+
     folder = resources.files("shadowcode.store") / "sql"
     return [(name, (folder / f"{name}.sql").read_text(encoding="utf-8")) for name in _names()]
 
 
 def _names() -> list[str]:
-    """The names of the shipped migrations, in order; their scripts are read only to apply one."""
-    folder = resources.files("shadowcode.store") / "sql"
-    return sorted(p.name.removesuffix(".sql") for p in folder.iterdir() if p.name.endswith(".sql"))
+    """The names of the shipped migrations, in order; their scripts are read only to apply one.
+
+    Listed from the package's folder when it is one (every engine start does this, and
+    ``importlib.resources`` with what it imports costs more than the listing, issue 32),
+    else through ``importlib.resources`` (a package read from a zip).
+    """
+    try:
+        found = os.listdir(_SQL_FOLDER)
+    except OSError:
+        from importlib import resources
+
+        found = [p.name for p in (resources.files("shadowcode.store") / "sql").iterdir()]
+    return sorted(name.removesuffix(".sql") for name in found if name.endswith(".sql"))
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:

@@ -50,8 +50,10 @@ def _frame(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc).encode() + b"\n"
 
 
-def _serve(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[list[str]]]:
-    """Each call's result and the modules loaded after it, in a new server process."""
+def _serve(
+    tmp_path: Path, calls: list[tuple[str, dict[str, Any]]], heavy: tuple[str, ...] = HEAVY
+) -> tuple[list[dict[str, Any]], list[list[str]]]:
+    """Each call's result and the modules of ``heavy`` and API parts loaded after it, in a new server process."""
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     frames = [_frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})]
     frames.append(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -60,7 +62,7 @@ def _serve(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[lis
         frames.append(_frame({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}))
     env = cli_env(tmp_path / "home")
     with subprocess.Popen(
-        [PY, "-c", _SERVER, str(tmp_path), json.dumps([HEAVY, PARTS])],
+        [PY, "-c", _SERVER, str(tmp_path), json.dumps([heavy, PARTS])],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -121,3 +123,14 @@ def test_a_settings_file_is_validated_on_the_first_status_call(tmp_path: Path) -
     assert results[0]["isError"] is True and "settings.json of profile 'default' is invalid" in (
         results[0]["content"][0]["text"]
     )
+
+
+def test_a_current_store_is_opened_without_importlib_resources(tmp_path: Path) -> None:
+    # The first start applies the migrations (their scripts are read through importlib.resources);
+    # a later one lists them from the package's folder: importlib.resources and what it imports
+    # stay off the way to the first tool result (issue 32).
+    watched = (*HEAVY, "importlib.resources")
+    _, first = _serve(tmp_path, [("shadow_status", {})], watched)
+    results, later = _serve(tmp_path, [("shadow_status", {})], watched)
+    assert "importlib.resources" in first[0]
+    assert results[0]["isError"] is False and later[0] == ["projects"]
