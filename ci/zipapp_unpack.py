@@ -264,6 +264,15 @@ def _state(folder, tag):
     return "full" if _verified(folder, tag, _REST_COMPLETE, _REST_RECORD) else None
 
 
+def unpacked(folder, tag):
+    """The state of ``folder`` for ``tag`` checked as at every start: ``"full"``, ``"first"`` or None (to unpack).
+
+    For the entry's direct start, which serves from a copy only when this is not None and
+    leaves any other case to ``unpack`` (through shiv's bootstrap).
+    """
+    return _state(str(folder), tag)
+
+
 def _deferred_keys(folder):
     """The deferred top-level entries listed at the first unpack (the file is in the first part's record)."""
     with open(os.path.join(folder, _DEFERRED), "r", encoding="utf-8") as fh:
