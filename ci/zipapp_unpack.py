@@ -436,7 +436,8 @@ def later(archive_path, folder, tag, wheels, state):
     """After a start: the deferred entries and every module's bytecode, once, in a child of this process.
 
     Not on the way to the first answer: the child (``_LATER``) runs at the lowest priority and
-    dies with this process (``PR_SET_PDEATHSIG``), and a later start picks up where it stopped.
+    ends with this process (``PR_SET_PDEATHSIG``: SIGTERM, on which it removes the folder it was
+    writing into), and a later start picks up where it stopped.
     It first writes the deferred entries still missing and the marker ``complete.rest``
     (``_finish_rest``); until then this process finds them through ``_DeferredFinder``. Then it
     compiles the whole copy and writes the marker ``bytecode``; until then each process
@@ -474,6 +475,7 @@ def later(archive_path, folder, tag, wheels, state):
 _LATER = r"""
 import compileall, ctypes, fcntl, os, signal, sys
 folder, parent, archive, tag, wheels = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # ended half way: its own folder goes too
 try:
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: end with the process that started it
 except Exception:
