@@ -63,9 +63,20 @@ def _python(version: str) -> str:
     return found
 
 
-def _run(python: str, *args: str, shiv_root: Path, home: Path, archive: Path | None = None, **env: str):
+def _run(
+    python: str,
+    *args: str,
+    shiv_root: Path,
+    home: Path,
+    archive: Path | None = None,
+    flags: tuple[str, ...] = (),
+    stdin: str | None = None,
+    **env: str,
+):
+    """Run the archive under ``python`` (with interpreter ``flags``) on a private HOME and shiv cache."""
     return subprocess.run(
-        [python, str(archive or _built()), *args],
+        [python, *flags, str(archive or _built()), *args],
+        input=stdin,
         env=dict(cli_env(home), SHIV_ROOT=str(shiv_root), **env),
         capture_output=True,
         text=True,
@@ -340,15 +351,16 @@ def test_the_record_holds_every_unpacked_file_and_a_changed_one_is_unpacked_agai
 def _started(flags: list[str], shiv_root: Path, home: Path, **env: str) -> dict[str, Any]:
     """``sys.path`` and whether shiv's bootstrap module was imported, as the archive's command ran with them."""
     probe = "import json, sys; print('STARTED ' + json.dumps([sys.path, '_bootstrap' in sys.modules]))\n"
-    done = subprocess.run(
-        [sys.executable, *flags, "-i", str(_built()), "--version"],  # -i: the probe runs after the command
-        input=probe,
-        env=dict(cli_env(home), SHIV_ROOT=str(shiv_root), **env),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=RUN_TIMEOUT_SECONDS,
-        check=False,
+    # -i: the probe runs after the command
+    done = _run(
+        sys.executable,
+        "--version",
+        shiv_root=shiv_root,
+        home=home,
+        archive=_built(),
+        flags=(*flags, "-i"),
+        stdin=probe,
+        **env,
     )
     (line,) = [ln for ln in done.stdout.splitlines() if "STARTED " in ln]
     path, shiv = json.loads(line.split("STARTED ", 1)[1])
