@@ -167,7 +167,7 @@ def register(
     try:
         chosen = Client(client)
     except ValueError:
-        raise UsageError(f"--client {client!r}: choose one of {', '.join(c.value for c in Client)}") from None
+        raise UsageError(f"--client {client!r}: use one of {', '.join(c.value for c in Client)}") from None
     snippet = build_snippet(
         chosen,
         workspace=g.workspace_path(),
