@@ -436,8 +436,11 @@ def later(archive_path, folder, tag, wheels, state):
     """After a start: the deferred entries and every module's bytecode, once, in a child of this process.
 
     Not on the way to the first answer: the child (``_LATER``) runs at the lowest priority and
-    ends with this process (``PR_SET_PDEATHSIG``: SIGTERM, on which it removes the folder it was
-    writing into), and a later start picks up where it stopped.
+    ends with this process (``PR_SET_PDEATHSIG``: SIGTERM, on which it lets go of its lock and
+    removes the folder it was writing into), and a later start picks up where it stopped. A
+    child that finds another start's child at work waits for its lock, then carries on from the
+    markers: one that was ended may take a while to let go on a loaded machine, and a child that
+    gave up then would leave the rest to a later start.
     It first writes the deferred entries still missing and the marker ``complete.rest``
     (``_finish_rest``); until then this process finds them through ``_DeferredFinder``. Then it
     compiles the whole copy and writes the marker ``bytecode``; until then each process
@@ -475,7 +478,15 @@ def later(archive_path, folder, tag, wheels, state):
 _LATER = r"""
 import compileall, ctypes, fcntl, os, signal, sys
 folder, parent, archive, tag, wheels = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # ended half way: its own folder goes too
+lock = -1
+def ended(signum, frame):  # ended half way: the lock goes at once (a new start's child carries on), its own folder too
+    global lock
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # sent again as threads end: the clean-up finishes
+    if lock >= 0:
+        os.close(lock)
+        lock = -1
+    sys.exit(128 + signum)
+signal.signal(signal.SIGTERM, ended)
 try:
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: end with the process that started it
 except Exception:
@@ -485,9 +496,9 @@ if os.getppid() != parent:
 os.nice(19)
 lock = os.open(folder + ".bytecode_lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 try:
-    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another start's child at it: wait, then carry on from its markers
 except OSError:
-    sys.exit(0)  # another process does it
+    sys.exit(0)
 if not os.path.isfile(os.path.join(folder, "complete.rest")):
     sys.path.insert(0, archive)
     from _shadowcode_unpack import _finish_rest
