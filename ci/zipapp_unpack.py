@@ -498,7 +498,7 @@ lock = os.open(folder + ".bytecode_lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
 try:
     fcntl.flock(lock, fcntl.LOCK_EX)  # another start's child at it: wait, then carry on from its markers
 except OSError:
-    sys.exit(0)
+    sys.exit(0)  # cannot lock here: a later start tries again
 if not os.path.isfile(os.path.join(folder, "complete.rest")):
     sys.path.insert(0, archive)
     from _shadowcode_unpack import _finish_rest
