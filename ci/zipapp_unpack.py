@@ -25,6 +25,7 @@ _DEFERRED = "deferred"  # the deferred top-level entries, one a line, written wi
 _REST_COMPLETE = "complete.rest"
 _REST_RECORD = "record.rest.sha256"
 _PARTIAL = ".partial-"  # where a writer of deferred entries writes before renaming them into place
+_OLD = ".old-"  # beside the copy: a copy being removed, unpacked again (see ``_remove``)
 _UNPACK_FAILED_STATUS = 1
 
 
@@ -37,6 +38,8 @@ def _fail(message, status):
 
 def _extract(archive, into, wheels, keys=None, first=None, deferred=None):
     """Write the archive's ``site-packages/`` and the given ``_platlib/<wheel>/`` trees into ``into/site-packages``.
+
+    ``into`` must exist; when it is removed meanwhile, FileNotFoundError (see ``_folders_below``).
 
     They are entries of the archive itself or of its inner zip ``_packed.zip`` (see
     ``ci/put_zipapp_entry.py``), read where it lies inside the archive (it is stored
@@ -163,7 +166,7 @@ def _extract_from(archive, into, prefixes, record, keys=None, first=None, deferr
         target = os.path.join(into, *relative.split("/"))
         parent = os.path.dirname(target)
         if parent not in made:
-            os.makedirs(parent, exist_ok=True)
+            _folders_below(into, parent)
             made.add(parent)
         data = archive.read(info)
         with open(target, "wb") as dst:
@@ -175,6 +178,38 @@ def _extract_from(archive, into, prefixes, record, keys=None, first=None, deferr
         record.append((relative, found.st_size, found.st_mtime_ns, hashlib.sha256(data).hexdigest()))
     if keys is None and pycs:
         _bytecode_beside(archive, into, pycs)
+
+
+def _folders_below(top, path):
+    """Make the folder ``path`` and those between it and ``top``, never ``top`` or above it.
+
+    Raises FileNotFoundError when ``top`` is gone: a writer whose copy was removed (unpacked
+    again by another start) stops there instead of making the copy's folder again.
+    """
+    if path == top or os.path.isdir(path):
+        return
+    _folders_below(top, os.path.dirname(path))
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+
+
+def _remove(folder):
+    """Remove the folder ``folder``: renamed aside first, so that a writer still at work in it fails cleanly.
+
+    The writer of deferred entries an earlier start began may still write into the copy, or
+    remove its own folder there on being ended; removed in place, such a copy can change under
+    the removal and fail it half way. The folder aside is ``<folder>.old-...``, removed at once;
+    what the removal cannot remove is removed by the next ``unpack`` of the same copy. Raises
+    OSError when ``folder`` cannot be renamed.
+    """
+    import shutil
+    import tempfile
+
+    aside = tempfile.mkdtemp(prefix=os.path.basename(folder) + _OLD, dir=os.path.dirname(folder))
+    os.rename(folder, os.path.join(aside, "copy"))
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _bytecode_beside(archive, into, pycs):
@@ -540,7 +575,9 @@ def unpack(archive, folder, tag, wheels, first, force):
                 "shadowcode: the unpacked copy in {} no longer matches its record; unpacking again\n".format(folder)
             )
         partial = os.path.join(parent, name + ".tmp")
-        shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
+        for left in os.listdir(parent):  # left by an interrupted run
+            if left == name + ".tmp" or left.startswith(name + _OLD):
+                shutil.rmtree(os.path.join(parent, left), ignore_errors=True)
         os.makedirs(partial)
         deferred = set()
         record = _extract(archive, partial, wheels, first=first, deferred=deferred)
@@ -561,7 +598,7 @@ def unpack(archive, folder, tag, wheels, first, force):
             with open(os.path.join(partial, _REST_COMPLETE), "w", encoding="ascii") as done:
                 done.write(hashlib.sha256(rest).hexdigest() + "\n")
         if os.path.lexists(folder):
-            shutil.rmtree(folder)  # half-written or changed since, or SHIV_FORCE_EXTRACT
+            _remove(folder)  # half-written or changed since, or SHIV_FORCE_EXTRACT
         os.rename(partial, folder)
     except OSError as exc:
         _fail(

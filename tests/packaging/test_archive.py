@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -510,6 +511,7 @@ def test_the_first_part_alone_serves_a_first_read_only_tool_call(tmp_path: Path)
         manifest = json.loads(archive.read("_platlib/manifest.json"))
         wheels = manifest["tags"][_tag(default_python_version())]["wheels"]
         deferred: set[str] = set()
+        (tmp_path / "first").mkdir()
         unpack._extract(archive, str(tmp_path / "first"), wheels, first=frozenset(manifest["first"]), deferred=deferred)
     assert {"mcp", "typer", "rich", "pygments", "cryptography", "uvicorn", "starlette"} <= deferred
     site = tmp_path / "first" / "site-packages"
@@ -569,6 +571,47 @@ def test_after_a_cold_server_start_a_deferred_package_is_written_when_needed_and
     assert again.returncode == 0, again.stderr
     assert "no longer matches its record; unpacking again" in again.stderr
     assert not target.exists() or target.read_bytes() == data
+
+
+def test_a_copy_unpacked_again_while_a_writer_of_the_old_one_is_at_work_is_whole(tmp_path: Path) -> None:
+    # A start finds the copy changed and unpacks it again while the low-priority writer of an
+    # earlier start still writes deferred packages into the old copy, or removes its own folder
+    # on being ended: the removal of the old copy never fails half way, and nothing is left
+    # beside the new copy.
+    unpack = _unpack_module()
+    tag = _tag(default_python_version())
+    folder = tmp_path / "shiv" / f"copy_{tag}"
+    with zipfile.ZipFile(_built()) as archive:
+        manifest = json.loads(archive.read("_platlib/manifest.json"))
+        wheels, first = manifest["tags"][tag]["wheels"], frozenset(manifest["first"])
+        assert unpack.unpack(archive, folder, tag, wheels, first, force=False) == "first"
+        stop, errors = threading.Event(), []
+
+        def writer() -> None:
+            while not stop.is_set():
+                try:
+                    unpack._write_keys(str(_built()), str(folder), wheels, ["typer", "click"])
+                    for key in ("typer", "click"):
+                        shutil.rmtree(folder / "site-packages" / key, ignore_errors=True)
+                except OSError:
+                    pass  # the copy it wrote into was removed: what an old writer meets
+                except Exception as exc:  # noqa: BLE001 - anything else is the test's failure
+                    errors.append(exc)
+                    return
+
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        try:
+            for _again in range(4):
+                assert unpack.unpack(archive, folder, tag, wheels, first, force=True) == "first"
+        finally:
+            stop.set()
+            thread.join(timeout=RUN_TIMEOUT_SECONDS)
+    assert not errors and not thread.is_alive()
+    for key in ("typer", "click"):
+        shutil.rmtree(folder / "site-packages" / key, ignore_errors=True)  # the writer's last, if any
+    assert unpack_state(folder, tag) == "first"
+    assert sorted(p.name for p in folder.parent.iterdir()) == sorted([folder.name, f".{folder.name}_lock"])
 
 
 def unpack_state(folder: Path, tag: str) -> str | None:
