@@ -195,21 +195,23 @@ def _folders_below(top, path):
         pass
 
 
-def _remove(folder):
-    """Remove the folder ``folder``: renamed aside first, so that a writer still at work in it fails cleanly.
+def _remove(path, aside):
+    """Remove ``path`` (a folder or file): renamed into a new folder ``<aside>...`` first, removed there.
 
-    The writer of deferred entries an earlier start began may still write into the copy, or
-    remove its own folder there on being ended; removed in place, such a copy can change under
-    the removal and fail it half way. The folder aside is ``<folder>.old-...``, removed at once;
-    what the removal cannot remove is removed by the next ``unpack`` of the same copy. Raises
-    OSError when ``folder`` cannot be renamed.
+    A writer still at work in a folder removed in place (the writer of deferred entries an
+    earlier start began, or one removing its own folder on being ended) can change it under
+    the removal and fail that half way; renamed aside, it fails cleanly instead. What the
+    removal cannot remove is left for whoever clears leftovers named ``<aside>...`` (``unpack``
+    for a copy, ``_finish_rest`` for an entry). Raises OSError when ``path`` cannot be renamed.
     """
     import shutil
     import tempfile
 
-    aside = tempfile.mkdtemp(prefix=os.path.basename(folder) + _OLD, dir=os.path.dirname(folder))
-    os.rename(folder, os.path.join(aside, "copy"))
-    shutil.rmtree(aside, ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=os.path.basename(aside), dir=os.path.dirname(aside))
+    try:
+        os.rename(path, os.path.join(folder, "removed"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _bytecode_beside(archive, into, pycs):
@@ -413,17 +415,11 @@ def _finish_rest(archive_path, folder, tag, wheels):
             break
         if attempt == 2:
             return  # changed while being written: a later start tries again
-        import tempfile
-
         # Only an entry in place before its files were looked at and found changed is moved
         # aside: one placed since was placed whole by another process (and may be in use).
-        aside = tempfile.mkdtemp(prefix=_PARTIAL + str(os.getpid()) + "-", dir=folder)
-        try:
-            for key in changed:
-                if os.path.lexists(os.path.join(site, key)):
-                    os.rename(os.path.join(site, key), os.path.join(aside, key))
-        finally:
-            shutil.rmtree(aside, ignore_errors=True)
+        for key in changed:
+            if os.path.lexists(os.path.join(site, key)):
+                _remove(os.path.join(site, key), os.path.join(folder, _PARTIAL + str(os.getpid()) + "-"))
         _write_keys(archive_path, folder, wheels, sorted(missing | changed))
     record = []
     for relative, (_size, digest) in expected.items():
@@ -598,7 +594,7 @@ def unpack(archive, folder, tag, wheels, first, force):
             with open(os.path.join(partial, _REST_COMPLETE), "w", encoding="ascii") as done:
                 done.write(hashlib.sha256(rest).hexdigest() + "\n")
         if os.path.lexists(folder):
-            _remove(folder)  # half-written or changed since, or SHIV_FORCE_EXTRACT
+            _remove(folder, folder + _OLD)  # half-written or changed since, or SHIV_FORCE_EXTRACT
         os.rename(partial, folder)
     except OSError as exc:
         _fail(
